@@ -1,0 +1,269 @@
+//! Check-in routes (API.md "Check-ins").
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{Datelike, Duration};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiPath, ApiQuery, OptionalJson};
+use crate::state::AppState;
+use crate::types::{Day, Month, UserId};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(check_in, month_view))
+        .routes(routes!(stats))
+        .routes(routes!(day_status))
+}
+
+/// Optional body of a check-in.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckInBody {
+    /// The day to check in for (default: today in the configured time zone).
+    #[schema(value_type = Option<String>, format = Date, example = "2026-11-21")]
+    date: Option<Day>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct CheckInReply {
+    user_id: u32,
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    /// True when the user was already checked in for that day (nothing changed).
+    already_checked_in: bool,
+    /// Days checked in during that date's month.
+    month_count: u32,
+    /// Consecutive days ending today (or yesterday, if today is not checked in yet).
+    current_streak: u32,
+}
+
+/// Check a user in for a day (idempotent).
+///
+/// The body is optional: none, `{}` or `{"date": "YYYY-MM-DD"}`. A future date, or one older
+/// than the retention, is 422.
+#[utoipa::path(
+    post,
+    path = "/v1/checkins/{user_id}",
+    tag = "checkins",
+    params(("user_id" = u32, Path, description = "User id, 0..=4294967295")),
+    request_body(content = Option<CheckInBody>, content_type = "application/json"),
+    responses(
+        (status = 200, body = CheckInReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn check_in(
+    State(state): State<AppState>,
+    ApiPath(user): ApiPath<UserId>,
+    OptionalJson(body): OptionalJson<CheckInBody>,
+) -> ApiResult<Json<CheckInReply>> {
+    let cal = Calendar::now(&state);
+    let day = body.date.unwrap_or(cal.today);
+    cal.writable(day)?;
+    let window = cal.window();
+    let done = state
+        .store
+        .check_in(user, day, &window, cal.expiry(day))
+        .await?;
+    let month_mask = window
+        .iter()
+        .position(|m| *m == day.month())
+        .map_or(0, |i| done.months[i]);
+    Ok(Json(CheckInReply {
+        user_id: user.0,
+        date: day,
+        already_checked_in: done.already,
+        month_count: month_mask.count_ones(),
+        current_streak: cal.current_streak(&window, &done.months),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct MonthQuery {
+    /// `YYYY-MM` (default: this month).
+    #[param(value_type = Option<String>, example = "2026-11")]
+    month: Option<Month>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct MonthView {
+    user_id: u32,
+    #[schema(value_type = String, example = "2026-11")]
+    month: Month,
+    /// Days of the month checked in, ascending.
+    days: Vec<u32>,
+    count: u32,
+    /// First day checked in this month, or null.
+    first_day: Option<u32>,
+    /// Longest run of consecutive days within this month.
+    longest_streak: u32,
+    /// Consecutive days ending today (or yesterday); the same whichever month is viewed.
+    current_streak: u32,
+}
+
+/// A user's calendar and streaks for one month.
+#[utoipa::path(
+    get,
+    path = "/v1/checkins/{user_id}",
+    tag = "checkins",
+    params(("user_id" = u32, Path, description = "User id, 0..=4294967295"), MonthQuery),
+    responses(
+        (status = 200, body = MonthView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn month_view(
+    State(state): State<AppState>,
+    ApiPath(user): ApiPath<UserId>,
+    ApiQuery(q): ApiQuery<MonthQuery>,
+) -> ApiResult<Json<MonthView>> {
+    let cal = Calendar::now(&state);
+    let month = q.month.unwrap_or(cal.today.month());
+    let mut months = cal.window();
+    let index = months.iter().position(|m| *m == month).unwrap_or_else(|| {
+        months.push(month);
+        months.len() - 1
+    });
+    let masks = state.store.months(user, &months).await?;
+    let n = masks.len().min(cal.window().len());
+    let mask = masks[index];
+    let days = logic::days(mask, month.days());
+    Ok(Json(MonthView {
+        user_id: user.0,
+        month,
+        count: days.len() as u32,
+        first_day: days.first().copied(),
+        days,
+        longest_streak: logic::longest_streak(mask, month.days()),
+        current_streak: cal.current_streak(&months[..n], &masks[..n]),
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DayStatus {
+    user_id: u32,
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    checked_in: bool,
+}
+
+/// Whether a user checked in on one day.
+#[utoipa::path(
+    get,
+    path = "/v1/checkins/{user_id}/{date}",
+    tag = "checkins",
+    params(
+        ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
+        ("date" = String, Path, format = Date, description = "YYYY-MM-DD"),
+    ),
+    responses(
+        (status = 200, body = DayStatus),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn day_status(
+    State(state): State<AppState>,
+    ApiPath((user, date)): ApiPath<(UserId, Day)>,
+) -> ApiResult<Json<DayStatus>> {
+    let mask = state.store.months(user, &[date.month()]).await?[0];
+    let checked_in = logic::days(mask, date.month().days()).contains(&date.0.day());
+    Ok(Json(DayStatus {
+        user_id: user.0,
+        date,
+        checked_in,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct StatsQuery {
+    /// First day, inclusive.
+    #[param(value_type = String, format = Date)]
+    from: Day,
+    /// Last day, inclusive; at most 92 days after `from`.
+    #[param(value_type = String, format = Date)]
+    to: Day,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DailyCount {
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    count: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct Stats {
+    #[schema(value_type = String, format = Date)]
+    from: Day,
+    #[schema(value_type = String, format = Date)]
+    to: Day,
+    daily: Vec<DailyCount>,
+    /// Users checked in on every day of the range.
+    every_day: u64,
+    /// Users checked in on at least one day of the range.
+    any_day: u64,
+}
+
+/// Daily active counts and cohort counts (AND / OR) over a range of at most 92 days.
+#[utoipa::path(
+    get,
+    path = "/v1/checkins/stats",
+    tag = "checkins",
+    params(StatsQuery),
+    responses(
+        (status = 200, body = Stats),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn stats(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<StatsQuery>,
+) -> ApiResult<Json<Stats>> {
+    if q.to < q.from {
+        return Err(ApiError::invalid(format!(
+            "to ({}) is before from ({})",
+            q.to, q.from
+        )));
+    }
+    let len = (q.to.0 - q.from.0).num_days() + 1;
+    if len > MAX_STATS_DAYS {
+        return Err(ApiError::invalid(format!(
+            "a range is at most {MAX_STATS_DAYS} days, got {len}"
+        )));
+    }
+    let days: Vec<Day> = (0..len)
+        .map(|i| Day(q.from.0 + Duration::days(i)))
+        .collect();
+    let cohort = state.store.cohort(&days).await?;
+    Ok(Json(Stats {
+        from: q.from,
+        to: q.to,
+        daily: days
+            .iter()
+            .zip(&cohort.daily)
+            .map(|(d, c)| DailyCount {
+                date: *d,
+                count: *c,
+            })
+            .collect(),
+        every_day: cohort.every_day,
+        any_day: cohort.any_day,
+    }))
+}

@@ -1,0 +1,126 @@
+//! Daily check-ins on bitmaps: check in, the month calendar with streaks, one day, and cohort
+//! stats over a range (daily counts, every-day AND, any-day OR).
+//!
+//! Per user, one bitmap per month (`ck:{user}:YYYY-MM`, bit = day - 1), so a user's history
+//! shares a slot and a streak is one read. Per day, a cohort bitmap (offset = user id) split
+//! into 2^20-user chunks so memory follows real users and no command touches a huge string.
+
+mod http;
+pub mod logic;
+
+use std::collections::HashMap;
+
+use chrono::{Duration, NaiveTime};
+
+pub use http::router;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::store::StoreError;
+use crate::types::{Day, Month, UserId};
+
+/// Longest stats range, in days (API.md).
+pub const MAX_STATS_DAYS: i64 = 92;
+
+/// Outcome of a check-in as the store reports it.
+#[derive(Debug, Clone)]
+pub struct CheckIn {
+    pub already: bool,
+    /// Bitmasks of the requested window months, in the same order.
+    pub months: Vec<u32>,
+}
+
+/// Counts over a range of days.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cohort {
+    /// Users checked in on each day, in the order asked.
+    pub daily: Vec<u64>,
+    /// Users checked in on every day (AND).
+    pub every_day: u64,
+    /// Users checked in on at least one day (OR).
+    pub any_day: u64,
+}
+
+/// When keys written by a check-in expire (unix seconds).
+#[derive(Debug, Clone, Copy)]
+pub struct Expiry {
+    pub month_at: i64,
+    pub day_at: i64,
+}
+
+/// What a check-in backend must do. Every method is one logical store operation.
+pub(crate) trait CheckinStore {
+    /// Sets `user`'s bit for `day` (in its own month bitmap and in the day's cohort), then
+    /// returns whether it was set before and the bitmasks of `window` (which contains `day`'s month).
+    async fn check_in(
+        &self,
+        user: UserId,
+        day: Day,
+        window: &[Month],
+        expiry: Expiry,
+    ) -> Result<CheckIn, StoreError>;
+    /// Bitmasks of `months` for `user`, in order; a missing month is 0.
+    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError>;
+    /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).
+    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError>;
+}
+
+/// Dates and retention as the gateway sees them right now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Calendar {
+    pub today: Day,
+    pub retention_days: u32,
+}
+
+impl Calendar {
+    pub fn now(state: &AppState) -> Self {
+        Self {
+            today: state.today(),
+            retention_days: state.settings.checkin_retention_days,
+        }
+    }
+
+    /// The oldest day still retained.
+    pub fn oldest(&self) -> Day {
+        Day(self.today.0 - Duration::days(i64::from(self.retention_days) - 1))
+    }
+
+    /// Refuses days in the future or past retention with 422.
+    pub fn writable(&self, day: Day) -> Result<(), ApiError> {
+        if day > self.today {
+            return Err(ApiError::Unprocessable(format!(
+                "{day} is in the future (today is {})",
+                self.today
+            )));
+        }
+        if day < self.oldest() {
+            return Err(ApiError::Unprocessable(format!(
+                "{day} is older than the check-in retention of {} days",
+                self.retention_days
+            )));
+        }
+        Ok(())
+    }
+
+    /// The months a current streak may span, newest first.
+    pub fn window(&self) -> Vec<Month> {
+        logic::window(self.today, self.oldest())
+    }
+
+    /// Keys expire once their last day leaves retention (with a day of slack for time zones).
+    pub fn expiry(&self, day: Day) -> Expiry {
+        let keep = Duration::days(i64::from(self.retention_days) + 1);
+        let at = |d: Day| (d.0 + keep).and_time(NaiveTime::MIN).and_utc().timestamp();
+        let month_end = Day(day.month().next().first_day().0 - Duration::days(1));
+        Expiry {
+            month_at: at(month_end),
+            day_at: at(day),
+        }
+    }
+
+    pub fn current_streak(&self, window: &[Month], masks: &[u32]) -> u32 {
+        let months: HashMap<Month, u32> =
+            window.iter().copied().zip(masks.iter().copied()).collect();
+        logic::current_streak(self.today, self.oldest(), &months)
+    }
+}

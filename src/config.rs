@@ -1,0 +1,247 @@
+//! Configuration: one clap struct, where every setting is both an environment variable and a
+//! flag (`--help` lists them with their defaults), turned into validated [`Settings`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ipnet::IpNet;
+
+/// Command line and environment of the `redis-gateway` binary.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "redis-gateway",
+    version,
+    about = "HTTP/JSON gateway for six classic Redis patterns"
+)]
+pub struct Config {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Address to serve on.
+    #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port.
+    /// Unset: the embedded in-memory backend (state is per process).
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Bearer token for admin routes. Unset: one is generated and logged once at start-up.
+    #[arg(long, env = "GATEWAY_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Namespace put in front of every key the gateway writes.
+    #[arg(long, env = "GATEWAY_KEY_PREFIX", default_value = "gw:")]
+    pub key_prefix: String,
+
+    /// IANA time zone that defines "today".
+    #[arg(long, env = "GATEWAY_TZ", default_value = "UTC")]
+    pub tz: chrono_tz::Tz,
+
+    /// Timeout of each store call in milliseconds; past it the request answers 503.
+    #[arg(long, env = "GATEWAY_STORE_TIMEOUT_MS", default_value_t = 1000)]
+    pub store_timeout_ms: u64,
+
+    /// Global per-client rate limit on every request: on or off.
+    #[arg(long, env = "GATEWAY_GLOBAL_LIMIT", default_value = "on")]
+    pub global_limit: OnOff,
+
+    /// Global limiter: burst (GCRA max_burst).
+    #[arg(long, env = "GATEWAY_GLOBAL_BURST", default_value_t = 100)]
+    pub global_burst: u64,
+
+    /// Global limiter: requests per period.
+    #[arg(long, env = "GATEWAY_GLOBAL_COUNT", default_value_t = 50)]
+    pub global_count: u64,
+
+    /// Global limiter: period in seconds.
+    #[arg(long, env = "GATEWAY_GLOBAL_PERIOD", default_value_t = 1)]
+    pub global_period: u64,
+
+    /// What the global limiter does when the store is down: open (serve) or closed (503).
+    #[arg(long, env = "GATEWAY_GLOBAL_FAIL", default_value = "open")]
+    pub global_fail: FailPolicy,
+
+    /// Comma-separated CIDRs whose X-Forwarded-For header is believed.
+    #[arg(
+        long,
+        env = "GATEWAY_TRUSTED_PROXIES",
+        default_value = "",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
+
+    /// Comma-separated origins allowed to call from a browser, or `*`. Empty: no CORS headers.
+    #[arg(
+        long,
+        env = "GATEWAY_CORS_ORIGINS",
+        default_value = "",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
+
+    /// Largest request body in bytes.
+    #[arg(long, env = "GATEWAY_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+
+    /// Largest number of items in one batch.
+    #[arg(long, env = "GATEWAY_MAX_BATCH", default_value_t = 1000)]
+    pub max_batch: usize,
+
+    /// How many days check-ins are kept (older dates are refused with 422).
+    #[arg(long, env = "GATEWAY_CHECKIN_RETENTION_DAYS", default_value_t = 400)]
+    pub checkin_retention_days: u32,
+
+    /// Longest time one request may take, in milliseconds (then 503).
+    #[arg(long, env = "GATEWAY_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub request_timeout_ms: u64,
+
+    /// Connections in the Redis pool (each one auto-pipelines).
+    #[arg(long, env = "GATEWAY_REDIS_POOL_SIZE", default_value_t = 4)]
+    pub redis_pool_size: usize,
+}
+
+/// Sub-commands of the binary.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Print the OpenAPI document and exit.
+    Openapi,
+}
+
+/// An on/off switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// What the global limiter does when it cannot reach the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailPolicy {
+    /// Serve the request (and count it).
+    Open,
+    /// Refuse with 503.
+    Closed,
+}
+
+/// Which backend holds the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The embedded in-memory backend: state lives and dies with the process.
+    Memory,
+    /// Redis (standalone, TLS or Cluster) at this URL.
+    Redis(String),
+}
+
+/// The global limiter's policy.
+#[derive(Debug, Clone)]
+pub struct GlobalLimit {
+    pub enabled: bool,
+    pub max_burst: u64,
+    pub count_per_period: u64,
+    pub period: u64,
+    pub fail: FailPolicy,
+}
+
+/// Validated settings the library runs on.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub store: StoreChoice,
+    /// `None` means: generate one at start-up.
+    pub admin_token: Option<String>,
+    pub key_prefix: String,
+    pub tz: chrono_tz::Tz,
+    pub store_timeout: Duration,
+    pub global: GlobalLimit,
+    pub trusted_proxies: Vec<IpNet>,
+    pub cors_origins: Vec<String>,
+    pub body_limit: usize,
+    pub max_batch: usize,
+    pub checkin_retention_days: u32,
+    pub request_timeout: Duration,
+    pub redis_pool_size: usize,
+}
+
+impl Config {
+    /// Checks the parsed configuration and turns it into [`Settings`].
+    pub fn settings(&self) -> Result<Settings, String> {
+        let store = match self.redis_url.as_deref().map(str::trim) {
+            None | Some("") => StoreChoice::Memory,
+            Some(url) => StoreChoice::Redis(url.to_owned()),
+        };
+        if self.key_prefix.len() > 64
+            || self
+                .key_prefix
+                .chars()
+                .any(|c| c == '{' || c == '}' || c.is_whitespace() || c.is_control())
+        {
+            return Err(
+                "GATEWAY_KEY_PREFIX: at most 64 characters, no braces or spaces".to_owned(),
+            );
+        }
+        let trusted_proxies = self
+            .trusted_proxies
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<IpNet>()
+                    .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                    .map_err(|_| format!("GATEWAY_TRUSTED_PROXIES: {s:?} is not a CIDR"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cors_origins = self
+            .cors_origins
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if self.global_count == 0 || self.global_period == 0 {
+            return Err(
+                "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
+            );
+        }
+        if self.store_timeout_ms == 0 || self.request_timeout_ms == 0 {
+            return Err("timeouts must be at least 1 ms".to_owned());
+        }
+        if self.max_batch == 0 || self.body_limit == 0 || self.redis_pool_size == 0 {
+            return Err("GATEWAY_MAX_BATCH, GATEWAY_BODY_LIMIT and GATEWAY_REDIS_POOL_SIZE must be positive".to_owned());
+        }
+        if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
+            return Err("GATEWAY_CHECKIN_RETENTION_DAYS must be within 1..=3660".to_owned());
+        }
+        Ok(Settings {
+            listen: self.listen,
+            store,
+            admin_token: self.admin_token.clone().filter(|t| !t.is_empty()),
+            key_prefix: self.key_prefix.clone(),
+            tz: self.tz,
+            store_timeout: Duration::from_millis(self.store_timeout_ms),
+            global: GlobalLimit {
+                enabled: self.global_limit == OnOff::On,
+                max_burst: self.global_burst,
+                count_per_period: self.global_count,
+                period: self.global_period,
+                fail: self.global_fail,
+            },
+            trusted_proxies,
+            cors_origins,
+            body_limit: self.body_limit,
+            max_batch: self.max_batch,
+            checkin_retention_days: self.checkin_retention_days,
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            redis_pool_size: self.redis_pool_size,
+        })
+    }
+}
+
+impl Settings {
+    /// Settings as the binary would have them with no flags and no environment: handy in tests.
+    pub fn defaults() -> Self {
+        Config::parse_from(["redis-gateway"])
+            .settings()
+            .expect("the defaults are valid")
+    }
+}

@@ -1,0 +1,194 @@
+//! The one error type of the HTTP surface, rendered as RFC 9457 `application/problem+json`
+//! with a stable `code` (API.md "Conventions").
+
+use std::sync::Arc;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::store::StoreError;
+
+/// Everything a request can fail with. Each variant's doc names its status.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 `invalid_argument`: malformed JSON, bad field, bad path segment, empty batch.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// 401 `unauthorized`: missing or wrong admin bearer token.
+    #[error("a valid admin bearer token is required")]
+    Unauthorized,
+    /// 404 `not_found`.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405 `method_not_allowed`.
+    #[error("method not allowed on this route")]
+    MethodNotAllowed,
+    /// 409 with a domain-specific code (`conflict`, `sold_out`, ...) and optional extra members.
+    #[error("{detail}")]
+    Conflict {
+        code: &'static str,
+        detail: String,
+        extra: Option<serde_json::Map<String, serde_json::Value>>,
+    },
+    /// 413 `payload_too_large`.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 415 `unsupported_media_type`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422 `unprocessable`: well-formed but impossible (a future date).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 429 `rate_limited`; `retry_after` in whole seconds.
+    #[error("rate limit exceeded, retry in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    /// 503 `backend_unavailable`: the store cannot be reached or timed out.
+    #[error("the store is unavailable")]
+    BackendUnavailable(#[source] StoreError),
+    /// 500 `internal`: a bug; details are logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// An RFC 9457 problem document as this API sends it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Always `about:blank`: `title` is the HTTP reason phrase.
+    #[serde(rename = "type")]
+    #[schema(example = "about:blank")]
+    pub kind: String,
+    #[schema(example = "Conflict")]
+    pub title: String,
+    #[schema(example = 409)]
+    pub status: u16,
+    #[schema(example = "voucher v1 is sold out")]
+    pub detail: String,
+    /// Stable snake_case code that clients switch on.
+    #[schema(example = "sold_out")]
+    pub code: String,
+    /// Extra members some problems carry (e.g. `order_ids` for `already_ordered`).
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ApiError {
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        Self::InvalidArgument(detail.into())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BackendUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidArgument(_) => "invalid_argument",
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict { code, .. } => code,
+            Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::Unprocessable(_) => "unprocessable",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::BackendUnavailable(_) => "backend_unavailable",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The client-facing detail: server-side failures say nothing about internals.
+    fn detail(&self) -> String {
+        match self {
+            Self::BackendUnavailable(StoreError::Timeout) => {
+                "the store did not answer in time".to_owned()
+            }
+            Self::BackendUnavailable(_) => "the store cannot be reached".to_owned(),
+            Self::Internal(_) => "internal error".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Internal(msg) => Self::Internal(msg),
+            other => Self::BackendUnavailable(other),
+        }
+    }
+}
+
+/// Renders a problem document for `status` with `code` and `detail`.
+pub fn problem_response(
+    status: StatusCode,
+    code: &str,
+    detail: String,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> Response {
+    let problem = Problem {
+        kind: "about:blank".to_owned(),
+        title: status.canonical_reason().unwrap_or("Error").to_owned(),
+        status: status.as_u16(),
+        detail,
+        code: code.to_owned(),
+        extra,
+    };
+    let body = serde_json::to_vec(&problem).unwrap_or_default();
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let extra = match &self {
+            Self::Conflict {
+                extra: Some(extra), ..
+            } => extra.clone(),
+            _ => serde_json::Map::new(),
+        };
+        let mut response = problem_response(status, self.code(), self.detail(), extra);
+        match &self {
+            Self::Unauthorized => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"redis-gateway\""),
+                );
+            }
+            Self::RateLimited { retry_after } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
+        }
+        if status.is_server_error() {
+            // Logged inside the request span by `middleware::log_errors`, not here: a conversion
+            // should not have side effects.
+            response.extensions_mut().insert(Arc::new(self));
+        }
+        response
+    }
+}
+
+/// Result alias for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,110 @@
+//! Extractors whose rejections are [`ApiError`]s, so malformed JSON, paths and queries come
+//! back as problem+json like every other failure.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{header, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// `axum::Json` with problem+json rejections.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);
+
+/// `axum::extract::Path` with problem+json rejections.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct ApiPath<T>(pub T);
+
+/// `axum::extract::Query` with problem+json rejections.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct ApiQuery<T>(pub T);
+
+impl<T> axum::response::IntoResponse for ApiJson<T>
+where
+    T: serde::Serialize,
+{
+    fn into_response(self) -> axum::response::Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// A JSON body that may be absent: no body (or an empty one) is `T::default()`.
+///
+/// Written by hand because `axum::Json` insists on a body and a content type, while API.md lets
+/// `POST /v1/checkins/{user_id}` be sent bare by curl users.
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for OptionalJson<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = Bytes::from_request(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        if let Some(ct) = content_type {
+            let essence = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if essence != "application/json" && !essence.ends_with("+json") {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "expected application/json, got {essence}"
+                )));
+            }
+        }
+        serde_json::from_slice(&bytes)
+            .map(Self)
+            .map_err(|e| ApiError::invalid(format!("invalid JSON body: {e}")))
+    }
+}
+
+fn from_status(status: StatusCode, text: String) -> ApiError {
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(text),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType(text),
+        StatusCode::INTERNAL_SERVER_ERROR => ApiError::Internal(text),
+        _ => ApiError::InvalidArgument(text),
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        from_status(r.status(), r.body_text())
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(r: BytesRejection) -> Self {
+        from_status(r.status(), r.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        from_status(r.status(), r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        from_status(r.status(), r.body_text())
+    }
+}

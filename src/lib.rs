@@ -1,0 +1,86 @@
+//! redis-gateway: six classic Redis patterns behind a REST/JSON API.
+//!
+//! - [`config`]: settings from flags and environment
+//! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
+//! - [`run`]: serve on a listener until a shutdown future resolves
+//! - domains (`checkins`, ...): routes, types and store traits per Redis pattern
+//! - [`store`]: the in-memory and Redis backends behind those traits
+
+pub mod auth;
+pub mod checkins;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod middleware;
+pub mod openapi;
+pub mod ops;
+pub mod shutdown;
+pub mod state;
+pub mod store;
+pub mod telemetry;
+pub mod types;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::config::Settings;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::store::{Store, StoreError};
+
+/// Opens the store and settles the admin token.
+pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
+    let store = Store::open(&settings).await?;
+    let admin_token: Arc<str> = match &settings.admin_token {
+        Some(token) => token.as_str().into(),
+        None => {
+            let token = auth::generate_token();
+            // Printed once, here; never logged again.
+            tracing::warn!(
+                "GATEWAY_ADMIN_TOKEN is not set; generated admin token for this process: {token}"
+            );
+            token.into()
+        }
+    };
+    Ok(AppState {
+        store,
+        settings: Arc::new(settings),
+        admin_token,
+    })
+}
+
+/// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
+pub fn app(state: AppState) -> Router {
+    let (api, document) = openapi::api_router().split_for_parts();
+    let api = api
+        .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
+        .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
+    let router = api.merge(ops::router());
+    middleware::stack(router, &state).with_state(state)
+}
+
+/// Serves the gateway on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let state = build_state(settings).await.map_err(std::io::Error::other)?;
+    let addr = listener.local_addr()?;
+    match state.store.backend() {
+        "memory" => {
+            tracing::info!(%addr, "serving on the embedded in-memory backend (state is per process and lost on exit)")
+        }
+        backend => tracing::info!(%addr, backend, "serving on Redis"),
+    }
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

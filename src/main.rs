@@ -1,0 +1,26 @@
+//! The `redis-gateway` binary: parse configuration, start telemetry, bind, serve.
+//!
+//! Everything else lives in the library so tests can build the same app in-process.
+
+use anyhow::Context;
+use clap::Parser;
+use redis_gateway::config::{Command, Config};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::parse();
+    if let Some(Command::Openapi) = config.command {
+        print!("{}", redis_gateway::openapi::document_json());
+        return Ok(());
+    }
+    redis_gateway::telemetry::init();
+    let settings = config
+        .settings()
+        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    redis_gateway::run(listener, settings, redis_gateway::shutdown::signal())
+        .await
+        .context("gateway stopped with an error")
+}

@@ -1,0 +1,97 @@
+//! The one middleware stack every request goes through, outermost first:
+//!
+//! 1. set `x-request-id` (a UUID unless the client sent one)
+//! 2. `TraceLayer`: one span per request carrying the request id and the matched route
+//! 3. propagate `x-request-id` onto the response
+//! 4. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
+//!    into one, and log 5xx errors inside the span
+//! 5. CORS (only when origins are configured)
+//! 6. request timeout (503) and the body-size limit
+
+mod problems;
+
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
+use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::state::AppState;
+
+/// Wraps `router` in the stack described in the module docs.
+pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+    let settings = &state.settings;
+    let router = router
+        .layer(DefaultBodyLimit::max(settings.body_limit))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            settings.request_timeout,
+        ));
+    let router = match cors(&settings.cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                let request_id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                let route = req.extensions().get::<MatchedPath>().map_or("-", MatchedPath::as_str);
+                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), route, request_id)
+            }))
+            .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(axum::middleware::from_fn(problems::problem_responses))
+            .layer(CatchPanicLayer::custom(problems::panic_response)),
+    )
+}
+
+/// CORS for browsers calling the gateway directly, with the limiter's headers readable by scripts.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let expose = [
+        "ratelimit",
+        "ratelimit-policy",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "retry-after",
+        "x-request-id",
+    ]
+    .map(HeaderName::from_static);
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::DELETE,
+                Method::OPTIONS,
+            ])
+            .allow_headers([
+                axum::http::header::CONTENT_TYPE,
+                axum::http::header::AUTHORIZATION,
+                HeaderName::from_static("x-api-key"),
+                HeaderName::from_static("x-request-id"),
+            ])
+            .expose_headers(expose)
+            .max_age(Duration::from_secs(600)),
+    )
+}

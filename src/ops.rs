@@ -1,0 +1,46 @@
+//! Operational routes, exempt from the global limiter: liveness and readiness.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    status: &'static str,
+}
+
+/// 200 while the process runs.
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// `memory`, `redis` or `redis-cluster`.
+    backend: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redis_version: Option<String>,
+    /// `redisbloom`, `lua` or `memory`.
+    bloom_engine: &'static str,
+}
+
+/// 200 when the store answers, else 503 `backend_unavailable`.
+async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
+    let info = state.store.ready().await?;
+    Ok(Json(Ready {
+        backend: info.backend,
+        redis_version: info.redis_version,
+        bloom_engine: info.bloom_engine,
+    }))
+}

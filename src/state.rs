@@ -1,0 +1,25 @@
+//! The state every handler shares: the store, the settings and the admin token.
+
+use std::sync::Arc;
+
+use crate::config::Settings;
+use crate::store::Store;
+use crate::types::Day;
+
+/// Cheap to clone: every field is a handle.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub settings: Arc<Settings>,
+    /// The bearer token admin routes require (configured or generated at start-up).
+    pub admin_token: Arc<str>,
+}
+
+impl AppState {
+    /// Today in the configured time zone.
+    pub fn today(&self) -> Day {
+        Day(chrono::Utc::now()
+            .with_timezone(&self.settings.tz)
+            .date_naive())
+    }
+}

@@ -1,0 +1,67 @@
+//! The embedded in-memory backend: the default when `REDIS_URL` is unset. State is per process.
+//!
+//! Each domain keeps its state behind its own `std::sync::Mutex`. A std mutex, not Tokio's:
+//! the critical sections are short, pure computation and never span an `.await` (clippy's
+//! `await_holding_lock` enforces it), which is exactly the case where a blocking mutex is cheaper.
+//! One background task drops expired entries; it holds only a `Weak`, so it ends with the store.
+
+mod checkins;
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use super::{ReadyInfo, StoreError};
+use crate::config::Settings;
+
+/// Cheap-clone handle to the in-memory state.
+#[derive(Debug, Clone)]
+pub struct MemoryStore {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    checkins: Mutex<checkins::State>,
+}
+
+/// How often expired entries are dropped.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+impl MemoryStore {
+    pub fn new(_settings: &Settings) -> Self {
+        let shared = Arc::new(Shared::default());
+        let weak = Arc::downgrade(&shared);
+        tokio::spawn(purge_task(weak));
+        Self { shared }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
+        Ok(ReadyInfo {
+            backend: "memory",
+            redis_version: None,
+            bloom_engine: "memory",
+        })
+    }
+}
+
+async fn purge_task(shared: Weak<Shared>) {
+    let mut tick = tokio::time::interval(PURGE_EVERY);
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let now = chrono::Utc::now().timestamp();
+        lock(&shared.checkins).purge(now);
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical section
+/// leaves the state consistent before anything can panic.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

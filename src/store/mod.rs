@@ -1,0 +1,94 @@
+//! Store backends: the in-memory default and Redis (standalone, TLS, Cluster), one enum that
+//! implements every domain's store trait by dispatching to the backend chosen at start-up.
+
+pub mod keys;
+pub mod memory;
+pub mod redis;
+
+use crate::config::{Settings, StoreChoice};
+
+/// Why a store call failed. Only this crosses the store boundary; backend errors stay below.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached (connection refused, reset, cluster down).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store did not answer within the configured timeout.
+    #[error("store timed out")]
+    Timeout,
+    /// The store answered something the gateway did not expect: a bug.
+    #[error("store error: {0}")]
+    Internal(String),
+}
+
+/// What `/readyz` reports about the store.
+#[derive(Debug, Clone)]
+pub struct ReadyInfo {
+    pub backend: &'static str,
+    pub redis_version: Option<String>,
+    pub bloom_engine: &'static str,
+}
+
+/// The backend the gateway runs on, a cheap-clone handle.
+#[derive(Debug, Clone)]
+pub enum Store {
+    Memory(memory::MemoryStore),
+    Redis(redis::RedisStore),
+}
+
+/// Calls the same method on whichever backend is active.
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Memory($s) => $call,
+            Store::Redis($s) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Builds the backend `settings` ask for. Redis being down is not an error here: the
+    /// gateway starts, reports not ready, and serves once the client reconnects.
+    pub async fn open(settings: &Settings) -> Result<Self, StoreError> {
+        match &settings.store {
+            StoreChoice::Memory => Ok(Self::Memory(memory::MemoryStore::new(settings))),
+            StoreChoice::Redis(url) => Ok(Self::Redis(
+                redis::RedisStore::connect(url, settings).await?,
+            )),
+        }
+    }
+
+    /// `memory`, `redis` or `redis-cluster`.
+    pub fn backend(&self) -> &'static str {
+        dispatch!(self, s => s.backend())
+    }
+
+    /// Asks the store whether it answers.
+    pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
+        dispatch!(self, s => s.ready().await)
+    }
+}
+
+mod checkins {
+    use super::{Store, StoreError};
+    use crate::checkins::{CheckIn, CheckinStore, Cohort, Expiry};
+    use crate::types::{Day, Month, UserId};
+
+    impl CheckinStore for Store {
+        async fn check_in(
+            &self,
+            user: UserId,
+            day: Day,
+            window: &[Month],
+            expiry: Expiry,
+        ) -> Result<CheckIn, StoreError> {
+            dispatch!(self, s => s.check_in(user, day, window, expiry).await)
+        }
+        async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
+            dispatch!(self, s => s.months(user, months).await)
+        }
+        async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
+            dispatch!(self, s => s.cohort(days).await)
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Check-ins on Redis bitmaps.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+
+use chrono::Datelike;
+use fred::prelude::*;
+use fred::types::scripts::Script;
+use futures::stream::{self, StreamExt, TryStreamExt};
+
+use super::{map_err, RedisStore};
+use crate::checkins::{logic, CheckIn, CheckinStore, Cohort, Expiry};
+use crate::store::keys::COHORT_CHUNK_BITS;
+use crate::store::StoreError;
+use crate::types::{Day, Month, UserId};
+
+static CHECKIN_SET: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("checkin_set.lua")));
+static COHORT_SET: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("cohort_set.lua")));
+
+/// Chunks fetched at once when computing stats: bounds memory to a few chunks' worth of days.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// Which cohort chunks this process has already added to the registry, so the registry write
+/// happens once per chunk per process (and again whenever a chunk key is newly created, which
+/// re-registers after Redis lost its data).
+#[derive(Debug)]
+pub(super) struct KnownChunks([AtomicU64; 64]);
+
+impl Default for KnownChunks {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl KnownChunks {
+    fn contains(&self, chunk: u32) -> bool {
+        self.0[(chunk / 64) as usize].load(Ordering::Relaxed) & (1 << (chunk % 64)) != 0
+    }
+
+    fn insert(&self, chunk: u32) {
+        self.0[(chunk / 64) as usize].fetch_or(1 << (chunk % 64), Ordering::Relaxed);
+    }
+}
+
+fn chunk_of(user: UserId) -> (u32, u32) {
+    (
+        user.0 >> COHORT_CHUNK_BITS,
+        user.0 & ((1 << COHORT_CHUNK_BITS) - 1),
+    )
+}
+
+fn bytes_of(v: &Value) -> &[u8] {
+    match v {
+        Value::Bytes(b) => b,
+        Value::String(s) => s.as_bytes(),
+        _ => &[],
+    }
+}
+
+impl CheckinStore for RedisStore {
+    async fn check_in(
+        &self,
+        user: UserId,
+        day: Day,
+        window: &[Month],
+        expiry: Expiry,
+    ) -> Result<CheckIn, StoreError> {
+        let keys: Vec<String> = window
+            .iter()
+            .map(|m| self.keys.checkin_month(user, *m))
+            .collect();
+        let target = window
+            .iter()
+            .position(|m| *m == day.month())
+            .ok_or_else(|| StoreError::Internal("check-in day outside its window".to_owned()))?;
+        let (chunk, offset) = chunk_of(user);
+        let user_call = CHECKIN_SET.evalsha_with_reload::<Vec<Value>, _, _>(
+            self.pool.next(),
+            keys,
+            vec![
+                (target + 1) as i64,
+                i64::from(day.0.day()) - 1,
+                expiry.month_at,
+            ],
+        );
+        let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
+            self.pool.next(),
+            vec![self.keys.cohort_chunk(chunk, day)],
+            vec![i64::from(offset), expiry.day_at],
+        );
+        let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
+        if existed == 0 || !self.inner.chunks_known.contains(chunk) {
+            let _: i64 = self
+                .pool
+                .sadd(self.keys.cohort_registry(), i64::from(chunk))
+                .await
+                .map_err(map_err)?;
+            self.inner.chunks_known.insert(chunk);
+        }
+        let already = reply.first().and_then(Value::as_i64) == Some(1);
+        let months = reply
+            .iter()
+            .skip(1)
+            .map(|v| logic::mask_from_bytes(bytes_of(v)))
+            .collect();
+        Ok(CheckIn { already, months })
+    }
+
+    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
+        let keys: Vec<String> = months
+            .iter()
+            .map(|m| self.keys.checkin_month(user, *m))
+            .collect();
+        // One MGET: every key carries the user's hash tag, so it is single-slot on a Cluster.
+        let values: Vec<Value> = self.pool.mget(keys).await.map_err(map_err)?;
+        Ok(values
+            .iter()
+            .map(|v| logic::mask_from_bytes(bytes_of(v)))
+            .collect())
+    }
+
+    /// Fetches each registered chunk's day bitmaps (≤ 128 KiB each, a few chunks at a time)
+    /// and combines them here: no long-running BITOP on a huge key, no cross-slot command.
+    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
+        let chunks: Vec<i64> = self
+            .pool
+            .smembers(self.keys.cohort_registry())
+            .await
+            .map_err(map_err)?;
+        let partials: Vec<Cohort> = stream::iter(chunks)
+            .map(|chunk| self.chunk_cohort(chunk as u32, days))
+            .buffer_unordered(CHUNKS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut total = Cohort {
+            daily: vec![0; days.len()],
+            ..Cohort::default()
+        };
+        for p in partials {
+            for (t, d) in total.daily.iter_mut().zip(&p.daily) {
+                *t += d;
+            }
+            total.every_day += p.every_day;
+            total.any_day += p.any_day;
+        }
+        Ok(total)
+    }
+}
+
+impl RedisStore {
+    async fn chunk_cohort(&self, chunk: u32, days: &[Day]) -> Result<Cohort, StoreError> {
+        let gets = days.iter().map(|d| {
+            let key = self.keys.cohort_chunk(chunk, *d);
+            async move { self.pool.get::<Value, _>(key).await }
+        });
+        let values = futures::future::try_join_all(gets).await.map_err(map_err)?;
+        let bitmaps: Vec<&[u8]> = values.iter().map(bytes_of).collect();
+        let daily = bitmaps.iter().map(|b| popcount(b)).collect();
+        let longest = bitmaps.iter().map(|b| b.len()).max().unwrap_or(0);
+        let shortest = bitmaps.iter().map(|b| b.len()).min().unwrap_or(0);
+        let (mut every, mut any) = (0u64, 0u64);
+        for i in 0..longest {
+            let (mut and, mut or) = (0xffu8, 0u8);
+            for b in &bitmaps {
+                let byte = b.get(i).copied().unwrap_or(0);
+                and &= byte;
+                or |= byte;
+            }
+            if i < shortest {
+                every += u64::from(and.count_ones());
+            }
+            any += u64::from(or.count_ones());
+        }
+        Ok(Cohort {
+            daily,
+            every_day: every,
+            any_day: any,
+        })
+    }
+}
+
+fn popcount(bytes: &[u8]) -> u64 {
+    bytes.iter().map(|b| u64::from(b.count_ones())).sum()
+}

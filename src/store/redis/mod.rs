@@ -1,0 +1,127 @@
+//! The Redis backend (fred): standalone, TLS or Cluster from `REDIS_URL`, one auto-pipelining
+//! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
+//! this module tree: errors become [`StoreError`] here.
+
+mod checkins;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::InfoKind;
+
+use super::keys::Keys;
+use super::{ReadyInfo, StoreError};
+use crate::config::Settings;
+
+/// Cheap-clone handle to the Redis pool.
+#[derive(Debug, Clone)]
+pub struct RedisStore {
+    pool: Pool,
+    keys: Keys,
+    cluster: bool,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Cohort chunks this process has registered (see `checkins.rs`).
+    chunks_known: checkins::KnownChunks,
+}
+
+impl RedisStore {
+    /// Builds the pool and starts connecting. Waits up to the store timeout for the first
+    /// connection; if Redis is down the gateway still starts, and fred keeps reconnecting.
+    pub async fn connect(url: &str, settings: &Settings) -> Result<Self, StoreError> {
+        let config =
+            Config::from_url(url).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+        let cluster = config.server.is_clustered();
+        let timeout = settings.store_timeout;
+        let pool = Builder::from_config(config)
+            .with_performance_config(|perf| {
+                perf.default_command_timeout = timeout;
+            })
+            .with_connection_config(|conn| {
+                conn.connection_timeout = timeout;
+                conn.internal_command_timeout = timeout;
+                conn.max_command_attempts = 2;
+                conn.tcp = TcpConfig {
+                    nodelay: Some(true),
+                    ..Default::default()
+                };
+            })
+            .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+            .build_pool(settings.redis_pool_size)
+            .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+        pool.connect();
+        match tokio::time::timeout(timeout.max(Duration::from_secs(2)), pool.wait_for_connect())
+            .await
+        {
+            Ok(Ok(())) => tracing::info!(cluster, "connected to Redis"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background")
+            }
+            Err(_) => tracing::warn!("Redis is not reachable yet; retrying in the background"),
+        }
+        Ok(Self {
+            pool,
+            keys: Keys::new(&settings.key_prefix),
+            cluster,
+            inner: Arc::default(),
+        })
+    }
+
+    pub fn backend(&self) -> &'static str {
+        if self.cluster {
+            "redis-cluster"
+        } else {
+            "redis"
+        }
+    }
+
+    pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
+        let info: String = self
+            .pool
+            .info(Some(InfoKind::Server))
+            .await
+            .map_err(map_err)?;
+        let redis_version = info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(|v| v.trim().to_owned());
+        Ok(ReadyInfo {
+            backend: self.backend(),
+            redis_version,
+            bloom_engine: "lua",
+        })
+    }
+}
+
+/// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
+/// anything else is a bug on our side.
+pub(crate) fn map_err(e: Error) -> StoreError {
+    match e.kind() {
+        ErrorKind::Timeout => StoreError::Timeout,
+        ErrorKind::IO
+        | ErrorKind::Canceled
+        | ErrorKind::Cluster
+        | ErrorKind::Backpressure
+        | ErrorKind::Routing => StoreError::Unavailable(e.to_string()),
+        _ if is_transient(e.details()) => StoreError::Unavailable(e.to_string()),
+        _ => StoreError::Internal(e.to_string()),
+    }
+}
+
+/// Replies Redis gives while it cannot serve yet (loading, failing over, cluster down).
+fn is_transient(details: &str) -> bool {
+    [
+        "LOADING",
+        "CLUSTERDOWN",
+        "TRYAGAIN",
+        "MASTERDOWN",
+        "READONLY",
+        "BUSY",
+    ]
+    .iter()
+    .any(|p| details.starts_with(p))
+}

@@ -1,0 +1,312 @@
+//! Validated identifiers shared by the domains (API.md "Identifiers"). Input is parsed into
+//! these at the edge; past the handlers nothing re-validates, and no raw string reaches a key.
+
+use std::fmt;
+
+use chrono::{Datelike, NaiveDate};
+use serde::{Deserialize, Serialize};
+
+/// A user id: an integer `0..=4294967295`, because it is a bitmap offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "serde_json::Value", into = "u32")]
+pub struct UserId(pub u32);
+
+impl From<UserId> for u32 {
+    fn from(u: UserId) -> u32 {
+        u.0
+    }
+}
+
+impl UserId {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "user_id must be an integer 0..=4294967295, got {s:?}"
+            ));
+        }
+        s.parse::<u32>()
+            .map(Self)
+            .map_err(|_| format!("user_id must be an integer 0..=4294967295, got {s:?}"))
+    }
+}
+
+// Path segments arrive as strings, JSON bodies as numbers: accept both, nothing else.
+impl TryFrom<serde_json::Value> for UserId {
+    type Error = String;
+    fn try_from(v: serde_json::Value) -> Result<Self, String> {
+        match &v {
+            serde_json::Value::String(s) => Self::parse(s),
+            serde_json::Value::Number(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Self)
+                .ok_or_else(|| format!("user_id must be an integer 0..=4294967295, got {n}")),
+            other => Err(format!(
+                "user_id must be an integer 0..=4294967295, got {other}"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A name (`page`, `layer`, `member`, `voucher_id`, `filter`, rate-limit `key`):
+/// 1–128 characters of `[A-Za-z0-9._:@-]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Name(String);
+
+impl Name {
+    pub const MAX_LEN: usize = 128;
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Name {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let ok_char =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '-');
+        if s.is_empty() || s.len() > Self::MAX_LEN || !s.chars().all(ok_char) {
+            let shown: String = s.chars().take(40).collect();
+            return Err(format!(
+                "names are 1-128 characters of [A-Za-z0-9._:@-], got {shown:?}"
+            ));
+        }
+        Ok(Self(s))
+    }
+}
+
+impl From<Name> for String {
+    fn from(n: Name) -> String {
+        n.0
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A calendar day, written `YYYY-MM-DD` (years 1970–9999).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Day(pub NaiveDate);
+
+impl Day {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("dates are YYYY-MM-DD, got {s:?}");
+        let b = s.as_bytes();
+        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+            return Err(bad());
+        }
+        let date = NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| bad())?;
+        if !(1970..=9999).contains(&date.year()) {
+            return Err(bad());
+        }
+        Ok(Self(date))
+    }
+
+    pub fn month(self) -> Month {
+        Month::of(self.0)
+    }
+
+    /// Days since 1970-01-01.
+    pub fn ordinal(self) -> i64 {
+        (self.0 - NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid")).num_days()
+    }
+
+    pub fn succ(self) -> Day {
+        Day(self
+            .0
+            .succ_opt()
+            .expect("year 9999 is never reached in practice"))
+    }
+
+    pub fn pred(self) -> Day {
+        Day(self
+            .0
+            .pred_opt()
+            .expect("year 1970 minus one is representable"))
+    }
+}
+
+impl TryFrom<String> for Day {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s)
+    }
+}
+
+impl From<Day> for String {
+    fn from(d: Day) -> String {
+        d.to_string()
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%d"))
+    }
+}
+
+/// A calendar month, written `YYYY-MM`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Month {
+    year: i32,
+    month: u32,
+}
+
+impl Month {
+    pub fn of(date: NaiveDate) -> Self {
+        Self {
+            year: date.year(),
+            month: date.month(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("months are YYYY-MM, got {s:?}");
+        let b = s.as_bytes();
+        if b.len() != 7
+            || b[4] != b'-'
+            || !s[..4]
+                .bytes()
+                .chain(s[5..].bytes())
+                .all(|c| c.is_ascii_digit())
+        {
+            return Err(bad());
+        }
+        let year: i32 = s[..4].parse().map_err(|_| bad())?;
+        let month: u32 = s[5..].parse().map_err(|_| bad())?;
+        if !(1970..=9999).contains(&year) || !(1..=12).contains(&month) {
+            return Err(bad());
+        }
+        Ok(Self { year, month })
+    }
+
+    pub fn first_day(self) -> Day {
+        Day(NaiveDate::from_ymd_opt(self.year, self.month, 1).expect("validated month"))
+    }
+
+    pub fn days(self) -> u32 {
+        let next = self.next().first_day().0;
+        (next - self.first_day().0).num_days() as u32
+    }
+
+    pub fn next(self) -> Month {
+        if self.month == 12 {
+            Month {
+                year: self.year + 1,
+                month: 1,
+            }
+        } else {
+            Month {
+                year: self.year,
+                month: self.month + 1,
+            }
+        }
+    }
+
+    pub fn prev(self) -> Month {
+        if self.month == 1 {
+            Month {
+                year: self.year - 1,
+                month: 12,
+            }
+        } else {
+            Month {
+                year: self.year,
+                month: self.month - 1,
+            }
+        }
+    }
+
+    pub fn day(self, d: u32) -> Day {
+        Day(NaiveDate::from_ymd_opt(self.year, self.month, d).expect("day within month"))
+    }
+}
+
+impl TryFrom<String> for Month {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s)
+    }
+}
+
+impl From<Month> for String {
+    fn from(m: Month) -> String {
+        m.to_string()
+    }
+}
+
+impl fmt::Display for Month {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}", self.year, self.month)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_ids() {
+        assert_eq!(UserId::parse("0"), Ok(UserId(0)));
+        assert_eq!(UserId::parse("4294967295"), Ok(UserId(u32::MAX)));
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "4294967296",
+            "1e3",
+            " 1",
+            "abc",
+            "12345678901",
+        ] {
+            assert!(UserId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(Name::try_from("a.b_c:d@e-f9".to_owned()).is_ok());
+        assert!(Name::try_from("x".repeat(128)).is_ok());
+        for bad in ["", "a b", "a{b}", "a\nb", "é", "a/b"] {
+            assert!(Name::try_from(bad.to_owned()).is_err(), "{bad:?}");
+        }
+        assert!(Name::try_from("x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn days_and_months() {
+        assert_eq!(Day::parse("2024-02-29").unwrap().to_string(), "2024-02-29");
+        for bad in [
+            "2023-02-29",
+            "2024-1-05",
+            "20240105",
+            "1969-12-31",
+            "2024-01-05T00",
+        ] {
+            assert!(Day::parse(bad).is_err(), "{bad}");
+        }
+        let feb = Month::parse("2024-02").unwrap();
+        assert_eq!(feb.days(), 29);
+        assert_eq!(feb.prev().to_string(), "2024-01");
+        assert_eq!(
+            Month::parse("2024-12").unwrap().next().to_string(),
+            "2025-01"
+        );
+        for bad in ["2024-13", "2024-00", "2024-2", "24-02"] {
+            assert!(Month::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! Test harness: real `redis-server` processes (standalone and a 3-master Cluster) started on
+//! free ports, and the gateway served in-process over real HTTP.
+//!
+//! Every Redis process is started under a small shell watchdog that kills it (and removes its
+//! directory) as soon as the test binary exits — passing, failing or killed — so nothing is
+//! left behind even though the shared servers live in statics that are never dropped.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use redis_gateway::config::{Settings, StoreChoice};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// Which backend a scenario runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Redis,
+    Cluster,
+}
+
+/// Fails loudly (not skips) when Redis is missing: the test command installs it.
+fn require_redis() {
+    let ok = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "redis-server is not installed; run ./scripts/test, which installs it"
+    );
+}
+
+fn free_port(also_bus: bool) -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = l.local_addr().unwrap().port();
+        if !also_bus {
+            return port;
+        }
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "gw-test-{}-{}-{name}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// One `redis-server` process under a watchdog tied to this test process.
+#[derive(Debug)]
+pub struct RedisProcess {
+    pub port: u16,
+    dir: PathBuf,
+    extra: Vec<String>,
+    watchdog: Option<Child>,
+}
+
+impl RedisProcess {
+    pub fn start(extra: &[&str], cluster_bus: bool) -> Self {
+        require_redis();
+        for _ in 0..5 {
+            let port = free_port(cluster_bus);
+            let mut p = Self {
+                port,
+                dir: scratch_dir(&port.to_string()),
+                extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+                watchdog: None,
+            };
+            p.spawn();
+            if p.wait_ready(Duration::from_secs(10)) {
+                return p;
+            }
+            p.stop();
+        }
+        panic!("could not start redis-server");
+    }
+
+    fn spawn(&mut self) {
+        let mut args = vec![
+            "--port".to_owned(),
+            self.port.to_string(),
+            "--bind".to_owned(),
+            "127.0.0.1".to_owned(),
+            "--save".to_owned(),
+            "''".to_owned(),
+            "--appendonly".to_owned(),
+            "no".to_owned(),
+            "--dir".to_owned(),
+            self.dir.display().to_string(),
+        ];
+        args.extend(self.extra.iter().cloned());
+        let script = format!(
+            "redis-server {args} >{dir}/log 2>&1 & child=$!\n\
+             trap 'kill $child 2>/dev/null' TERM INT\n\
+             while kill -0 {test} 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done\n\
+             kill $child 2>/dev/null; wait $child 2>/dev/null\n\
+             kill -0 {test} 2>/dev/null || rm -rf {dir}",
+            args = args.join(" "),
+            dir = self.dir.display(),
+            test = std::process::id(),
+        );
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sh");
+        self.watchdog = Some(child);
+    }
+
+    fn wait_ready(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if self.cli(&["ping"]).is_some_and(|o| o.trim() == "PONG") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Runs `redis-cli` against this server; `None` when it cannot connect.
+    pub fn cli(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !text.starts_with("Could not connect")).then_some(text)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (the watchdog exits with it).
+    pub fn stop(&mut self) {
+        let _ = self.cli(&["shutdown", "nosave"]);
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+    }
+
+    /// Starts the server again on the same port.
+    pub fn restart(&mut self) {
+        self.spawn();
+        assert!(
+            self.wait_ready(Duration::from_secs(10)),
+            "redis-server did not come back"
+        );
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A 3-master Redis Cluster.
+#[derive(Debug)]
+pub struct RedisCluster {
+    pub nodes: Vec<RedisProcess>,
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        let nodes: Vec<RedisProcess> = (0..3)
+            .map(|_| {
+                RedisProcess::start(
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        "3000",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                    ],
+                    true,
+                )
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = nodes.iter().all(|n| {
+                n.cli(&["cluster", "info"])
+                    .is_some_and(|i| i.contains("cluster_state:ok"))
+            });
+            if ok {
+                break;
+            }
+            assert!(Instant::now() < deadline, "cluster did not become ok");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { nodes }
+    }
+
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self.nodes[1..]
+            .iter()
+            .map(|n| format!("node=127.0.0.1:{}", n.port))
+            .collect();
+        format!(
+            "redis-cluster://127.0.0.1:{}?{}",
+            self.nodes[0].port,
+            seeds.join("&")
+        )
+    }
+}
+
+/// The standalone server shared by this test binary.
+pub fn shared_redis() -> &'static RedisProcess {
+    static REDIS: OnceLock<RedisProcess> = OnceLock::new();
+    REDIS.get_or_init(|| RedisProcess::start(&[], false))
+}
+
+/// The cluster shared by this test binary.
+pub fn shared_cluster() -> &'static RedisCluster {
+    static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
+    CLUSTER.get_or_init(RedisCluster::start)
+}
+
+/// A key prefix no other test uses.
+pub fn unique_prefix() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "t{}-{}:",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Settings for a test gateway: given backend, unique prefix, known admin token, limiter off.
+pub fn settings(backend: Backend) -> Settings {
+    let mut s = Settings::defaults();
+    s.store = match backend {
+        Backend::Memory => StoreChoice::Memory,
+        Backend::Redis => StoreChoice::Redis(shared_redis().url()),
+        Backend::Cluster => StoreChoice::Redis(shared_cluster().url()),
+    };
+    s.key_prefix = unique_prefix();
+    s.admin_token = Some(ADMIN_TOKEN.to_owned());
+    s.global.enabled = false;
+    s.cors_origins.clear();
+    s.trusted_proxies.clear();
+    s
+}
+
+/// A gateway served in-process on a free port, talked to over real HTTP.
+#[derive(Debug)]
+pub struct Gateway {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Gateway {
+    pub async fn start(backend: Backend) -> Self {
+        Self::with_settings(settings(backend)).await
+    }
+
+    pub async fn with_settings(settings: Settings) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            redis_gateway::run(listener, settings, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("gateway runs");
+        });
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let gw = Self {
+            addr,
+            client,
+            shutdown: Some(tx),
+            task: Some(task),
+        };
+        gw.wait_ready().await;
+        gw
+    }
+
+    async fn wait_ready(&self) {
+        for _ in 0..200 {
+            if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("gateway did not become ready");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(self.client.get(self.url(path))).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(self.client.post(self.url(path)).json(&body))
+            .await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(self.client.put(self.url(path)).json(&body)).await
+    }
+
+    pub async fn admin_put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(
+            self.client
+                .put(self.url(path))
+                .bearer_auth(ADMIN_TOKEN)
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn admin_post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(
+            self.client
+                .post(self.url(path))
+                .bearer_auth(ADMIN_TOKEN)
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.send(self.client.delete(self.url(path))).await
+    }
+
+    /// Sends and decodes; every error response must be problem+json with a `code`.
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> (StatusCode, Value) {
+        let resp = req.send().await.expect("request reaches the gateway");
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let bytes = resp.bytes().await.expect("body");
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if status.is_client_error() || status.is_server_error() {
+            assert_eq!(
+                content_type, "application/problem+json",
+                "{status} without problem+json: {bytes:?}"
+            );
+            assert!(body["code"].is_string(), "problem without code: {body}");
+            assert_eq!(
+                body["status"],
+                status.as_u16(),
+                "problem status mismatch: {body}"
+            );
+        }
+        (status, body)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Generates `memory`, `redis` and `cluster` modules, each with one test per scenario; a
+/// scenario is `async fn(Backend)` in the invoking module.
+#[macro_export]
+macro_rules! contract_tests {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $scenario() { super::$scenario($crate::common::Backend::Memory).await } )*
+        }
+        mod redis {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $scenario() { super::$scenario($crate::common::Backend::Redis).await } )*
+        }
+        mod cluster {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+               async fn $scenario() { super::$scenario($crate::common::Backend::Cluster).await } )*
+        }
+    };
+}

@@ -1,0 +1,290 @@
+//! Check-in scenarios (API.md "Check-ins").
+
+use chrono::{Datelike, Duration, NaiveDate, Utc};
+use serde_json::json;
+
+use crate::common::{Backend, Gateway};
+
+fn today() -> NaiveDate {
+    Utc::now().date_naive()
+}
+
+fn ymd(d: NaiveDate) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+fn ym(d: NaiveDate) -> String {
+    d.format("%Y-%m").to_string()
+}
+
+async fn check_in(gw: &Gateway, user: u64, day: NaiveDate) -> serde_json::Value {
+    let (status, body) = gw
+        .post(&format!("/v1/checkins/{user}"), json!({ "date": ymd(day) }))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+crate::contract_tests!(
+    checkin_is_idempotent,
+    bare_post_checks_in_today,
+    streak_crosses_month_boundary,
+    stats_counts_every_and_any_day,
+    bad_inputs_are_problems,
+);
+
+async fn checkin_is_idempotent(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let today = today();
+    let first = check_in(&gw, 42, today).await;
+    assert_eq!(
+        first,
+        json!({"user_id": 42, "date": ymd(today), "already_checked_in": false, "month_count": 1, "current_streak": 1})
+    );
+    let again = check_in(&gw, 42, today).await;
+    assert_eq!(again["already_checked_in"], true);
+    assert_eq!(again["month_count"], 1);
+    assert_eq!(again["current_streak"], 1);
+
+    let (status, day) = gw.get(&format!("/v1/checkins/42/{}", ymd(today))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        day,
+        json!({"user_id": 42, "date": ymd(today), "checked_in": true})
+    );
+    let yesterday = today - Duration::days(1);
+    let (_, day) = gw.get(&format!("/v1/checkins/42/{}", ymd(yesterday))).await;
+    assert_eq!(day["checked_in"], false);
+    let (_, other) = gw.get(&format!("/v1/checkins/43/{}", ymd(today))).await;
+    assert_eq!(other["checked_in"], false);
+}
+
+async fn bare_post_checks_in_today(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let resp = gw
+        .client
+        .post(gw.url("/v1/checkins/4294967295"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["date"], ymd(today()));
+    assert_eq!(body["user_id"], 4_294_967_295u64);
+    let (status, body) = gw.post("/v1/checkins/0", json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["already_checked_in"], false);
+    let (_, month) = gw.get("/v1/checkins/4294967295").await;
+    assert_eq!(month["month"], ym(today()));
+    assert_eq!(month["days"], json!([today().day()]));
+}
+
+async fn streak_crosses_month_boundary(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let today = today();
+    // 40 consecutive days ending today always span at least one month boundary.
+    for i in (0..40).rev() {
+        check_in(&gw, 7, today - Duration::days(i)).await;
+    }
+    let (status, this_month) = gw.get(&format!("/v1/checkins/7?month={}", ym(today))).await;
+    assert_eq!(status, 200);
+    let expected_days: Vec<u32> = (1..=today.day()).collect();
+    assert_eq!(this_month["days"], json!(expected_days));
+    assert_eq!(this_month["count"], today.day());
+    assert_eq!(this_month["first_day"], 1);
+    assert_eq!(this_month["longest_streak"], today.day());
+    assert_eq!(this_month["current_streak"], 40);
+
+    let last_of_prev = today.with_day(1).unwrap() - Duration::days(1);
+    let start = today - Duration::days(39);
+    let prev_days: Vec<u32> = (1..=last_of_prev.day())
+        .filter(|d| last_of_prev.with_day(*d).unwrap() >= start)
+        .collect();
+    let (_, prev) = gw
+        .get(&format!("/v1/checkins/7?month={}", ym(last_of_prev)))
+        .await;
+    assert_eq!(prev["days"], json!(prev_days));
+    assert_eq!(prev["count"], prev_days.len());
+    assert_eq!(prev["first_day"], prev_days[0]);
+    assert_eq!(prev["longest_streak"], prev_days.len());
+    assert_eq!(
+        prev["current_streak"], 40,
+        "the same whichever month is viewed"
+    );
+
+    // Today not checked in yet: the streak ends yesterday. A gap stops it.
+    for i in [10, 5, 4, 3, 2, 1] {
+        check_in(&gw, 8, today - Duration::days(i)).await;
+    }
+    let (_, m) = gw.get("/v1/checkins/8").await;
+    assert_eq!(m["current_streak"], 5);
+    let body = check_in(&gw, 8, today).await;
+    assert_eq!(body["current_streak"], 6);
+    // A back-filled day joins the runs on both sides.
+    for i in 6..=9 {
+        check_in(&gw, 8, today - Duration::days(i)).await;
+    }
+    let (_, m) = gw.get("/v1/checkins/8").await;
+    assert_eq!(m["current_streak"], 11);
+    let (_, empty) = gw.get("/v1/checkins/9?month=2020-02").await;
+    assert_eq!(
+        empty,
+        json!({"user_id": 9, "month": "2020-02", "days": [], "count": 0, "first_day": null, "longest_streak": 0, "current_streak": 0})
+    );
+}
+
+async fn stats_counts_every_and_any_day(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let d1 = today() - Duration::days(3);
+    let (d2, d3) = (d1 + Duration::days(1), d1 + Duration::days(2));
+    // 5_000_000 and 4294967295 live in other cohort chunks than 1, 2, 3.
+    let plan: [(u64, &[NaiveDate]); 5] = [
+        (1, &[d1, d2, d3]),
+        (2, &[d1, d3]),
+        (3, &[d2]),
+        (5_000_000, &[d1, d2, d3]),
+        (4_294_967_295, &[d3]),
+    ];
+    for (user, days) in plan {
+        for d in days {
+            check_in(&gw, user, *d).await;
+        }
+    }
+    let (status, stats) = gw
+        .get(&format!(
+            "/v1/checkins/stats?from={}&to={}",
+            ymd(d1),
+            ymd(d3)
+        ))
+        .await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(
+        stats,
+        json!({
+            "from": ymd(d1), "to": ymd(d3),
+            "daily": [{"date": ymd(d1), "count": 3}, {"date": ymd(d2), "count": 3}, {"date": ymd(d3), "count": 4}],
+            "every_day": 2, "any_day": 5
+        })
+    );
+    // A range with a day nobody checked in on: AND is empty, OR unchanged.
+    let before = d1 - Duration::days(1);
+    let (_, wider) = gw
+        .get(&format!(
+            "/v1/checkins/stats?from={}&to={}",
+            ymd(before),
+            ymd(d3)
+        ))
+        .await;
+    assert_eq!(wider["daily"][0]["count"], 0);
+    assert_eq!(wider["every_day"], 0);
+    assert_eq!(wider["any_day"], 5);
+    let (_, single) = gw
+        .get(&format!(
+            "/v1/checkins/stats?from={}&to={}",
+            ymd(d2),
+            ymd(d2)
+        ))
+        .await;
+    assert_eq!(single["every_day"], 3);
+    assert_eq!(single["any_day"], 3);
+}
+
+async fn bad_inputs_are_problems(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let today = today();
+    for user in ["-1", "4294967296", "abc", "1.5", "%20", "01x"] {
+        let (status, body) = gw.post(&format!("/v1/checkins/{user}"), json!({})).await;
+        assert_eq!(status, 400, "user {user}: {body}");
+        assert_eq!(body["code"], "invalid_argument");
+    }
+    let future = ymd(today + Duration::days(2));
+    let (status, body) = gw.post("/v1/checkins/1", json!({ "date": future })).await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (422, Some("unprocessable"))
+    );
+    let too_old = ymd(today - Duration::days(400));
+    let (status, _) = gw.post("/v1/checkins/1", json!({ "date": too_old })).await;
+    assert_eq!(status, 422);
+    let oldest = ymd(today - Duration::days(399));
+    let (status, _) = gw.post("/v1/checkins/1", json!({ "date": oldest })).await;
+    assert_eq!(status, 200, "the oldest retained day is writable");
+    for body in [
+        json!({"date": "2026-02-30"}),
+        json!({"date": 5}),
+        json!([1]),
+        json!({"day": "2026-01-01"}),
+        json!("x"),
+    ] {
+        let (status, problem) = gw.post("/v1/checkins/1", body.clone()).await;
+        assert_eq!(status, 400, "{body} → {problem}");
+    }
+    let resp = gw
+        .client
+        .post(gw.url("/v1/checkins/1"))
+        .header("content-type", "application/json")
+        .body("{\"date\":")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let (status, body) = gw
+        .send(
+            gw.client
+                .post(gw.url("/v1/checkins/1"))
+                .header("content-type", "text/plain")
+                .body("hello"),
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (415, Some("unsupported_media_type"))
+    );
+    let huge = format!("{{\"date\":\"{}\"}}", " ".repeat(2 * 1024 * 1024));
+    let (status, body) = gw
+        .send(
+            gw.client
+                .post(gw.url("/v1/checkins/1"))
+                .header("content-type", "application/json")
+                .body(huge),
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+
+    for query in ["month=2026-13", "month=abc", "month=2026-1", "bogus=1"] {
+        let (status, _) = gw.get(&format!("/v1/checkins/1?{query}")).await;
+        assert_eq!(status, 400, "{query}");
+    }
+    let (status, _) = gw.get("/v1/checkins/1/2026-13-01").await;
+    assert_eq!(status, 400);
+    let (status, _) = gw.get("/v1/checkins/x/2026-01-01").await;
+    assert_eq!(status, 400);
+
+    let from = today - Duration::days(91);
+    let ok = format!("/v1/checkins/stats?from={}&to={}", ymd(from), ymd(today));
+    assert_eq!(gw.get(&ok).await.0, 200, "92 days is allowed");
+    let too_long = format!(
+        "/v1/checkins/stats?from={}&to={}",
+        ymd(from - Duration::days(1)),
+        ymd(today)
+    );
+    assert_eq!(gw.get(&too_long).await.0, 400, "93 days is not");
+    let backwards = format!("/v1/checkins/stats?from={}&to={}", ymd(today), ymd(from));
+    assert_eq!(gw.get(&backwards).await.0, 400);
+    assert_eq!(gw.get("/v1/checkins/stats?from=2026-01-01").await.0, 400);
+    assert_eq!(gw.get("/v1/checkins/stats").await.0, 400);
+
+    let (status, body) = gw.delete("/v1/checkins/1").await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (405, Some("method_not_allowed"))
+    );
+    let (status, body) = gw.get("/v1/nothing-here").await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (404, Some("not_found"))
+    );
+}
