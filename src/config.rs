@@ -100,6 +100,29 @@ pub struct Config {
     /// Connections in the Redis pool (each one auto-pipelines).
     #[arg(long, env = "GATEWAY_REDIS_POOL_SIZE", default_value_t = 4)]
     pub redis_pool_size: usize,
+    /// How many days per-day UV/PV keys are kept.
+    #[arg(long, env = "GATEWAY_UV_RETENTION_DAYS", default_value_t = 400)]
+    pub uv_retention_days: u32,
+
+    /// Cap of each voucher's order stream; a voucher's stock may never exceed it.
+    #[arg(long, env = "GATEWAY_SECKILL_MAX_ORDERS", default_value_t = 1_000_000)]
+    pub seckill_max_orders: u64,
+
+    /// Capacity of a dedup filter created on first use.
+    #[arg(long, env = "GATEWAY_DEDUP_CAPACITY", default_value_t = 100_000)]
+    pub dedup_capacity: u64,
+
+    /// Error rate of a dedup filter created on first use.
+    #[arg(long, env = "GATEWAY_DEDUP_ERROR_RATE", default_value_t = 0.01)]
+    pub dedup_error_rate: f64,
+
+    /// Days an idle dedup filter is kept.
+    #[arg(long, env = "GATEWAY_DEDUP_RETENTION_DAYS", default_value_t = 30)]
+    pub dedup_retention_days: u32,
+
+    /// Longest text item (visitor, dedup item) in bytes.
+    #[arg(long, env = "GATEWAY_MAX_ITEM_BYTES", default_value_t = 512)]
+    pub max_item_bytes: usize,
 }
 
 /// Sub-commands of the binary.
@@ -162,6 +185,12 @@ pub struct Settings {
     pub checkin_retention_days: u32,
     pub request_timeout: Duration,
     pub redis_pool_size: usize,
+    pub uv_retention_days: u32,
+    pub seckill_max_orders: u64,
+    pub dedup_capacity: u64,
+    pub dedup_error_rate: f64,
+    pub dedup_retention_days: u32,
+    pub max_item_bytes: usize,
 }
 
 impl Config {
@@ -212,6 +241,21 @@ impl Config {
         if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
             return Err("GATEWAY_CHECKIN_RETENTION_DAYS must be within 1..=3660".to_owned());
         }
+        if self.uv_retention_days == 0 || self.dedup_retention_days == 0 {
+            return Err("retention settings must be at least 1 day".to_owned());
+        }
+        if !(self.dedup_error_rate > 0.0 && self.dedup_error_rate < 1.0) || self.dedup_capacity == 0
+        {
+            return Err(
+                "GATEWAY_DEDUP_ERROR_RATE must be in (0, 1) and GATEWAY_DEDUP_CAPACITY positive"
+                    .to_owned(),
+            );
+        }
+        if self.seckill_max_orders == 0 || self.max_item_bytes == 0 {
+            return Err(
+                "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),
+            );
+        }
         Ok(Settings {
             listen: self.listen,
             store,
@@ -233,6 +277,12 @@ impl Config {
             checkin_retention_days: self.checkin_retention_days,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             redis_pool_size: self.redis_pool_size,
+            uv_retention_days: self.uv_retention_days,
+            seckill_max_orders: self.seckill_max_orders,
+            dedup_capacity: self.dedup_capacity,
+            dedup_error_rate: self.dedup_error_rate,
+            dedup_retention_days: self.dedup_retention_days,
+            max_item_bytes: self.max_item_bytes,
         })
     }
 }

@@ -9,16 +9,21 @@
 pub mod auth;
 pub mod checkins;
 pub mod config;
+pub mod dedup;
 pub mod error;
 pub mod extract;
+pub mod geo;
 pub mod middleware;
 pub mod openapi;
 pub mod ops;
+pub mod ratelimit;
+pub mod seckill;
 pub mod shutdown;
 pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod types;
+pub mod uv;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -16,6 +16,11 @@ use crate::state::AppState;
     ),
     tags(
         (name = "checkins", description = "Daily check-ins on bitmaps"),
+        (name = "uv", description = "Unique visitors on HyperLogLog"),
+        (name = "geo", description = "Nearby search on geo sets"),
+        (name = "seckill", description = "Flash sales: atomic stock and orders"),
+        (name = "ratelimit", description = "GCRA rate-limit checks, CL.THROTTLE-equivalent"),
+        (name = "dedup", description = "News dedup on scalable Bloom filters"),
     ),
     modifiers(&AdminScheme),
 )]
@@ -36,7 +41,13 @@ impl Modify for AdminScheme {
 
 /// Every API route with its documentation.
 pub fn api_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(crate::checkins::router())
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(crate::checkins::router())
+        .merge(crate::uv::router())
+        .merge(crate::geo::router())
+        .merge(crate::seckill::router())
+        .merge(crate::ratelimit::router())
+        .merge(crate::dedup::router())
 }
 
 /// The OpenAPI document the code describes.

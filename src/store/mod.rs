@@ -69,26 +69,10 @@ impl Store {
     }
 }
 
-mod checkins {
-    use super::{Store, StoreError};
-    use crate::checkins::{CheckIn, CheckinStore, Cohort, Expiry};
-    use crate::types::{Day, Month, UserId};
-
-    impl CheckinStore for Store {
-        async fn check_in(
-            &self,
-            user: UserId,
-            day: Day,
-            window: &[Month],
-            expiry: Expiry,
-        ) -> Result<CheckIn, StoreError> {
-            dispatch!(self, s => s.check_in(user, day, window, expiry).await)
-        }
-        async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
-            dispatch!(self, s => s.months(user, months).await)
-        }
-        async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
-            dispatch!(self, s => s.cohort(days).await)
-        }
-    }
-}
+// Each domain's `impl <Domain>Store for Store`, dispatching with the macro above.
+mod checkins;
+mod dedup;
+mod geo;
+mod ratelimit;
+mod seckill;
+mod uv;

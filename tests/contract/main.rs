@@ -5,3 +5,8 @@
 mod common;
 
 mod checkins;
+mod dedup;
+mod geo;
+mod ratelimit;
+mod seckill;
+mod uv;

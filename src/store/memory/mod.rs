@@ -6,6 +6,11 @@
 //! One background task drops expired entries; it holds only a `Weak`, so it ends with the store.
 
 mod checkins;
+mod dedup;
+mod geo;
+mod ratelimit;
+mod seckill;
+mod uv;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -22,6 +27,11 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Shared {
     checkins: Mutex<checkins::State>,
+    uv: Mutex<uv::State>,
+    geo: Mutex<geo::State>,
+    seckill: Mutex<seckill::State>,
+    ratelimit: Mutex<ratelimit::State>,
+    dedup: Mutex<dedup::State>,
 }
 
 /// How often expired entries are dropped.
@@ -57,6 +67,11 @@ async fn purge_task(shared: Weak<Shared>) {
         };
         let now = chrono::Utc::now().timestamp();
         lock(&shared.checkins).purge(now);
+        lock(&shared.uv).purge(now);
+        lock(&shared.geo).purge(now);
+        lock(&shared.seckill).purge(now);
+        lock(&shared.ratelimit).purge(now);
+        lock(&shared.dedup).purge(now);
     }
 }
 

@@ -3,6 +3,11 @@
 //! this module tree: errors become [`StoreError`] here.
 
 mod checkins;
+mod dedup;
+mod geo;
+mod ratelimit;
+mod seckill;
+mod uv;
 
 use std::sync::Arc;
 use std::time::Duration;

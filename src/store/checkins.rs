@@ -1,0 +1,23 @@
+//! Check-in store calls, dispatched to the active backend.
+
+use super::{Store, StoreError};
+use crate::checkins::{CheckIn, CheckinStore, Cohort, Expiry};
+use crate::types::{Day, Month, UserId};
+
+impl CheckinStore for Store {
+    async fn check_in(
+        &self,
+        user: UserId,
+        day: Day,
+        window: &[Month],
+        expiry: Expiry,
+    ) -> Result<CheckIn, StoreError> {
+        dispatch!(self, s => s.check_in(user, day, window, expiry).await)
+    }
+    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
+        dispatch!(self, s => s.months(user, months).await)
+    }
+    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
+        dispatch!(self, s => s.cohort(days).await)
+    }
+}

@@ -1,0 +1,1 @@
+//! dedup store calls, dispatched to the active backend.

@@ -1,0 +1,1 @@
+//! geo store calls, dispatched to the active backend.

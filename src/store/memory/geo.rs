@@ -1,0 +1,8 @@
+//! Nearby search on geo sets (GEOADD/GEOSEARCH) in memory.
+
+#[derive(Debug, Default)]
+pub(super) struct State {}
+
+impl State {
+    pub(super) fn purge(&mut self, _now: i64) {}
+}

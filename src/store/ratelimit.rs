@@ -1,0 +1,1 @@
+//! ratelimit store calls, dispatched to the active backend.

@@ -1,0 +1,1 @@
+//! Nearby search on geo sets (GEOADD/GEOSEARCH) on Redis.

@@ -1,0 +1,1 @@
+//! Flash sales on Redis.

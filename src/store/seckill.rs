@@ -1,0 +1,1 @@
+//! seckill store calls, dispatched to the active backend.

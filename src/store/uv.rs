@@ -1,0 +1,1 @@
+//! uv store calls, dispatched to the active backend.
