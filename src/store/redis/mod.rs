@@ -38,8 +38,11 @@ impl RedisStore {
     /// Builds the pool and starts connecting. Waits up to the store timeout for the first
     /// connection; if Redis is down the gateway still starts, and fred keeps reconnecting.
     pub async fn connect(url: &str, settings: &Settings) -> Result<Self, StoreError> {
-        let config =
+        let mut config =
             Config::from_url(url).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+        // Retry the first connection like any later one: a gateway started before Redis must
+        // come up not-ready and recover, not crash-loop.
+        config.fail_fast = false;
         let cluster = config.server.is_clustered();
         let timeout = settings.store_timeout;
         let pool = Builder::from_config(config)
