@@ -1,6 +1,8 @@
-//! Operational routes, exempt from the global limiter: liveness and readiness.
+//! Operational routes, exempt from the global limiter: liveness, readiness, metrics.
 
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
@@ -13,6 +15,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -43,4 +46,15 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         redis_version: info.redis_version,
         bloom_engine: info.bloom_engine,
     }))
+}
+
+/// Prometheus text exposition of every metric the process records.
+async fn metrics() -> impl IntoResponse {
+    let body = crate::telemetry::metrics()
+        .map(|h| h.render())
+        .unwrap_or_default();
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        body,
+    )
 }

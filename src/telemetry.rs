@@ -1,5 +1,8 @@
-//! Structured logging set-up (`RUST_LOG` filters, default `info`).
+//! Structured logging (`RUST_LOG` filters, default `info`) and the Prometheus metrics recorder.
 
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global `tracing` subscriber; a second call is a no-op so tests may call it freely.
@@ -9,4 +12,48 @@ pub fn init() {
         .with_env_filter(filter)
         .with_target(false)
         .try_init();
+}
+
+/// Latency buckets in seconds: fine-grained below 10 ms, where a healthy gateway lives.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The process-wide Prometheus recorder, installed on first use. The `metrics` recorder is global,
+/// so every gateway built in one process (tests build many) shares it.
+pub fn metrics() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), LATENCY_BUCKETS)
+                .ok()?;
+            match builder.install_recorder() {
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics recorder not installed");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+fn describe() {
+    metrics::describe_counter!(
+        "gateway_http_requests_total",
+        "HTTP requests by route template, method and status"
+    );
+    metrics::describe_histogram!(
+        "gateway_http_request_duration_seconds",
+        metrics::Unit::Seconds,
+        "HTTP request latency by route template and method"
+    );
+    metrics::describe_counter!(
+        "gateway_store_errors_total",
+        "Failed store calls by kind (timeout, unavailable, internal)"
+    );
 }

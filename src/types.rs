@@ -310,3 +310,62 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn is_name_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '-')
+    }
+
+    proptest! {
+        #[test]
+        fn names_accept_exactly_the_documented_alphabet(s in "\\PC{0,140}") {
+            let ok = !s.is_empty() && s.len() <= 128 && s.chars().all(is_name_char);
+            prop_assert_eq!(Name::try_from(s.clone()).is_ok(), ok, "{:?}", s);
+        }
+
+        #[test]
+        fn valid_names_round_trip(s in "[A-Za-z0-9._:@-]{1,128}") {
+            let name = Name::try_from(s.clone()).unwrap();
+            prop_assert_eq!(name.as_str(), s.as_str());
+        }
+
+        #[test]
+        fn names_never_carry_key_syntax(s in ".*[{} \\n\\r\\t].*") {
+            prop_assert!(Name::try_from(s).is_err());
+        }
+
+        #[test]
+        fn user_ids_parse_every_u32_and_nothing_else(n in any::<u64>(), junk in "[^0-9]{1,3}") {
+            let text = n.to_string();
+            prop_assert_eq!(UserId::parse(&text).ok().map(|u| u64::from(u.0)), u32::try_from(n).ok().map(u64::from));
+            let with_junk = format!("{text}{junk}");
+            prop_assert!(UserId::parse(&with_junk).is_err());
+        }
+
+        #[test]
+        fn days_round_trip_and_reject_garbage(y in 1970i32..=9999, m in 1u32..=12, d in 1u32..=31, s in "\\PC{0,12}") {
+            let text = format!("{y:04}-{m:02}-{d:02}");
+            match NaiveDate::from_ymd_opt(y, m, d) {
+                Some(date) => prop_assert_eq!(Day::parse(&text).unwrap(), Day(date)),
+                None => prop_assert!(Day::parse(&text).is_err()),
+            }
+            if let Ok(day) = Day::parse(&s) {
+                prop_assert_eq!(day.to_string(), s);
+            }
+        }
+
+        #[test]
+        fn months_round_trip(y in 1970i32..=9999, m in 0u32..=13, s in "\\PC{0,9}") {
+            let text = format!("{y:04}-{m:02}");
+            prop_assert_eq!(Month::parse(&text).is_ok(), (1..=12).contains(&m));
+            if let Ok(month) = Month::parse(&s) {
+                prop_assert_eq!(month.to_string(), s);
+            }
+        }
+    }
+}

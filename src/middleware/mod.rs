@@ -3,11 +3,13 @@
 //! 1. set `x-request-id` (a UUID unless the client sent one)
 //! 2. `TraceLayer`: one span per request carrying the request id and the matched route
 //! 3. propagate `x-request-id` onto the response
-//! 4. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
+//! 4. count the request and its latency per route template (Prometheus)
+//! 5. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
 //!    into one, and log 5xx errors inside the span
-//! 5. CORS (only when origins are configured)
-//! 6. request timeout (503) and the body-size limit
+//! 6. CORS (only when origins are configured)
+//! 7. request timeout (503) and the body-size limit
 
+mod metrics;
 mod problems;
 
 use std::time::Duration;
@@ -50,6 +52,7 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
                 tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), route, request_id)
             }))
             .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(axum::middleware::from_fn(metrics::record))
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )

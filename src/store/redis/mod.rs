@@ -108,6 +108,17 @@ impl RedisStore {
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
 /// anything else is a bug on our side.
 pub(crate) fn map_err(e: Error) -> StoreError {
+    let mapped = classify(&e);
+    let kind = match mapped {
+        StoreError::Timeout => "timeout",
+        StoreError::Unavailable(_) => "unavailable",
+        StoreError::Internal(_) => "internal",
+    };
+    metrics::counter!("gateway_store_errors_total", "kind" => kind).increment(1);
+    mapped
+}
+
+fn classify(e: &Error) -> StoreError {
     match e.kind() {
         ErrorKind::Timeout => StoreError::Timeout,
         ErrorKind::IO

@@ -1,0 +1,233 @@
+//! Store outages, recovery, script reloads, metrics and graceful shutdown, against real
+//! `redis-server` processes this test stops and starts.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Backend, Gateway, RedisProcess};
+use redis_gateway::config::StoreChoice;
+use serde_json::json;
+
+fn settings_on(redis: &RedisProcess) -> redis_gateway::config::Settings {
+    let mut s = common::settings(Backend::Memory);
+    s.store = StoreChoice::Redis(redis.url());
+    s.store_timeout = Duration::from_millis(300);
+    s
+}
+
+/// Polls `path` until it answers 200; the issue allows 10 s for recovery.
+async fn wait_for_200(gw: &Gateway, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = gw
+            .client
+            .get(gw.url(path))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0);
+        if status == 200 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} did not recover within 10 s (last status {status})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outage_is_503_and_recovery_needs_no_restart() {
+    let mut redis = RedisProcess::start(&[], false);
+    let gw = Gateway::with_settings(settings_on(&redis)).await;
+    assert_eq!(gw.post("/v1/checkins/1", json!({})).await.0, 200);
+
+    redis.stop();
+    // A hang would trip the client's 30 s timeout and fail `send`; the store timeout is 300 ms.
+    for path in [
+        "/v1/checkins/1",
+        "/v1/checkins/stats?from=2026-01-01&to=2026-01-02",
+        "/readyz",
+    ] {
+        let (status, body) = gw.get(path).await;
+        assert_eq!(
+            (status.as_u16(), body["code"].as_str()),
+            (503, Some("backend_unavailable")),
+            "{path}"
+        );
+    }
+    let (status, body) = gw.post("/v1/checkins/1", json!({})).await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (503, Some("backend_unavailable"))
+    );
+    assert_eq!(
+        gw.get("/healthz").await.0,
+        200,
+        "liveness does not depend on the store"
+    );
+
+    // Redis comes back empty (no persistence): the scripts are gone too, so this also proves
+    // the transparent NOSCRIPT reload.
+    redis.restart();
+    wait_for_200(&gw, "/readyz").await;
+    let (status, body) = gw.post("/v1/checkins/1", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["already_checked_in"], false);
+
+    let metrics = gw
+        .client
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("gateway_store_errors_total"),
+        "store errors are counted"
+    );
+    assert!(
+        metrics.contains(r#"route="/v1/checkins/{user_id}""#),
+        "requests are labelled by route template"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_while_redis_is_down_and_becomes_ready() {
+    let mut redis = RedisProcess::start(&[], false);
+    redis.stop();
+    let settings = settings_on(&redis);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(redis_gateway::run(
+        listener,
+        settings,
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Ok(r) = client.get(format!("http://{addr}/readyz")).send().await {
+            break r.status().as_u16();
+        }
+        assert!(Instant::now() < deadline, "gateway did not start serving");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status, 503, "not ready while Redis is down");
+    assert!(!server.is_finished(), "the gateway keeps running");
+
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = client
+            .post(format!("http://{addr}/v1/checkins/5"))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "did not recover within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_reload_after_script_flush() {
+    let redis = common::shared_redis();
+    let mut settings = common::settings(Backend::Redis);
+    settings.store = StoreChoice::Redis(redis.url());
+    let gw = Gateway::with_settings(settings).await;
+    assert_eq!(gw.post("/v1/checkins/9", json!({})).await.0, 200);
+    redis.cli(&["script", "flush"]).expect("script flush");
+    let (status, body) = gw.post("/v1/checkins/10", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// SIGTERM while requests are in flight: every one of them completes, then the process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_in_flight_requests() {
+    let redis = RedisProcess::start(&[], false);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_redis-gateway"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+        .env("REDIS_URL", redis.url())
+        .env("GATEWAY_STORE_TIMEOUT_MS", "5000")
+        .env("GATEWAY_GLOBAL_LIMIT", "off")
+        .env("GATEWAY_ADMIN_TOKEN", "x")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the gateway binary");
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .map(|r| r.status() != 200)
+        .unwrap_or(true)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "gateway binary did not become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Block Redis for a moment so the requests below are genuinely in flight at SIGTERM.
+    let mut sleeper = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "debug", "sleep", "1.5"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let requests: Vec<_> = (0..50)
+        .map(|i| {
+            let (client, url) = (client.clone(), format!("{base}/v1/checkins/{i}"));
+            tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    for r in requests {
+        assert_eq!(r.await.unwrap().expect("in-flight request completes"), 200);
+    }
+    let _ = sleeper.wait();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gateway did not exit after draining"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "clean exit after SIGTERM: {status}");
+    assert!(
+        client.get(format!("{base}/healthz")).send().await.is_err(),
+        "no longer accepting"
+    );
+}
