@@ -1,0 +1,26 @@
+"""Schemathesis checks of our own: every error is problem+json with a documented `code`."""
+
+import schemathesis
+
+# API.md "Conventions" plus the domain-specific 409 codes.
+DOCUMENTED_CODES = {
+    "invalid_argument", "unprocessable", "not_found", "method_not_allowed",
+    "unsupported_media_type", "unauthorized", "conflict", "rate_limited",
+    "payload_too_large", "backend_unavailable", "internal",
+    "sold_out", "not_started", "ended", "already_ordered",
+}
+
+
+@schemathesis.check
+def problem_details(ctx, response, case):
+    if response.status_code < 400:
+        return None
+    content_type = response.headers.get("content-type", [""])
+    content_type = content_type[0] if isinstance(content_type, list) else content_type
+    assert content_type.startswith("application/problem+json"), (
+        f"{response.status_code} is not problem+json: {content_type!r}"
+    )
+    body = response.json()
+    assert body.get("status") == response.status_code, f"status member mismatch: {body}"
+    assert body.get("code") in DOCUMENTED_CODES, f"undocumented code: {body.get('code')!r}"
+    return None
