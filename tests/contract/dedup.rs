@@ -12,6 +12,7 @@ crate::contract_tests!(
     add_and_check_report_per_item,
     info_reports_the_filter,
     bad_inputs_are_problems,
+    concurrent_adds_never_lose_an_item,
 );
 
 /// The engine a backend's filters report.
@@ -390,6 +391,88 @@ async fn bad_inputs_scenario(gw: &Gateway) {
     assert_eq!(status, 404, "a refused batch creates nothing");
 }
 
+async fn concurrent_adds_never_lose_an_item(backend: Backend) {
+    concurrency_scenario(&Gateway::start(backend).await).await;
+}
+
+/// 2,000 items added by 8 concurrent writers into a filter that grows through 5 layers while
+/// they write: every one must be seen afterwards, and counted once.
+async fn concurrency_scenario(gw: &Gateway) {
+    let (status, _) = gw
+        .admin_put(
+            "/v1/dedup/conc",
+            json!({"capacity": 100, "error_rate": 0.01}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let writers = (0..8).map(|w| async move {
+        let mut added = 0;
+        for round in 0..5 {
+            let start = w * 250 + round * 50;
+            let batch = items("c", start..start + 50);
+            added += add(gw, "conc", &batch).await.iter().filter(|a| **a).count();
+        }
+        added
+    });
+    let added: usize = futures::future::join_all(writers).await.into_iter().sum();
+    let all = items("c", 0..2000);
+    for chunk in all.chunks(1000) {
+        assert!(
+            check(gw, "conc", chunk).await.iter().all(|s| *s),
+            "false negative"
+        );
+    }
+    let (_, info) = gw.get("/v1/dedup/conc").await;
+    assert_eq!(info["items"], added, "{info}");
+    assert!(added > 1_950, "{added}");
+    assert!(info["layers"].as_u64().unwrap() >= 5, "{info}");
+}
+
+/// On Redis, a filter's metadata and every layer carry the idle retention as their TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_filters_expire_when_idle() {
+    for backend in [Backend::Redis, Backend::Cluster] {
+        let mut s = settings(backend);
+        s.dedup_retention_days = 2;
+        let prefix = s.key_prefix.clone();
+        let gw = Gateway::with_settings(s).await;
+        let (status, _) = gw
+            .admin_put("/v1/dedup/ttl", json!({"capacity": 10, "error_rate": 0.1}))
+            .await;
+        assert_eq!(status, 201);
+        add(&gw, "ttl", &items("t", 0..40)).await;
+        let (_, info) = gw.get("/v1/dedup/ttl").await;
+        let layers = info["layers"].as_u64().unwrap();
+        assert!(layers >= 2, "{info}");
+        let cli = |key: String| {
+            let out = match backend {
+                Backend::Cluster => {
+                    crate::common::shared_cluster().nodes[0].cli(&["-c", "ttl", &key])
+                }
+                _ => crate::common::shared_redis().cli(&["ttl", &key]),
+            };
+            out.expect("redis-cli")
+                .trim()
+                .parse::<i64>()
+                .expect("a TTL")
+        };
+        let mut keys = vec![format!("{prefix}bf:{{ttl}}")];
+        keys.extend((0..layers).map(|i| format!("{prefix}bf:{{ttl}}:{i}")));
+        for key in keys {
+            let ttl = cli(key.clone());
+            assert!(
+                ttl > 2 * 86_400 - 60 && ttl <= 2 * 86_400,
+                "{key}: TTL {ttl}"
+            );
+        }
+        assert_eq!(
+            cli(format!("{prefix}bf:{{ttl}}:{layers}")),
+            -2,
+            "no layer past the last"
+        );
+    }
+}
+
 /// The same scenarios on a RedisBloom-capable server, when the environment points at one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisbloom_native_engine() {
@@ -413,4 +496,5 @@ async fn redisbloom_native_engine() {
     add_scenario(&start().await).await;
     info_scenario(&start().await, "redisbloom").await;
     bad_inputs_scenario(&start().await).await;
+    concurrency_scenario(&start().await).await;
 }
