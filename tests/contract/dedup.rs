@@ -428,6 +428,51 @@ async fn concurrency_scenario(gw: &Gateway) {
     assert!(info["layers"].as_u64().unwrap() >= 5, "{info}");
 }
 
+/// The memory backend and the Lua engine share sizing and hashing: the same writes give the
+/// same false positives, item for item.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_lua_agree_bit_for_bit() {
+    let memory = Gateway::start(Backend::Memory).await;
+    let lua = Gateway::start(Backend::Redis).await;
+    let mut answers = Vec::new();
+    for gw in [&memory, &lua] {
+        let (status, _) = gw
+            .admin_put(
+                "/v1/dedup/same",
+                json!({"capacity": 300, "error_rate": 0.05}),
+            )
+            .await;
+        assert_eq!(status, 201);
+        let mut flags = Vec::new();
+        for chunk in 0..2 {
+            flags.extend(add(gw, "same", &items("s", chunk * 1000..(chunk + 1) * 1000)).await);
+        }
+        for chunk in 0..5 {
+            flags.extend(
+                check(
+                    gw,
+                    "same",
+                    &items("probe", chunk * 1000..(chunk + 1) * 1000),
+                )
+                .await,
+            );
+        }
+        let (_, info) = gw.get("/v1/dedup/same").await;
+        answers.push((
+            flags,
+            info["items"].clone(),
+            info["bytes"].clone(),
+            info["layers"].clone(),
+        ));
+    }
+    let false_positives = answers[0].0[2000..].iter().filter(|s| **s).count();
+    assert!(
+        false_positives > 0,
+        "the comparison must cover some false positives"
+    );
+    assert_eq!(answers[0], answers[1]);
+}
+
 /// On Redis, a filter's metadata and every layer carry the idle retention as their TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_filters_expire_when_idle() {

@@ -190,3 +190,20 @@ impl DedupStore for MemoryStore {
         Ok(s.live(filter, now()).map(|f| f.info()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_refuses_batches_past_its_layout() {
+        let mut f = Filter::new(Params::new(10, 0.1).unwrap());
+        f.max_layers = 2;
+        assert_eq!(f.room(), 30);
+        for i in 0..25 {
+            f.add(ItemHash::of(&i.to_string()));
+        }
+        assert_eq!(f.layers.len(), 2);
+        assert_eq!(f.room(), 30 - f.items);
+    }
+}

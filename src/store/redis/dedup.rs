@@ -236,16 +236,14 @@ impl RedisStore {
         may_create: bool,
         policy: Policy,
     ) -> Result<(i64, Option<(Params, Engine)>), StoreError> {
+        // Both engines' data keys, so the TTLs stay in step whichever engine the stored
+        // filter turns out to use.
         let mut keys = vec![self.keys.dedup_meta(filter)];
+        keys.extend(self.layer_keys(filter, params.layout().len()));
+        keys.push(self.keys.dedup_native(filter));
         let first_bits = match engine {
-            Engine::Lua => {
-                keys.extend(self.layer_keys(filter, params.layout().len()));
-                params.layer(0).bits
-            }
-            _ => {
-                keys.push(self.keys.dedup_native(filter));
-                0
-            }
+            Engine::Lua => params.layer(0).bits,
+            _ => 0,
         };
         let args = vec![
             Value::from(params.capacity.to_string()),

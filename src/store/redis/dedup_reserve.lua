@@ -1,6 +1,7 @@
 -- Create a dedup filter's metadata (and, for the Lua engine, its first layer) unless it exists.
 -- KEYS[1]      metadata hash bf:{filter}: capacity, error_rate, engine (+ layers, items, last for lua)
--- KEYS[2..]    the filter's data keys (lua: layer bitmaps bf:{filter}:0..; redisbloom: bf:{filter}:rb)
+-- KEYS[2..]    the filter's data keys: the Lua layers bf:{filter}:0 .. bf:{filter}:L-1 for these
+--              parameters, then the RedisBloom filter bf:{filter}:rb
 -- ARGV[1]      capacity
 -- ARGV[2]      error_rate (the gateway's shortest round-trip text, compared as a string)
 -- ARGV[3]      engine for a new filter: 'lua' or 'redisbloom'
