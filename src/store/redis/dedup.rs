@@ -179,6 +179,8 @@ impl RedisStore {
         (keys, spec)
     }
 
+    /// One Lua-engine script call for the whole batch: `dedup_add.lua` when `may_create` is
+    /// given (whether an absent filter may be created), else `dedup_check.lua`.
     async fn lua_run(
         &self,
         filter: &Name,
@@ -267,8 +269,7 @@ impl RedisStore {
         }
     }
 
-    /// `BF.*` with the first layer at half the requested error rate (see
-    /// [`NATIVE_FIRST_LAYER_SHARE`]).
+    /// One RedisBloom command; its first argument is the key it routes by.
     async fn native(&self, command: &'static str, args: Vec<Value>) -> Result<Value, StoreError> {
         let cmd = CustomCommand::new_static(command, ClusterHash::FirstKey, false);
         self.pool.custom(cmd, args).await.map_err(map_err)
@@ -346,6 +347,7 @@ impl RedisStore {
     }
 }
 
+/// The error rate RedisBloom's first layer gets (see [`NATIVE_FIRST_LAYER_SHARE`]).
 fn native_error_rate(params: Params) -> String {
     (params.error_rate * NATIVE_FIRST_LAYER_SHARE).to_string()
 }
