@@ -3,7 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
-use crate::types::{Day, Month, UserId};
+use crate::types::{Day, Month, Name, UserId};
 
 /// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
 /// 4294967295 allocates one small chunk, not a 512 MiB string.
@@ -37,6 +37,21 @@ impl Keys {
     pub fn cohort_registry(&self) -> String {
         format!("{}ckr:{{chunks}}", self.prefix)
     }
+
+    /// A dedup filter's metadata hash: parameters, engine, layer and item counts.
+    pub fn dedup_meta(&self, filter: &Name) -> String {
+        format!("{}bf:{{{filter}}}", self.prefix)
+    }
+
+    /// Layer `i` (from 0) of a Lua-engine dedup filter: a plain bitmap.
+    pub fn dedup_layer(&self, filter: &Name, i: usize) -> String {
+        format!("{}bf:{{{filter}}}:{i}", self.prefix)
+    }
+
+    /// The RedisBloom filter behind a native-engine dedup filter.
+    pub fn dedup_native(&self, filter: &Name) -> String {
+        format!("{}bf:{{{filter}}}:rb", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -66,6 +81,17 @@ mod tests {
             hash_tag(&a),
             hash_tag(&keys.checkin_month(UserId(8), Month::parse("2026-01").unwrap()))
         );
+    }
+
+    #[test]
+    fn a_filters_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let f = Name::try_from("news:eu@1".to_owned()).unwrap();
+        let meta = keys.dedup_meta(&f);
+        assert_eq!(meta, "gw:bf:{news:eu@1}");
+        assert_eq!(keys.dedup_layer(&f, 3), "gw:bf:{news:eu@1}:3");
+        assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_layer(&f, 3)));
+        assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_native(&f)));
     }
 
     #[test]

@@ -1,1 +1,579 @@
-//! News dedup on scalable Bloom filters (RedisBloom when present, else a Lua engine). on Redis.
+//! Dedup on Redis: RedisBloom's `BF.*` when the server has the module, else the Lua engine on
+//! plain bitmaps (`dedup_add.lua`, `dedup_check.lua`).
+//!
+//! Both engines keep the filter's parameters in `bf:{filter}` (`dedup_reserve.lua` creates it),
+//! so `PUT` can answer 200/409 and `GET` can report them; the data lives beside it under the
+//! same hash tag: layers `bf:{filter}:<i>` (Lua) or `bf:{filter}:rb` (RedisBloom). A filter
+//! keeps the engine it was created with, even if the server gains or loses the module later.
+//!
+//! The Lua scripts need each layer's size, which follows from the filter's parameters, so this
+//! process remembers the parameters of filters it has used. A script that finds others stored
+//! (the filter expired and was reserved anew, or another gateway reserved it) says so, and the
+//! call is retried once with what it reported.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{LazyLock, Mutex};
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::{map_err, RedisStore};
+use crate::dedup::logic::{ItemHash, Params};
+use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
+use crate::store::StoreError;
+use crate::types::Name;
+
+static ADD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("dedup_add.lua")));
+static CHECK: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("dedup_check.lua")));
+static RESERVE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("dedup_reserve.lua")));
+
+/// RedisBloom tightens each new layer's error rate by 0.5, so its compound rate approaches
+/// twice the first layer's: reserving at half the requested rate keeps the whole filter at it.
+const NATIVE_FIRST_LAYER_SHARE: f64 = 0.5;
+
+/// Filters whose parameters are remembered before the memory is dropped and rebuilt.
+const KNOWN_FILTERS: usize = 10_000;
+
+/// This process's view of dedup on the server.
+#[derive(Debug, Default)]
+pub(super) struct DedupState {
+    /// The engine new filters get: 0 not detected yet, else an [`Engine`] code.
+    engine: AtomicU8,
+    /// Metadata key → the parameters and engine it was last seen with.
+    known: Mutex<HashMap<String, (Params, Engine)>>,
+}
+
+impl DedupState {
+    fn remember(&self, meta: &str, params: Params, engine: Engine) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= KNOWN_FILTERS && !known.contains_key(meta) {
+            known.clear();
+        }
+        known.insert(meta.to_owned(), (params, engine));
+    }
+
+    fn recall(&self, meta: &str) -> Option<(Params, Engine)> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(meta).copied()
+    }
+
+    fn forget(&self, meta: &str) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.remove(meta);
+    }
+}
+
+/// One attempt at an operation, given the parameters the gateway believed in.
+enum Step<T> {
+    Done(T),
+    /// No such filter (and this call may not create it).
+    Absent,
+    /// The filter exists with these parameters and engine instead.
+    Stored(Params, Engine),
+}
+
+impl RedisStore {
+    /// The engine new filters get, detected once: RedisBloom when `BF.ADD` exists.
+    pub(super) async fn bloom_engine(&self) -> Result<Engine, StoreError> {
+        let state = &self.inner.dedup;
+        match state.engine.load(Ordering::Relaxed) {
+            1 => return Ok(Engine::Lua),
+            2 => return Ok(Engine::RedisBloom),
+            _ => {}
+        }
+        let cmd = CustomCommand::new_static("COMMAND", ClusterHash::Random, false);
+        let engine = match self
+            .pool
+            .custom::<Value, _>(cmd, vec!["INFO", "BF.ADD"])
+            .await
+        {
+            // `[nil]` when the server has no such command.
+            Ok(Value::Array(entries)) if entries.first().is_some_and(|e| !e.is_null()) => {
+                Engine::RedisBloom
+            }
+            Ok(_) => Engine::Lua,
+            Err(e) => match map_err(e) {
+                // A server that refuses COMMAND (ACLs, renamed commands) still runs Lua.
+                StoreError::Internal(why) => {
+                    tracing::warn!(%why, "cannot ask Redis for BF.ADD; using the Lua Bloom engine");
+                    Engine::Lua
+                }
+                other => return Err(other),
+            },
+        };
+        let code = if engine == Engine::RedisBloom { 2 } else { 1 };
+        state.engine.store(code, Ordering::Relaxed);
+        tracing::info!(engine = engine.as_str(), "dedup Bloom engine");
+        Ok(engine)
+    }
+
+    /// Where this call should start: the remembered parameters, else the defaults on the
+    /// server's engine.
+    async fn start(&self, meta: &str, policy: Policy) -> Result<(Params, Engine), StoreError> {
+        match self.inner.dedup.recall(meta) {
+            Some(known) => Ok(known),
+            None => Ok((policy.defaults, self.bloom_engine().await?)),
+        }
+    }
+
+    /// Runs `attempt` with the believed parameters, following what the store reports.
+    async fn converge<T, F, Fut>(
+        &self,
+        meta: &str,
+        policy: Policy,
+        absent: impl Fn() -> Option<T>,
+        attempt: F,
+    ) -> Result<T, StoreError>
+    where
+        F: Fn(Params, Engine, bool) -> Fut,
+        Fut: std::future::Future<Output = Result<Step<T>, StoreError>>,
+    {
+        let server = self.bloom_engine().await?;
+        let (mut params, mut engine) = self.start(meta, policy).await?;
+        for _ in 0..3 {
+            let may_create = params == policy.defaults && engine == server;
+            match attempt(params, engine, may_create).await? {
+                Step::Done(out) => {
+                    self.inner.dedup.remember(meta, params, engine);
+                    return Ok(out);
+                }
+                Step::Absent => {
+                    self.inner.dedup.forget(meta);
+                    if let Some(out) = absent() {
+                        return Ok(out);
+                    }
+                    (params, engine) = (policy.defaults, server);
+                }
+                Step::Stored(p, e) => {
+                    self.inner.dedup.remember(meta, p, e);
+                    (params, engine) = (p, e);
+                }
+            }
+        }
+        Err(StoreError::Internal(format!(
+            "dedup filter {meta} kept changing parameters"
+        )))
+    }
+
+    fn layer_keys(&self, filter: &Name, layers: usize) -> Vec<String> {
+        (0..layers)
+            .map(|i| self.keys.dedup_layer(filter, i))
+            .collect()
+    }
+
+    /// KEYS and the leading ARGV shared by the two Lua-engine scripts.
+    fn lua_call(&self, filter: &Name, params: Params) -> (Vec<String>, Vec<Value>) {
+        let layout = params.layout();
+        let mut keys = vec![self.keys.dedup_meta(filter)];
+        keys.extend(self.layer_keys(filter, layout.len()));
+        let mut spec = vec![Value::from(layout.len() as i64)];
+        for l in &layout {
+            spec.push(Value::from(l.capacity as i64));
+            spec.push(Value::from(l.bits as i64));
+            spec.push(Value::from(i64::from(l.hashes)));
+        }
+        (keys, spec)
+    }
+
+    /// One Lua-engine script call for the whole batch: `dedup_add.lua` when `may_create` is
+    /// given (whether an absent filter may be created), else `dedup_check.lua`.
+    async fn lua_run(
+        &self,
+        filter: &Name,
+        params: Params,
+        may_create: Option<bool>,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Step<Added>, StoreError> {
+        let (keys, spec) = self.lua_call(filter, params);
+        let mut args = vec![
+            Value::from(params.capacity.to_string()),
+            Value::from(params.error_rate_text()),
+        ];
+        if let Some(create) = may_create {
+            args.push(Value::from(i64::from(create)));
+        }
+        args.push(Value::from(policy.retention_secs as i64));
+        args.extend(spec);
+        for item in items {
+            let h = ItemHash::of(item);
+            for half in [
+                h.h1 >> 32,
+                h.h1 & 0xffff_ffff,
+                h.h2 >> 32,
+                h.h2 & 0xffff_ffff,
+            ] {
+                args.push(Value::from(half as i64));
+            }
+        }
+        let script = if may_create.is_some() { &ADD } else { &CHECK };
+        let reply: Vec<Value> = script
+            .evalsha_with_reload(self.pool.next(), keys, args)
+            .await
+            .map_err(map_err)?;
+        match reply.first().and_then(Value::as_i64) {
+            Some(0) => Ok(Step::Done(Added::Flags(
+                reply[1..].iter().map(|v| v.as_i64() == Some(1)).collect(),
+            ))),
+            Some(1) => Ok(Step::Absent),
+            Some(2) => stored(&reply).map(|(p, e)| Step::Stored(p, e)),
+            Some(3) => Ok(Step::Done(Added::Full)),
+            _ => Err(StoreError::Internal(format!(
+                "unexpected dedup script reply {reply:?}"
+            ))),
+        }
+    }
+
+    /// Runs `dedup_reserve.lua`: creates the metadata (and a Lua filter's first layer) if
+    /// absent and allowed, resets the TTLs, and reports what is stored.
+    async fn reserve_meta(
+        &self,
+        filter: &Name,
+        params: Params,
+        engine: Engine,
+        may_create: bool,
+        policy: Policy,
+    ) -> Result<(i64, Option<(Params, Engine)>), StoreError> {
+        // Both engines' data keys, so the TTLs stay in step whichever engine the stored
+        // filter turns out to use.
+        let mut keys = vec![self.keys.dedup_meta(filter)];
+        keys.extend(self.layer_keys(filter, params.layout().len()));
+        keys.push(self.keys.dedup_native(filter));
+        let first_bits = match engine {
+            Engine::Lua => params.layer(0).bits,
+            _ => 0,
+        };
+        let args = vec![
+            Value::from(params.capacity.to_string()),
+            Value::from(params.error_rate_text()),
+            Value::from(engine.as_str()),
+            Value::from(policy.retention_secs as i64),
+            Value::from(first_bits as i64),
+            Value::from(i64::from(may_create)),
+        ];
+        let reply: Vec<Value> = RESERVE
+            .evalsha_with_reload(self.pool.next(), keys, args)
+            .await
+            .map_err(map_err)?;
+        let status = reply.first().and_then(Value::as_i64).unwrap_or(-1);
+        match status {
+            0..=2 => Ok((status, Some(stored(&reply)?))),
+            3 => Ok((status, None)),
+            _ => Err(StoreError::Internal(format!(
+                "unexpected dedup reserve reply {reply:?}"
+            ))),
+        }
+    }
+
+    /// One RedisBloom command; its first argument is the key it routes by.
+    async fn native(&self, command: &'static str, args: Vec<Value>) -> Result<Value, StoreError> {
+        let cmd = CustomCommand::new_static(command, ClusterHash::FirstKey, false);
+        self.pool.custom(cmd, args).await.map_err(map_err)
+    }
+
+    async fn native_add(
+        &self,
+        filter: &Name,
+        params: Params,
+        may_create: bool,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Step<Added>, StoreError> {
+        let (status, stored) = self
+            .reserve_meta(filter, params, Engine::RedisBloom, may_create, policy)
+            .await?;
+        match (status, stored) {
+            (3, _) => return Ok(Step::Absent),
+            (_, Some((p, e))) if p != params || e != Engine::RedisBloom => {
+                return Ok(Step::Stored(p, e))
+            }
+            _ => {}
+        }
+        let key = self.keys.dedup_native(filter);
+        // BF.INSERT creates the filter with these parameters if it is missing, so a lost race
+        // with a reservation can never leave RedisBloom's defaults behind.
+        let mut args = vec![
+            Value::from(key.clone()),
+            Value::from("CAPACITY"),
+            Value::from(params.capacity as i64),
+            Value::from("ERROR"),
+            Value::from(native_error_rate(params)),
+            Value::from("EXPANSION"),
+            Value::from(2),
+            Value::from("ITEMS"),
+        ];
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
+        let reply = self.native("BF.INSERT", args).await?;
+        self.touch_native(&key, policy).await?;
+        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
+    }
+
+    async fn native_check(
+        &self,
+        filter: &Name,
+        params: Params,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Step<Added>, StoreError> {
+        let (status, stored) = self
+            .reserve_meta(filter, params, Engine::RedisBloom, false, policy)
+            .await?;
+        match (status, stored) {
+            (3, _) => return Ok(Step::Absent),
+            (_, Some((p, e))) if p != params || e != Engine::RedisBloom => {
+                return Ok(Step::Stored(p, e))
+            }
+            _ => {}
+        }
+        let key = self.keys.dedup_native(filter);
+        let mut args = vec![Value::from(key.clone())];
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
+        let reply = self.native("BF.MEXISTS", args).await?;
+        self.touch_native(&key, policy).await?;
+        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
+    }
+
+    async fn touch_native(&self, key: &str, policy: Policy) -> Result<(), StoreError> {
+        let _: i64 = self
+            .pool
+            .expire(key, policy.retention_secs as i64, None)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+}
+
+/// The error rate RedisBloom's first layer gets (see [`NATIVE_FIRST_LAYER_SHARE`]).
+fn native_error_rate(params: Params) -> String {
+    (params.error_rate * NATIVE_FIRST_LAYER_SHARE).to_string()
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_string()
+}
+
+/// The `{status, capacity, error_rate, engine}` a script reports as stored.
+fn stored(reply: &[Value]) -> Result<(Params, Engine), StoreError> {
+    let bad = || StoreError::Internal(format!("unreadable dedup metadata {reply:?}"));
+    let capacity = reply
+        .get(1)
+        .and_then(text)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    let error_rate = reply
+        .get(2)
+        .and_then(text)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    let engine = reply
+        .get(3)
+        .and_then(text)
+        .and_then(|s| Engine::parse(&s))
+        .ok_or_else(bad)?;
+    Ok((
+        Params {
+            capacity,
+            error_rate,
+        },
+        engine,
+    ))
+}
+
+/// `BF.INSERT`/`BF.MEXISTS` replies: one 0/1 per item.
+fn flags(reply: Value, expected: usize) -> Result<Vec<bool>, StoreError> {
+    let Value::Array(values) = reply else {
+        return Err(StoreError::Internal(format!(
+            "unexpected RedisBloom reply {reply:?}"
+        )));
+    };
+    if values.len() != expected {
+        return Err(StoreError::Internal(format!(
+            "RedisBloom answered {} flags for {expected} items",
+            values.len()
+        )));
+    }
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Integer(i) => Ok(*i == 1),
+            Value::Boolean(b) => Ok(*b),
+            other => Err(StoreError::Internal(format!(
+                "unexpected RedisBloom flag {other:?}"
+            ))),
+        })
+        .collect()
+}
+
+/// `BF.INFO`'s `name, value, ...` pairs (or a map under RESP3), by name.
+fn info_fields(reply: Value) -> HashMap<String, i64> {
+    let pairs: Vec<(Value, Value)> = match reply {
+        Value::Array(values) => {
+            let mut it = values.into_iter();
+            std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect()
+        }
+        Value::Map(map) => map
+            .inner()
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.as_string()?, v.as_i64()?)))
+        .collect()
+}
+
+impl DedupStore for RedisStore {
+    async fn reserve_filter(
+        &self,
+        filter: &Name,
+        params: Params,
+        policy: Policy,
+    ) -> Result<Reserved, StoreError> {
+        let engine = self.bloom_engine().await?;
+        let meta = self.keys.dedup_meta(filter);
+        let (status, stored) = self
+            .reserve_meta(filter, params, engine, true, policy)
+            .await?;
+        let (stored_params, stored_engine) = stored.unwrap_or((params, engine));
+        self.inner
+            .dedup
+            .remember(&meta, stored_params, stored_engine);
+        match status {
+            0 => {
+                if engine == Engine::RedisBloom {
+                    let key = self.keys.dedup_native(filter);
+                    let args = vec![
+                        Value::from(key.clone()),
+                        Value::from(native_error_rate(params)),
+                        Value::from(params.capacity as i64),
+                        Value::from("EXPANSION"),
+                        Value::from(2),
+                    ];
+                    match self.native("BF.RESERVE", args).await {
+                        // A concurrent first add created it (with these same parameters).
+                        Err(StoreError::Internal(why)) if why.contains("exists") => {}
+                        other => {
+                            other?;
+                        }
+                    }
+                    self.touch_native(&key, policy).await?;
+                }
+                Ok(Reserved::Created)
+            }
+            1 => Ok(Reserved::Unchanged),
+            _ => Ok(Reserved::Conflict(stored_params)),
+        }
+    }
+
+    async fn add_to_filter(
+        &self,
+        filter: &Name,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Added, StoreError> {
+        let meta = self.keys.dedup_meta(filter);
+        self.converge(
+            &meta,
+            policy,
+            || None,
+            |params, engine, may_create| async move {
+                match engine {
+                    Engine::Lua => {
+                        self.lua_run(filter, params, Some(may_create), items, policy)
+                            .await
+                    }
+                    _ => {
+                        self.native_add(filter, params, may_create, items, policy)
+                            .await
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    async fn check_in_filter(
+        &self,
+        filter: &Name,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Vec<bool>, StoreError> {
+        let meta = self.keys.dedup_meta(filter);
+        let seen = self
+            .converge(
+                &meta,
+                policy,
+                || Some(Added::Flags(vec![false; items.len()])),
+                |params, engine, _| async move {
+                    match engine {
+                        Engine::Lua => self.lua_run(filter, params, None, items, policy).await,
+                        _ => self.native_check(filter, params, items, policy).await,
+                    }
+                },
+            )
+            .await?;
+        match seen {
+            Added::Flags(seen) => Ok(seen),
+            Added::Full => Err(StoreError::Internal(
+                "a check reported a full filter".to_owned(),
+            )),
+        }
+    }
+
+    async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
+        let meta = self.keys.dedup_meta(filter);
+        let fields: Vec<Option<String>> = self
+            .pool
+            .hmget(
+                &meta,
+                vec!["capacity", "error_rate", "engine", "layers", "items"],
+            )
+            .await
+            .map_err(map_err)?;
+        let [Some(capacity), Some(error_rate), Some(engine), layers, items] =
+            <[Option<String>; 5]>::try_from(fields).unwrap_or_default()
+        else {
+            return Ok(None);
+        };
+        let reply = vec![
+            Value::Null,
+            Value::from(capacity),
+            Value::from(error_rate),
+            Value::from(engine),
+        ];
+        let (params, engine) = stored(&reply)?;
+        let number = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        if engine == Engine::RedisBloom {
+            let key = self.keys.dedup_native(filter);
+            let info = match self.native("BF.INFO", vec![Value::from(key)]).await {
+                Ok(reply) => info_fields(reply),
+                // Reserved but its BF.RESERVE not yet through: empty.
+                Err(StoreError::Internal(_)) => HashMap::new(),
+                Err(e) => return Err(e),
+            };
+            let get = |name: &str| info.get(name).copied().unwrap_or(0).max(0) as u64;
+            return Ok(Some(FilterInfo {
+                params,
+                items: get("Number of items inserted"),
+                bytes: get("Size"),
+                layers: get("Number of filters") as u32,
+                engine,
+            }));
+        }
+        let layers = number(layers) as usize;
+        let layout = params.layout();
+        Ok(Some(FilterInfo {
+            params,
+            items: number(items),
+            bytes: layout.iter().take(layers).map(|l| l.bytes()).sum(),
+            layers: layers as u32,
+            engine,
+        }))
+    }
+}

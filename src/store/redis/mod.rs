@@ -32,6 +32,8 @@ pub struct RedisStore {
 struct Inner {
     /// Cohort chunks this process has registered (see `checkins.rs`).
     chunks_known: checkins::KnownChunks,
+    /// The Bloom engine and the filters this process knows (see `dedup.rs`).
+    dedup: dedup::DedupState,
 }
 
 impl RedisStore {
@@ -71,12 +73,15 @@ impl RedisStore {
             }
             Err(_) => tracing::warn!("Redis is not reachable yet; retrying in the background"),
         }
-        Ok(Self {
+        let store = Self {
             pool,
             keys: Keys::new(&settings.key_prefix),
             cluster,
             inner: Arc::default(),
-        })
+        };
+        // Best effort: if Redis is not up yet, the engine is detected on first use instead.
+        let _ = store.bloom_engine().await;
+        Ok(store)
     }
 
     pub fn backend(&self) -> &'static str {
@@ -100,7 +105,7 @@ impl RedisStore {
         Ok(ReadyInfo {
             backend: self.backend(),
             redis_version,
-            bloom_engine: "lua",
+            bloom_engine: self.bloom_engine().await?.as_str(),
         })
     }
 }

@@ -1,0 +1,380 @@
+//! Dedup routes (API.md "News dedup").
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::logic::{self, Params};
+use super::{Added, DedupStore, FilterInfo, Policy, Reserved};
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use crate::types::Name;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(reserve, info))
+        .routes(routes!(add))
+        .routes(routes!(check))
+        .routes(routes!(filter))
+}
+
+fn policy(state: &AppState) -> Policy {
+    let s = &state.settings;
+    Policy {
+        defaults: Params {
+            capacity: s.dedup_capacity,
+            error_rate: s.dedup_error_rate,
+        },
+        retention_secs: u64::from(s.dedup_retention_days) * 86_400,
+    }
+}
+
+/// Refuses empty or oversized batches and empty or overlong items.
+fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
+    let max_batch = state.settings.max_batch;
+    let max_bytes = state.settings.max_item_bytes;
+    if items.is_empty() {
+        return Err(ApiError::invalid("items must not be empty"));
+    }
+    if items.len() > max_batch {
+        return Err(ApiError::invalid(format!(
+            "at most {max_batch} items per request, got {}",
+            items.len()
+        )));
+    }
+    for (i, item) in items.iter().enumerate() {
+        if item.is_empty() {
+            return Err(ApiError::invalid(format!("items[{i}] is empty")));
+        }
+        if item.len() > max_bytes {
+            return Err(ApiError::invalid(format!(
+                "items[{i}] is {} bytes; at most {max_bytes}",
+                item.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn full(filter: &Name) -> ApiError {
+    ApiError::Conflict {
+        code: "filter_full",
+        detail: format!(
+            "filter {filter} would grow past {} MiB; nothing was added",
+            logic::MAX_FILTER_BITS / (8 << 20)
+        ),
+        extra: None,
+    }
+}
+
+/// Parameters of a filter.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ReserveBody {
+    /// Items the first layer holds at `error_rate`; 1..=1000000000 (and the first layer at
+    /// most 64 MiB). Past it the filter grows new layers.
+    #[schema(example = 100_000, minimum = 1, maximum = 1_000_000_000)]
+    capacity: u64,
+    /// Largest false-positive rate, kept however far the filter grows; 1e-12 ≤ rate < 1.
+    #[schema(example = 0.01)]
+    error_rate: f64,
+}
+
+/// A filter's parameters and size.
+#[derive(Debug, Serialize, ToSchema)]
+struct FilterView {
+    filter: String,
+    capacity: u64,
+    error_rate: f64,
+    /// Items added so far (each counted once, when it was new).
+    items: u64,
+    /// Bytes the filter's layers take.
+    bytes: u64,
+    /// Layers so far: a new one, twice as large and with a tighter error rate, is added when
+    /// the last one is full.
+    layers: u32,
+    /// `redisbloom`, `lua` or `memory`.
+    #[schema(example = "lua")]
+    engine: &'static str,
+}
+
+impl FilterView {
+    fn new(filter: &Name, info: FilterInfo) -> Self {
+        Self {
+            filter: filter.to_string(),
+            capacity: info.params.capacity,
+            error_rate: info.params.error_rate,
+            items: info.items,
+            bytes: info.bytes,
+            layers: info.layers,
+            engine: info.engine.as_str(),
+        }
+    }
+}
+
+async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
+    let info = state
+        .store
+        .filter_info(filter)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no filter {filter}")))?;
+    Ok(FilterView::new(filter, info))
+}
+
+/// Reserve a filter with a capacity and an error rate.
+///
+/// Without this, a filter is created on its first write with the configured defaults.
+/// 201 when new, 200 when it exists with the same parameters, 409 `conflict` (with the
+/// existing `capacity` and `error_rate`) when it exists with different ones.
+#[utoipa::path(
+    put,
+    path = "/v1/dedup/{filter}",
+    tag = "dedup",
+    security(("admin" = [])),
+    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    request_body = ReserveBody,
+    responses(
+        (status = 201, body = FilterView, description = "Created"),
+        (status = 200, body = FilterView, description = "Existed with the same parameters"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`conflict`: the filter exists with other parameters"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn reserve(
+    _admin: Admin,
+    State(state): State<AppState>,
+    ApiPath(filter): ApiPath<Name>,
+    ApiJson(body): ApiJson<ReserveBody>,
+) -> ApiResult<(StatusCode, Json<FilterView>)> {
+    let params = Params::new(body.capacity, body.error_rate).map_err(ApiError::InvalidArgument)?;
+    let status = match state
+        .store
+        .reserve_filter(&filter, params, policy(&state))
+        .await?
+    {
+        Reserved::Created => StatusCode::CREATED,
+        Reserved::Unchanged => StatusCode::OK,
+        Reserved::Conflict(existing) => {
+            let mut extra = serde_json::Map::new();
+            extra.insert("capacity".to_owned(), existing.capacity.into());
+            extra.insert("error_rate".to_owned(), existing.error_rate.into());
+            return Err(ApiError::Conflict {
+                code: "conflict",
+                detail: format!(
+                    "filter {filter} exists with capacity {} and error_rate {}",
+                    existing.capacity, existing.error_rate
+                ),
+                extra: Some(extra),
+            });
+        }
+    };
+    Ok((status, Json(view(&state, &filter).await?)))
+}
+
+/// A filter's parameters, item count and size.
+#[utoipa::path(
+    get,
+    path = "/v1/dedup/{filter}",
+    tag = "dedup",
+    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    responses(
+        (status = 200, body = FilterView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn info(
+    State(state): State<AppState>,
+    ApiPath(filter): ApiPath<Name>,
+) -> ApiResult<Json<FilterView>> {
+    Ok(Json(view(&state, &filter).await?))
+}
+
+/// A batch of items.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ItemsBody {
+    /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
+    #[schema(example = json!(["news:1", "news:2"]))]
+    items: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct AddResult {
+    item: String,
+    /// True when the item was definitely new (false: seen before, or a false positive).
+    added: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct AddReply {
+    /// One per input item, in input order.
+    results: Vec<AddResult>,
+}
+
+/// Add items to a filter (created on first use with the configured defaults).
+///
+/// An item repeated within the batch is `added` at most once, at its first position.
+#[utoipa::path(
+    post,
+    path = "/v1/dedup/{filter}/items",
+    tag = "dedup",
+    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    request_body = ItemsBody,
+    responses(
+        (status = 200, body = AddReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn add(
+    State(state): State<AppState>,
+    ApiPath(filter): ApiPath<Name>,
+    ApiJson(body): ApiJson<ItemsBody>,
+) -> ApiResult<Json<AddReply>> {
+    validate_items(&state, &body.items)?;
+    let flags = match state
+        .store
+        .add_to_filter(&filter, &body.items, policy(&state))
+        .await?
+    {
+        Added::Flags(flags) => flags,
+        Added::Full => return Err(full(&filter)),
+    };
+    let results = body
+        .items
+        .into_iter()
+        .zip(flags)
+        .map(|(item, added)| AddResult { item, added })
+        .collect();
+    Ok(Json(AddReply { results }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct CheckResult {
+    item: String,
+    /// True when the item may have been added (false: definitely not).
+    seen: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct CheckReply {
+    /// One per input item, in input order.
+    results: Vec<CheckResult>,
+}
+
+/// Check whether items were seen. Writes nothing (an unknown filter has seen nothing).
+#[utoipa::path(
+    post,
+    path = "/v1/dedup/{filter}/check",
+    tag = "dedup",
+    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    request_body = ItemsBody,
+    responses(
+        (status = 200, body = CheckReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn check(
+    State(state): State<AppState>,
+    ApiPath(filter): ApiPath<Name>,
+    ApiJson(body): ApiJson<ItemsBody>,
+) -> ApiResult<Json<CheckReply>> {
+    validate_items(&state, &body.items)?;
+    let seen = state
+        .store
+        .check_in_filter(&filter, &body.items, policy(&state))
+        .await?;
+    let results = body
+        .items
+        .into_iter()
+        .zip(seen)
+        .map(|(item, seen)| CheckResult { item, seen })
+        .collect();
+    Ok(Json(CheckReply { results }))
+}
+
+/// Candidates to filter.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct FilterBody {
+    /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
+    #[schema(example = json!(["news:1", "news:2"]))]
+    items: Vec<String>,
+    /// Also record the unseen items, in the same atomic store call (default false).
+    #[serde(default)]
+    mark_seen: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct FilterReply {
+    /// The items not seen before, in input order, each at most once (at its first position).
+    unseen: Vec<String>,
+}
+
+/// Keep only the items not seen before; with `mark_seen`, record them too.
+#[utoipa::path(
+    post,
+    path = "/v1/dedup/{filter}/filter",
+    tag = "dedup",
+    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    request_body = FilterBody,
+    responses(
+        (status = 200, body = FilterReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn filter(
+    State(state): State<AppState>,
+    ApiPath(filter): ApiPath<Name>,
+    ApiJson(body): ApiJson<FilterBody>,
+) -> ApiResult<Json<FilterReply>> {
+    validate_items(&state, &body.items)?;
+    let policy = policy(&state);
+    let unseen = if body.mark_seen {
+        // Adding in order marks a repeat as not new: its first occurrence set its bits.
+        let flags = match state
+            .store
+            .add_to_filter(&filter, &body.items, policy)
+            .await?
+        {
+            Added::Flags(flags) => flags,
+            Added::Full => return Err(full(&filter)),
+        };
+        body.items
+            .into_iter()
+            .zip(flags)
+            .filter_map(|(item, new)| new.then_some(item))
+            .collect()
+    } else {
+        let seen = state
+            .store
+            .check_in_filter(&filter, &body.items, policy)
+            .await?;
+        logic::first_occurrences(&body.items)
+            .into_iter()
+            .filter(|i| !seen[*i])
+            .map(|i| body.items[i].clone())
+            .collect()
+    };
+    Ok(Json(FilterReply { unseen }))
+}
