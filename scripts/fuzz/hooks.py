@@ -7,7 +7,7 @@ DOCUMENTED_CODES = {
     "invalid_argument", "unprocessable", "not_found", "method_not_allowed",
     "unsupported_media_type", "unauthorized", "conflict", "rate_limited",
     "payload_too_large", "backend_unavailable", "internal",
-    "sold_out", "not_started", "ended", "already_ordered",
+    "sold_out", "not_started", "ended", "already_ordered", "filter_full",
 }
 
 
