@@ -316,9 +316,14 @@ struct FilterBody {
     /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
     #[schema(example = json!(["news:1", "news:2"]))]
     items: Vec<String>,
-    /// Also record the unseen items, in the same atomic store call (default false).
-    #[serde(default)]
+    /// Also record the unseen items, in the same atomic store call (default true, per API.md).
+    #[serde(default = "default_mark_seen")]
+    #[schema(default = true)]
     mark_seen: bool,
+}
+
+fn default_mark_seen() -> bool {
+    true
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -203,7 +203,10 @@ async fn filter_scenario(gw: &Gateway) {
     add(gw, "f", &["a".to_owned(), "b".to_owned()]).await;
     let candidates = json!(["c", "a", "d", "c", "b", "e", "d"]);
     let (status, body) = gw
-        .post("/v1/dedup/f/filter", json!({ "items": candidates }))
+        .post(
+            "/v1/dedup/f/filter",
+            json!({ "items": candidates, "mark_seen": false }),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({"unseen": ["c", "d", "e"]}));
@@ -211,28 +214,14 @@ async fn filter_scenario(gw: &Gateway) {
     assert_eq!(
         check(gw, "f", &cde).await,
         [false; 3],
-        "not recorded without mark_seen"
+        "not recorded with mark_seen false"
     );
+    // mark_seen defaults to true (API.md: "mark_seen"?: true).
     let (_, body) = gw
-        .post(
-            "/v1/dedup/f/filter",
-            json!({ "items": candidates, "mark_seen": false }),
-        )
-        .await;
-    assert_eq!(body["unseen"], json!(["c", "d", "e"]));
-
-    let (_, body) = gw
-        .post(
-            "/v1/dedup/f/filter",
-            json!({ "items": candidates, "mark_seen": true }),
-        )
+        .post("/v1/dedup/f/filter", json!({ "items": candidates }))
         .await;
     assert_eq!(body, json!({"unseen": ["c", "d", "e"]}));
-    assert_eq!(
-        check(gw, "f", &cde).await,
-        [true; 3],
-        "recorded with mark_seen"
-    );
+    assert_eq!(check(gw, "f", &cde).await, [true; 3], "recorded by default");
     let (_, body) = gw
         .post(
             "/v1/dedup/f/filter",
@@ -247,7 +236,7 @@ async fn filter_scenario(gw: &Gateway) {
     let (_, body) = gw
         .post(
             "/v1/dedup/fresh/filter",
-            json!({ "items": ["z", "y", "z"] }),
+            json!({ "items": ["z", "y", "z"], "mark_seen": false }),
         )
         .await;
     assert_eq!(body["unseen"], json!(["z", "y"]));
