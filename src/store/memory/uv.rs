@@ -1,8 +1,137 @@
-//! Unique visitors on HyperLogLog (PFADD/PFCOUNT/PFMERGE) with page views beside them. in memory.
+//! Unique visitors in memory: per page and day, a Redis-compatible HyperLogLog
+//! ([`crate::uv::hll`]) and a page-view counter, expiring together like the Redis keys.
+
+use std::collections::HashMap;
+
+use super::{lock, MemoryStore};
+use crate::store::StoreError;
+use crate::types::{Day, Name};
+use crate::uv::hll::Hll;
+use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 #[derive(Debug, Default)]
-pub(super) struct State {}
+pub(super) struct State {
+    /// (page, day) → that day's visitors and views.
+    days: HashMap<(Name, Day), Entry>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    visitors: Hll,
+    pv: u64,
+    /// Unix seconds; past it the entry reads as absent and the purge drops it.
+    expires_at: i64,
+}
 
 impl State {
-    pub(super) fn purge(&mut self, _now: i64) {}
+    pub(super) fn purge(&mut self, now: i64) {
+        self.days.retain(|_, e| e.expires_at > now);
+    }
+
+    fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
+        self.days
+            .get(&(page.clone(), day))
+            .filter(|e| e.expires_at > now)
+    }
+
+    fn entry(&mut self, page: &Name, day: Day, now: i64, expire_at: i64) -> &mut Entry {
+        let e = self.days.entry((page.clone(), day)).or_insert(Entry {
+            visitors: Hll::new(),
+            pv: 0,
+            expires_at: expire_at,
+        });
+        if e.expires_at <= now {
+            // Expired but not purged yet: start afresh, as Redis would.
+            e.visitors = Hll::new();
+            e.pv = 0;
+        }
+        e.expires_at = expire_at;
+        e
+    }
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+impl UvStore for MemoryStore {
+    async fn record(
+        &self,
+        page: &Name,
+        day: Day,
+        visitors: &[String],
+        expire_at: i64,
+    ) -> Result<Recorded, StoreError> {
+        let mut s = lock(&self.shared.uv);
+        let e = s.entry(page, day, now(), expire_at);
+        let mut changed = false;
+        for v in visitors {
+            changed |= e.visitors.add(v.as_bytes());
+        }
+        e.pv += visitors.len() as u64;
+        Ok(Recorded { changed, pv: e.pv })
+    }
+
+    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
+        let s = lock(&self.shared.uv);
+        let now = now();
+        let mut all = Hll::new();
+        let daily = days
+            .iter()
+            .map(|d| match s.get(page, *d, now) {
+                Some(e) => {
+                    all.merge(&e.visitors);
+                    (e.visitors.count(), e.pv)
+                }
+                None => (0, 0),
+            })
+            .collect();
+        Ok(PageCounts {
+            daily,
+            uv: all.count(),
+        })
+    }
+
+    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
+        let now = now();
+        let mut all = Hll::new();
+        // One page per critical section, so a wide union never holds the lock for long.
+        for page in pages {
+            let s = lock(&self.shared.uv);
+            for d in days {
+                if let Some(e) = s.get(page, *d, now) {
+                    all.merge(&e.visitors);
+                }
+            }
+        }
+        Ok(all.count())
+    }
+
+    async fn merge(
+        &self,
+        sources: &[Name],
+        into: &Name,
+        days: &[FoldDay],
+    ) -> Result<u32, StoreError> {
+        let now = now();
+        let mut folded = 0;
+        // One day per critical section, for the same reason as in `union`.
+        for fold in days {
+            let mut s = lock(&self.shared.uv);
+            let mut day = Hll::new();
+            let mut any = false;
+            for src in sources {
+                if let Some(e) = s.get(src, fold.day, now) {
+                    day.merge(&e.visitors);
+                    any = true;
+                }
+            }
+            if any {
+                let target = s.entry(into, fold.day, now, fold.expire_at);
+                target.visitors.merge(&day);
+                folded += 1;
+            }
+        }
+        Ok(folded)
+    }
 }
