@@ -6,7 +6,7 @@
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{json, Value};
 
-use crate::common::{Backend, Gateway};
+use crate::common::{settings, shared_cluster, shared_redis, Backend, Gateway, RedisProcess};
 
 fn today() -> NaiveDate {
     Utc::now().date_naive()
@@ -49,6 +49,40 @@ fn assert_close(what: &str, estimate: &Value, truth: u64) -> f64 {
     eprintln!("{what}: estimate {estimate} for {truth} distinct ({err:.2}% off)");
     assert!(err <= 2.0, "{what}: {estimate} is {err:.2}% off {truth}");
     err
+}
+
+/// The Redis servers behind `backend` (none for memory).
+fn servers(backend: Backend) -> Vec<&'static RedisProcess> {
+    match backend {
+        Backend::Memory => Vec::new(),
+        Backend::Redis => vec![shared_redis()],
+        Backend::Cluster => shared_cluster().nodes.iter().collect(),
+    }
+}
+
+/// Keys matching `pattern` on every server behind `backend`.
+fn scan(backend: Backend, pattern: &str) -> Vec<String> {
+    servers(backend)
+        .iter()
+        .flat_map(|r| {
+            r.cli(&["--scan", "--pattern", pattern])
+                .expect("redis-cli answers")
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+/// `TTL key` on the server that holds it (`-c` follows cluster redirects).
+fn ttl(backend: Backend, key: &str) -> i64 {
+    let out = servers(backend)[0]
+        .cli(&["-c", "ttl", key])
+        .expect("redis-cli answers");
+    out.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("TTL {key}: {out}"))
 }
 
 crate::contract_tests!(
@@ -210,7 +244,9 @@ async fn cross_page_union(backend: Backend) {
 }
 
 async fn merge_folds_days_idempotently(backend: Backend) {
-    let gw = Gateway::start(backend).await;
+    let settings = settings(backend);
+    let prefix = settings.key_prefix.clone();
+    let gw = Gateway::with_settings(settings).await;
     let (d0, d1, d2) = (ago(2), ago(1), today());
     visit(&gw, "a", d1, "m", 0..3_000).await;
     visit(&gw, "b", d1, "m", 2_000..6_000).await;
@@ -254,6 +290,28 @@ async fn merge_folds_days_idempotently(backend: Backend) {
     let (_, a) = gw.get(&format!("/v1/uv/a?date={}", ymd(d1))).await;
     assert_eq!(a["pv"], 3_000);
     assert_close("source a", &a["uv"], 3_000);
+
+    if backend != Backend::Memory {
+        // No scratch key outlives its script; keys created by a merge expire like the rest.
+        assert_eq!(
+            scan(backend, &format!("{prefix}uvt:*")),
+            Vec::<String>::new()
+        );
+        let retention = 400 + 2;
+        for key in [
+            format!("{prefix}uv:{{c}}:{}", ymd(d1)),
+            format!("{prefix}uv:{{a}}:{}", ymd(d1)),
+            format!("{prefix}pv:{{a}}:{}", ymd(d1)),
+        ] {
+            let left = ttl(backend, &key);
+            assert!((1..=retention * 86_400).contains(&left), "{key} TTL {left}");
+        }
+        assert_eq!(
+            ttl(backend, &format!("{prefix}pv:{{c}}:{}", ymd(d1))),
+            -2,
+            "no pv written"
+        );
+    }
 }
 
 async fn bad_inputs_are_problems(backend: Backend) {

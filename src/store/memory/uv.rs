@@ -135,3 +135,30 @@ impl UvStore for MemoryStore {
         Ok(folded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_expire_with_retention() {
+        let mut s = State::default();
+        let page = Name::try_from("home".to_owned()).unwrap();
+        let day = Day::parse("2026-11-21").unwrap();
+        let e = s.entry(&page, day, 100, 200);
+        e.visitors.add(b"v");
+        e.pv = 1;
+        assert!(s.get(&page, day, 199).is_some());
+        assert!(s.get(&page, day, 200).is_none(), "expired reads as absent");
+        let fresh = s.entry(&page, day, 250, 300);
+        assert_eq!(
+            (fresh.visitors.count(), fresh.pv),
+            (0, 0),
+            "and is rewritten afresh"
+        );
+        s.purge(299);
+        assert_eq!(s.days.len(), 1);
+        s.purge(300);
+        assert!(s.days.is_empty());
+    }
+}

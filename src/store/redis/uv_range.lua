@@ -1,6 +1,7 @@
 -- One page's figures over a range of days.
 -- KEYS[1..n]      the page's HyperLogLogs, one per day (uv:{page}:DATE)
 -- KEYS[n+1..2n]   the page's view counters for the same days, in the same order (pv:{page}:DATE)
+-- ARGV            none
 -- Returns         { distinct visitors over all n days, uv day 1, pv day 1, ..., uv day n, pv day n }
 --                 (a missing key counts 0)
 local n = #KEYS / 2
