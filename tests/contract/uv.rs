@@ -490,3 +490,42 @@ async fn bad_inputs_are_problems(backend: Backend) {
         (405, Some("method_not_allowed"))
     );
 }
+
+/// Redis going away is a quick 503 on every UV route, and the gateway serves again once it is
+/// back (Redis only: the memory backend cannot go away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_outage_is_503_then_recovers() {
+    let mut redis = RedisProcess::start(&[], false);
+    let mut s = settings(Backend::Memory);
+    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let gw = Gateway::with_settings(s).await;
+    let visit = json!({"visitors": ["v1", "v2"]});
+    assert_eq!(gw.post("/v1/uv/a", visit.clone()).await.0, 200);
+
+    redis.stop();
+    let merge = json!({"sources": ["a"], "into": "b", "from": ymd(today()), "to": ymd(today())});
+    for (status, body) in [
+        gw.post("/v1/uv/a", visit.clone()).await,
+        gw.get("/v1/uv/a").await,
+        gw.get("/v1/uv?pages=a,b").await,
+        gw.post("/v1/uv/merge", merge).await,
+    ] {
+        assert_eq!(
+            (status.as_u16(), body["code"].as_str()),
+            (503, Some("backend_unavailable")),
+            "{body}"
+        );
+    }
+
+    redis.restart();
+    let mut recovered = false;
+    for _ in 0..100 {
+        if gw.get("/v1/uv/a").await.0 == 200 {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(recovered, "the gateway serves again once Redis is back");
+    assert_eq!(gw.post("/v1/uv/a", visit).await.0, 200);
+}

@@ -1,7 +1,7 @@
 //! Unique visitors in memory: per page and day, a Redis-compatible HyperLogLog
 //! ([`crate::uv::hll`]) and a page-view counter, expiring together like the Redis keys.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{lock, MemoryStore};
 use crate::store::StoreError;
@@ -11,8 +11,8 @@ use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 #[derive(Debug, Default)]
 pub(super) struct State {
-    /// (page, day) → that day's visitors and views.
-    days: HashMap<(Name, Day), Entry>,
+    /// page → day → that day's visitors and views.
+    pages: HashMap<Name, BTreeMap<Day, Entry>>,
 }
 
 #[derive(Debug)]
@@ -25,17 +25,25 @@ struct Entry {
 
 impl State {
     pub(super) fn purge(&mut self, now: i64) {
-        self.days.retain(|_, e| e.expires_at > now);
+        for days in self.pages.values_mut() {
+            days.retain(|_, e| e.expires_at > now);
+        }
+        self.pages.retain(|_, days| !days.is_empty());
     }
 
     fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
-        self.days
-            .get(&(page.clone(), day))
+        self.pages
+            .get(page)?
+            .get(&day)
             .filter(|e| e.expires_at > now)
     }
 
     fn entry(&mut self, page: &Name, day: Day, now: i64, expire_at: i64) -> &mut Entry {
-        let e = self.days.entry((page.clone(), day)).or_insert(Entry {
+        if !self.pages.contains_key(page) {
+            self.pages.insert(page.clone(), BTreeMap::new());
+        }
+        let days = self.pages.get_mut(page).expect("inserted above");
+        let e = days.entry(day).or_insert(Entry {
             visitors: Hll::new(),
             pv: 0,
             expires_at: expire_at,
@@ -157,8 +165,8 @@ mod tests {
             "and is rewritten afresh"
         );
         s.purge(299);
-        assert_eq!(s.days.len(), 1);
+        assert_eq!(s.pages[&page].len(), 1);
         s.purge(300);
-        assert!(s.days.is_empty());
+        assert!(s.pages.is_empty());
     }
 }

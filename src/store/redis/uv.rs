@@ -99,8 +99,11 @@ impl UvStore for RedisStore {
     /// Wave one collapses each page's range into one HyperLogLog in its own slot (all pages
     /// at once, pipelined); wave two counts their union under the first page's tag.
     async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
-        let Some(first) = pages.first() else {
-            return Ok(0);
+        let first = match pages {
+            [] => return Ok(0),
+            // One page is one slot: its range script already counts the union.
+            [page] => return Ok(self.page_counts(page, days).await?.uv),
+            [first, ..] => first,
         };
         let collapsed =
             futures::future::try_join_all(pages.iter().map(|p| self.collapse(p, days))).await?;
