@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{days, page, Calendar, FoldDay, UvStore, MAX_PAGES, RESERVED_PAGE};
+use super::{days, page, Calendar, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -321,7 +321,7 @@ async fn union(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct MergeBody {
-    /// Pages whose visitors are folded in (1 to 100).
+    /// Pages whose visitors are folded in (1 to 20; more is 400 — merge them in several calls).
     #[schema(value_type = Vec<String>, example = json!(["home-v1", "home-v2"]))]
     sources: Vec<Name>,
     /// The page that receives them.
@@ -350,7 +350,8 @@ struct MergeReply {
 /// For each day of the range, `into`'s HyperLogLog becomes the union of itself and the
 /// sources' on that day. Only visitors move: `into`'s page views are unchanged, and repeating
 /// a merge changes nothing (idempotent). Days in the future or past the retention are not
-/// written. Works across Redis Cluster slots.
+/// written. At most 20 sources per call (400 past it): merging is associative, so more sources
+/// take several calls. Works across Redis Cluster slots.
 #[utoipa::path(
     post,
     path = "/v1/uv/merge",
@@ -377,9 +378,9 @@ async fn merge(
     if sources.is_empty() {
         return Err(ApiError::invalid("sources is empty"));
     }
-    if sources.len() > MAX_PAGES {
+    if sources.len() > MAX_MERGE_SOURCES {
         return Err(ApiError::invalid(format!(
-            "at most {MAX_PAGES} sources, got {}",
+            "at most {MAX_MERGE_SOURCES} sources, got {}",
             sources.len()
         )));
     }

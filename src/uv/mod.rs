@@ -20,8 +20,12 @@ use crate::types::{Day, Name};
 
 /// Longest range, in days, inclusive (API.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
-/// Most pages one union or merge may name.
+/// Most pages one union may name.
 pub const MAX_PAGES: usize = 100;
+/// Most sources one merge may name. A merge moves every source's day HyperLogLogs (up to
+/// 12 KiB each) into the target's slot, so this bounds one request to 20 × 366 of them (a few
+/// seconds at worst); merging is associative and idempotent, so more sources take more calls.
+pub const MAX_MERGE_SOURCES: usize = 20;
 /// The page name that collides with `POST /v1/uv/merge`.
 pub const RESERVED_PAGE: &str = "merge";
 

@@ -29,6 +29,11 @@ static FOLD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("
 /// Scratch keys live this long if a script dies before deleting them.
 const SCRATCH_TTL_MS: i64 = 10_000;
 
+/// Pages collapsed at once in a union. Collapsing a page's year of dense HyperLogLogs costs
+/// Redis ~20 ms; sending all pages at once would queue up to 100 of them behind each other and
+/// past the per-command timeout, so a few at a time keeps each call quick and Redis responsive.
+const PAGES_IN_FLIGHT: usize = 4;
+
 /// Merge sources in flight at once: each holds up to a range of HyperLogLogs (≤ 12 KiB a day),
 /// so this bounds the gateway's memory while keeping the round trips overlapped.
 const SOURCES_IN_FLIGHT: usize = 4;
@@ -96,8 +101,8 @@ impl UvStore for RedisStore {
         })
     }
 
-    /// Wave one collapses each page's range into one HyperLogLog in its own slot (all pages
-    /// at once, pipelined); wave two counts their union under the first page's tag.
+    /// Wave one collapses each page's range into one HyperLogLog in its own slot (a few pages
+    /// at a time, pipelined); wave two counts their union under the first page's tag.
     async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
         let first = match pages {
             [] => return Ok(0),
@@ -105,8 +110,11 @@ impl UvStore for RedisStore {
             [page] => return Ok(self.page_counts(page, days).await?.uv),
             [first, ..] => first,
         };
-        let collapsed =
-            futures::future::try_join_all(pages.iter().map(|p| self.collapse(p, days))).await?;
+        let calls: Vec<_> = pages.iter().map(|p| self.collapse(p, days)).collect();
+        let collapsed: Vec<Option<Bytes>> = stream::iter(calls)
+            .buffer_unordered(PAGES_IN_FLIGHT)
+            .try_collect()
+            .await?;
         let hlls: Vec<Value> = collapsed.into_iter().flatten().map(Value::Bytes).collect();
         if hlls.is_empty() {
             return Ok(0);
