@@ -29,10 +29,11 @@ static FOLD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("
 /// Scratch keys live this long if a script dies before deleting them.
 const SCRATCH_TTL_MS: i64 = 10_000;
 
-/// Pages collapsed at once in a union. Collapsing a page's year of dense HyperLogLogs costs
-/// Redis ~20 ms; sending all pages at once would queue up to 100 of them behind each other and
-/// past the per-command timeout, so a few at a time keeps each call quick and Redis responsive.
-const PAGES_IN_FLIGHT: usize = 4;
+/// Page-days collapsed at once in a union. Collapsing a page's year of dense HyperLogLogs
+/// costs Redis ~20 ms; queueing 100 of those at once would push the last past the per-command
+/// timeout and keep Redis busy in one burst. So short ranges go out all at once (two waves),
+/// and long ones a few pages at a time, each call quick.
+const PAGE_DAYS_IN_FLIGHT: usize = 4 * 366;
 
 /// Merge sources in flight at once: each holds up to a range of HyperLogLogs (≤ 12 KiB a day),
 /// so this bounds the gateway's memory while keeping the round trips overlapped.
@@ -101,8 +102,8 @@ impl UvStore for RedisStore {
         })
     }
 
-    /// Wave one collapses each page's range into one HyperLogLog in its own slot (a few pages
-    /// at a time, pipelined); wave two counts their union under the first page's tag.
+    /// Wave one collapses each page's range into one HyperLogLog in its own slot (pipelined,
+    /// bounded by [`PAGE_DAYS_IN_FLIGHT`]); wave two counts their union under the first page's tag.
     async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
         let first = match pages {
             [] => return Ok(0),
@@ -112,7 +113,7 @@ impl UvStore for RedisStore {
         };
         let calls: Vec<_> = pages.iter().map(|p| self.collapse(p, days)).collect();
         let collapsed: Vec<Option<Bytes>> = stream::iter(calls)
-            .buffer_unordered(PAGES_IN_FLIGHT)
+            .buffer_unordered((PAGE_DAYS_IN_FLIGHT / days.len().max(1)).max(1))
             .try_collect()
             .await?;
         let hlls: Vec<Value> = collapsed.into_iter().flatten().map(Value::Bytes).collect();
