@@ -532,3 +532,32 @@ async fn redis_outage_is_503_then_recovers() {
     assert!(recovered, "the gateway serves again once Redis is back");
     assert_eq!(gw.post("/v1/uv/a", visit).await.0, 200);
 }
+
+/// The memory backend's HyperLogLog uses Redis's hash, registers and estimator, so the same
+/// visits give the same figures — not just figures within the error bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_answers_what_redis_answers() {
+    let memory = Gateway::start(Backend::Memory).await;
+    let redis = Gateway::start(Backend::Redis).await;
+    let (from, to) = (ymd(ago(2)), ymd(today()));
+    let mut replies = Vec::new();
+    for gw in [&memory, &redis] {
+        visit(gw, "a", ago(2), "r", 0..2_500).await;
+        visit(gw, "a", ago(1), "r", 2_000..9_000).await;
+        visit(gw, "b", ago(1), "r", 8_000..20_000).await;
+        visit(gw, "c", today(), "s", 0..300).await;
+        let merge = json!({"sources": ["a", "b"], "into": "c", "from": from, "to": to});
+        replies.push(vec![
+            gw.get(&format!("/v1/uv/a?from={from}&to={to}")).await.1,
+            gw.get(&format!("/v1/uv/b?date={}", ymd(ago(1)))).await.1,
+            gw.get(&format!("/v1/uv?pages=a,b,c&from={from}&to={to}"))
+                .await
+                .1,
+            gw.post("/v1/uv/merge", merge).await.1,
+            gw.get(&format!("/v1/uv/c?from={from}&to={to}")).await.1,
+        ]);
+    }
+    assert_eq!(replies[0], replies[1]);
+    assert_close("a over 2 days", &replies[0][0]["uv"], 9_000);
+    assert_close("union", &replies[0][2]["uv"], 20_300);
+}
