@@ -52,6 +52,22 @@ impl Keys {
     pub fn dedup_native(&self, filter: &Name) -> String {
         format!("{}bf:{{{filter}}}:rb", self.prefix)
     }
+
+    /// A page's distinct visitors on one day (a HyperLogLog).
+    pub fn uv_day(&self, page: &Name, day: Day) -> String {
+        format!("{}uv:{{{page}}}:{day}", self.prefix)
+    }
+
+    /// A page's views on one day (a counter), in the same slot as [`Self::uv_day`].
+    pub fn pv_day(&self, page: &Name, day: Day) -> String {
+        format!("{}pv:{{{page}}}:{day}", self.prefix)
+    }
+
+    /// Scratch key `n` under a page's hash tag, where HyperLogLogs copied from other slots
+    /// are merged; scripts delete it before returning and give it a short TTL meanwhile.
+    pub fn uv_scratch(&self, page: &Name, n: u8) -> String {
+        format!("{}uvt:{{{page}}}:{n}", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -101,5 +117,18 @@ mod tests {
         let d2 = keys.cohort_chunk(3, Day::parse("2026-03-01").unwrap());
         assert_eq!(hash_tag(&d1), "3");
         assert_eq!(hash_tag(&d1), hash_tag(&d2));
+    }
+
+    #[test]
+    fn a_pages_day_keys_and_scratch_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let page = Name::try_from("home".to_owned()).unwrap();
+        let day = Day::parse("2026-11-21").unwrap();
+        let uv = keys.uv_day(&page, day);
+        assert_eq!(uv, "gw:uv:{home}:2026-11-21");
+        assert_eq!(keys.pv_day(&page, day), "gw:pv:{home}:2026-11-21");
+        for other in [keys.pv_day(&page, day.succ()), keys.uv_scratch(&page, 1)] {
+            assert_eq!(hash_tag(&other), "home");
+        }
     }
 }

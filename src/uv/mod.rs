@@ -1,9 +1,204 @@
-//! Unique visitors on HyperLogLog (PFADD/PFCOUNT/PFMERGE) with page views beside them.
+//! Unique visitors on HyperLogLog (PFADD/PFCOUNT/PFMERGE) with page views beside them: record
+//! visits, a day or a range of one page (the range's union with per-day figures), the union
+//! over several pages, and folding source pages into a target page day by day.
+//!
+//! Per page and day, one HyperLogLog (`uv:{page}:DATE`) and one counter (`pv:{page}:DATE`)
+//! under the page's hash tag, so a record is one script and a page's range is one slot.
+//! Work across pages spans slots: the stores combine it without a cross-slot command.
 
-use utoipa_axum::router::OpenApiRouter;
+pub mod hll;
+mod http;
 
+use chrono::{Duration, NaiveTime};
+
+pub use http::router;
+
+use crate::error::ApiError;
 use crate::state::AppState;
+use crate::store::StoreError;
+use crate::types::{Day, Name};
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+/// Longest range, in days, inclusive (API.md).
+pub const MAX_RANGE_DAYS: i64 = 366;
+/// Most pages one union may name.
+pub const MAX_PAGES: usize = 100;
+/// Most sources one merge may name. A merge moves every source's day HyperLogLogs (up to
+/// 12 KiB each) into the target's slot, so this bounds one request to 20 × 366 of them (a few
+/// seconds at worst); merging is associative and idempotent, so more sources take more calls.
+pub const MAX_MERGE_SOURCES: usize = 20;
+/// The page name that collides with `POST /v1/uv/merge`.
+pub const RESERVED_PAGE: &str = "merge";
+
+/// What recording visits did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    /// True when the HyperLogLog changed (some visitor was probably new that day).
+    pub changed: bool,
+    /// The day's page views after this request.
+    pub pv: u64,
+}
+
+/// One page's figures over a range of days.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageCounts {
+    /// `(uv, pv)` per day, in the order asked.
+    pub daily: Vec<(u64, u64)>,
+    /// Distinct visitors over all the days (the union, not the sum).
+    pub uv: u64,
+}
+
+/// A day to fold in a merge, with the expiry its target key gets if the merge creates it.
+#[derive(Debug, Clone, Copy)]
+pub struct FoldDay {
+    pub day: Day,
+    pub expire_at: i64,
+}
+
+/// What a unique-visitor backend must do. Every method is one logical store operation.
+pub(crate) trait UvStore {
+    /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
+    /// its page views, and sets both keys to expire at `expire_at` (unix seconds).
+    async fn record(
+        &self,
+        page: &Name,
+        day: Day,
+        visitors: &[String],
+        expire_at: i64,
+    ) -> Result<Recorded, StoreError>;
+    /// Per-day figures and the union over `days` for one page; missing days are zeros.
+    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError>;
+    /// Distinct visitors over every page and day given.
+    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError>;
+    /// For each day, folds the union of `sources` on that day into `into` on that day (page
+    /// views untouched). Returns the number of days on which some source had visitors.
+    async fn merge(
+        &self,
+        sources: &[Name],
+        into: &Name,
+        days: &[FoldDay],
+    ) -> Result<u32, StoreError>;
+}
+
+/// Refuses the reserved page name.
+pub fn page(name: Name) -> Result<Name, ApiError> {
+    if name.as_str() == RESERVED_PAGE {
+        return Err(ApiError::invalid(format!(
+            "page name {RESERVED_PAGE:?} is reserved"
+        )));
+    }
+    Ok(name)
+}
+
+/// The days `from..=to`, refusing a backwards or too long range with 400.
+pub fn days(from: Day, to: Day) -> Result<Vec<Day>, ApiError> {
+    if to < from {
+        return Err(ApiError::invalid(format!(
+            "to ({to}) is before from ({from})"
+        )));
+    }
+    let len = (to.0 - from.0).num_days() + 1;
+    if len > MAX_RANGE_DAYS {
+        return Err(ApiError::invalid(format!(
+            "a range is at most {MAX_RANGE_DAYS} days, got {len}"
+        )));
+    }
+    Ok((0..len).map(|i| Day(from.0 + Duration::days(i))).collect())
+}
+
+/// Today and the retention, as the gateway sees them right now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Calendar {
+    pub today: Day,
+    pub retention_days: u32,
+}
+
+impl Calendar {
+    pub fn now(state: &AppState) -> Self {
+        Self {
+            today: state.today(),
+            retention_days: state.settings.uv_retention_days,
+        }
+    }
+
+    /// The oldest day still retained.
+    pub fn oldest(&self) -> Day {
+        Day(self.today.0 - Duration::days(i64::from(self.retention_days) - 1))
+    }
+
+    /// Whether visits may be recorded on `day`: not in the future, not past retention.
+    pub fn is_writable(&self, day: Day) -> bool {
+        day <= self.today && day >= self.oldest()
+    }
+
+    /// Refuses days in the future or past retention with 422.
+    pub fn writable(&self, day: Day) -> Result<(), ApiError> {
+        if day > self.today {
+            return Err(ApiError::Unprocessable(format!(
+                "{day} is in the future (today is {})",
+                self.today
+            )));
+        }
+        if day < self.oldest() {
+            return Err(ApiError::Unprocessable(format!(
+                "{day} is older than the unique-visitor retention of {} days",
+                self.retention_days
+            )));
+        }
+        Ok(())
+    }
+
+    /// A day's keys expire once the day leaves retention (with a day of slack for time zones).
+    pub fn expire_at(&self, day: Day) -> i64 {
+        let keep = Duration::days(i64::from(self.retention_days) + 1);
+        (day.0 + keep)
+            .and_time(NaiveTime::MIN)
+            .and_utc()
+            .timestamp()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> Day {
+        Day::parse(s).unwrap()
+    }
+
+    #[test]
+    fn ranges_are_inclusive_and_bounded() {
+        assert_eq!(days(day("2026-01-01"), day("2026-01-01")).unwrap().len(), 1);
+        assert_eq!(
+            days(day("2024-01-01"), day("2024-12-31")).unwrap().len(),
+            366
+        );
+        assert!(days(day("2025-01-01"), day("2026-01-02")).is_err());
+        assert!(days(day("2026-01-02"), day("2026-01-01")).is_err());
+    }
+
+    #[test]
+    fn retention_window() {
+        let cal = Calendar {
+            today: day("2026-11-21"),
+            retention_days: 2,
+        };
+        assert!(cal.is_writable(day("2026-11-21")));
+        assert!(cal.is_writable(day("2026-11-20")));
+        assert!(!cal.is_writable(day("2026-11-19")));
+        assert!(!cal.is_writable(day("2026-11-22")));
+        assert_eq!(
+            cal.expire_at(day("2026-11-20")),
+            day("2026-11-23")
+                .0
+                .and_time(NaiveTime::MIN)
+                .and_utc()
+                .timestamp()
+        );
+    }
+
+    #[test]
+    fn merge_is_reserved() {
+        assert!(page(Name::try_from("merge".to_owned()).unwrap()).is_err());
+        assert!(page(Name::try_from("Merge".to_owned()).unwrap()).is_ok());
+    }
 }

@@ -1,8 +1,172 @@
-//! Unique visitors on HyperLogLog (PFADD/PFCOUNT/PFMERGE) with page views beside them. in memory.
+//! Unique visitors in memory: per page and day, a Redis-compatible HyperLogLog
+//! ([`crate::uv::hll`]) and a page-view counter, expiring together like the Redis keys.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{lock, MemoryStore};
+use crate::store::StoreError;
+use crate::types::{Day, Name};
+use crate::uv::hll::Hll;
+use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 #[derive(Debug, Default)]
-pub(super) struct State {}
+pub(super) struct State {
+    /// page → day → that day's visitors and views.
+    pages: HashMap<Name, BTreeMap<Day, Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    visitors: Hll,
+    pv: u64,
+    /// Unix seconds; past it the entry reads as absent and the purge drops it.
+    expires_at: i64,
+}
 
 impl State {
-    pub(super) fn purge(&mut self, _now: i64) {}
+    pub(super) fn purge(&mut self, now: i64) {
+        for days in self.pages.values_mut() {
+            days.retain(|_, e| e.expires_at > now);
+        }
+        self.pages.retain(|_, days| !days.is_empty());
+    }
+
+    fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
+        self.pages
+            .get(page)?
+            .get(&day)
+            .filter(|e| e.expires_at > now)
+    }
+
+    fn entry(&mut self, page: &Name, day: Day, now: i64, expire_at: i64) -> &mut Entry {
+        if !self.pages.contains_key(page) {
+            self.pages.insert(page.clone(), BTreeMap::new());
+        }
+        let days = self.pages.get_mut(page).expect("inserted above");
+        let e = days.entry(day).or_insert(Entry {
+            visitors: Hll::new(),
+            pv: 0,
+            expires_at: expire_at,
+        });
+        if e.expires_at <= now {
+            // Expired but not purged yet: start afresh, as Redis would.
+            e.visitors = Hll::new();
+            e.pv = 0;
+        }
+        e.expires_at = expire_at;
+        e
+    }
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+impl UvStore for MemoryStore {
+    async fn record(
+        &self,
+        page: &Name,
+        day: Day,
+        visitors: &[String],
+        expire_at: i64,
+    ) -> Result<Recorded, StoreError> {
+        let mut s = lock(&self.shared.uv);
+        let e = s.entry(page, day, now(), expire_at);
+        let mut changed = false;
+        for v in visitors {
+            changed |= e.visitors.add(v.as_bytes());
+        }
+        e.pv += visitors.len() as u64;
+        Ok(Recorded { changed, pv: e.pv })
+    }
+
+    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
+        let s = lock(&self.shared.uv);
+        let now = now();
+        let mut all = Hll::new();
+        let daily = days
+            .iter()
+            .map(|d| match s.get(page, *d, now) {
+                Some(e) => {
+                    all.merge(&e.visitors);
+                    (e.visitors.count(), e.pv)
+                }
+                None => (0, 0),
+            })
+            .collect();
+        Ok(PageCounts {
+            daily,
+            uv: all.count(),
+        })
+    }
+
+    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
+        let now = now();
+        let mut all = Hll::new();
+        // One page per critical section, so a wide union never holds the lock for long.
+        for page in pages {
+            let s = lock(&self.shared.uv);
+            for d in days {
+                if let Some(e) = s.get(page, *d, now) {
+                    all.merge(&e.visitors);
+                }
+            }
+        }
+        Ok(all.count())
+    }
+
+    async fn merge(
+        &self,
+        sources: &[Name],
+        into: &Name,
+        days: &[FoldDay],
+    ) -> Result<u32, StoreError> {
+        let now = now();
+        let mut folded = 0;
+        // One day per critical section, for the same reason as in `union`.
+        for fold in days {
+            let mut s = lock(&self.shared.uv);
+            let mut day = Hll::new();
+            let mut any = false;
+            for src in sources {
+                if let Some(e) = s.get(src, fold.day, now) {
+                    day.merge(&e.visitors);
+                    any = true;
+                }
+            }
+            if any {
+                let target = s.entry(into, fold.day, now, fold.expire_at);
+                target.visitors.merge(&day);
+                folded += 1;
+            }
+        }
+        Ok(folded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_expire_with_retention() {
+        let mut s = State::default();
+        let page = Name::try_from("home".to_owned()).unwrap();
+        let day = Day::parse("2026-11-21").unwrap();
+        let e = s.entry(&page, day, 100, 200);
+        e.visitors.add(b"v");
+        e.pv = 1;
+        assert!(s.get(&page, day, 199).is_some());
+        assert!(s.get(&page, day, 200).is_none(), "expired reads as absent");
+        let fresh = s.entry(&page, day, 250, 300);
+        assert_eq!(
+            (fresh.visitors.count(), fresh.pv),
+            (0, 0),
+            "and is rewritten afresh"
+        );
+        s.purge(299);
+        assert_eq!(s.pages[&page].len(), 1);
+        s.purge(300);
+        assert!(s.pages.is_empty());
+    }
 }

@@ -1,0 +1,416 @@
+//! Unique-visitor routes (API.md "Unique visitors").
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{days, page, Calendar, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+use crate::types::{Day, Name};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(record, page_view))
+        .routes(routes!(union))
+        .routes(routes!(merge))
+        // `GET /v1/uv/merge` would read the reserved page: say so instead of a bare 405.
+        .route("/v1/uv/merge", get(reserved_page))
+}
+
+/// Visits to record: exactly one of `visitor` and `visitors`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct VisitBody {
+    /// One visitor id (1–512 bytes by default).
+    #[schema(example = "user-42")]
+    visitor: Option<String>,
+    /// Several visitor ids (1 to `max_batch` items, default 1000; more is 413).
+    visitors: Option<Vec<String>>,
+    /// The day of the visits (default: today in the configured time zone).
+    #[schema(value_type = Option<String>, format = Date, example = "2026-11-21")]
+    date: Option<Day>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct VisitReply {
+    #[schema(value_type = String)]
+    page: Name,
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    /// True when the day's HyperLogLog changed, i.e. some visitor was (probably) new that day.
+    changed: bool,
+    /// The day's page views after this request.
+    pv: u64,
+}
+
+/// Record visits to a page (one visitor or a batch).
+///
+/// Every visitor in every request adds one page view; distinct visitors are counted by a
+/// HyperLogLog (standard error 0.81%). Visitor ids are 1–512 bytes (400 otherwise). An empty
+/// batch is 400; a batch over the cap (default 1000) is 413 `payload_too_large`. A future date,
+/// or one older than the retention (default 400 days), is 422.
+#[utoipa::path(
+    post,
+    path = "/v1/uv/{page}",
+    tag = "uv",
+    params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`")),
+    request_body = VisitBody,
+    responses(
+        (status = 200, body = VisitReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn record(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+    ApiJson(body): ApiJson<VisitBody>,
+) -> ApiResult<Json<VisitReply>> {
+    let name = page(name)?;
+    let visitors = match (body.visitor, body.visitors) {
+        (Some(one), None) => vec![one],
+        (None, Some(many)) => many,
+        _ => {
+            return Err(ApiError::invalid(
+                "give exactly one of visitor and visitors",
+            ))
+        }
+    };
+    let settings = &state.settings;
+    if visitors.is_empty() {
+        return Err(ApiError::invalid("visitors is empty"));
+    }
+    if visitors.len() > settings.max_batch {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "at most {} visitors per request, got {}",
+            settings.max_batch,
+            visitors.len()
+        )));
+    }
+    if let Some(bad) = visitors
+        .iter()
+        .position(|v| v.is_empty() || v.len() > settings.max_item_bytes)
+    {
+        return Err(ApiError::invalid(format!(
+            "visitor ids are 1-{} bytes; item {bad} has {}",
+            settings.max_item_bytes,
+            visitors[bad].len()
+        )));
+    }
+    let cal = Calendar::now(&state);
+    let day = body.date.unwrap_or(cal.today);
+    cal.writable(day)?;
+    let done = state
+        .store
+        .record(&name, day, &visitors, cal.expire_at(day))
+        .await?;
+    Ok(Json(VisitReply {
+        page: name,
+        date: day,
+        changed: done.changed,
+        pv: done.pv,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    /// One day (default: today). Not together with `from`/`to`.
+    #[param(value_type = Option<String>, format = Date)]
+    date: Option<Day>,
+    /// First day of a range, inclusive (default: `to`). Either of `from`/`to` asks for a range.
+    #[param(value_type = Option<String>, format = Date)]
+    from: Option<Day>,
+    /// Last day of a range, inclusive (default: today); at most 366 days from `from`.
+    #[param(value_type = Option<String>, format = Date)]
+    to: Option<Day>,
+}
+
+/// One day of one page.
+#[derive(Debug, Serialize, ToSchema)]
+struct DayView {
+    #[schema(value_type = String)]
+    page: Name,
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    /// Distinct visitors that day.
+    uv: u64,
+    /// Visits that day.
+    pv: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DailyFigures {
+    #[schema(value_type = String, format = Date)]
+    date: Day,
+    uv: u64,
+    pv: u64,
+}
+
+/// A range of days of one page.
+#[derive(Debug, Serialize, ToSchema)]
+struct RangeView {
+    #[schema(value_type = String)]
+    page: Name,
+    #[schema(value_type = String, format = Date)]
+    from: Day,
+    #[schema(value_type = String, format = Date)]
+    to: Day,
+    /// Distinct visitors over the whole range (the union, not the sum of days).
+    uv: u64,
+    /// Visits over the whole range (the sum of days).
+    pv: u64,
+    daily: Vec<DailyFigures>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+enum PageView {
+    Day(DayView),
+    Range(RangeView),
+}
+
+/// Unique visitors and page views of a page: one day, or a range with per-day figures.
+///
+/// `?date=` (default today) answers `{page,date,uv,pv}`; `?from=&to=` (at most 366 days,
+/// inclusive) answers `{page,from,to,uv,pv,daily}` where `uv` is the union over the range.
+/// A page never written, and days in the future, answer zeros.
+#[utoipa::path(
+    get,
+    path = "/v1/uv/{page}",
+    tag = "uv",
+    params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"), PageQuery),
+    responses(
+        (status = 200, body = PageView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn page_view(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<PageView>> {
+    let name = page(name)?;
+    let today = state.today();
+    if q.from.is_none() && q.to.is_none() {
+        let day = q.date.unwrap_or(today);
+        let counts = state.store.page_counts(&name, &[day]).await?;
+        let (uv, pv) = counts.daily[0];
+        return Ok(Json(PageView::Day(DayView {
+            page: name,
+            date: day,
+            uv,
+            pv,
+        })));
+    }
+    if q.date.is_some() {
+        return Err(ApiError::invalid("give either date or from/to, not both"));
+    }
+    let to = q.to.unwrap_or(today);
+    let from = q.from.unwrap_or(to);
+    let range = days(from, to)?;
+    let counts = state.store.page_counts(&name, &range).await?;
+    Ok(Json(PageView::Range(RangeView {
+        page: name,
+        from,
+        to,
+        uv: counts.uv,
+        pv: counts.daily.iter().map(|(_, pv)| pv).sum(),
+        daily: range
+            .iter()
+            .zip(&counts.daily)
+            .map(|(d, (uv, pv))| DailyFigures {
+                date: *d,
+                uv: *uv,
+                pv: *pv,
+            })
+            .collect(),
+    })))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct UnionQuery {
+    /// Comma-separated page names, 1 to 100.
+    #[param(example = "home,pricing")]
+    pages: String,
+    /// First day, inclusive (default: `to`).
+    #[param(value_type = Option<String>, format = Date)]
+    from: Option<Day>,
+    /// Last day, inclusive (default: today); at most 366 days from `from`.
+    #[param(value_type = Option<String>, format = Date)]
+    to: Option<Day>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct UnionReply {
+    /// The pages asked, in the order given.
+    #[schema(value_type = Vec<String>)]
+    pages: Vec<Name>,
+    #[schema(value_type = String, format = Date)]
+    from: Day,
+    #[schema(value_type = String, format = Date)]
+    to: Day,
+    /// Distinct visitors over every page and day.
+    uv: u64,
+}
+
+/// Distinct visitors over several pages and a range of days.
+///
+/// `pages` is a comma-separated list of 1 to 100 page names (more is 400). The pages may live
+/// in different Redis Cluster slots; their HyperLogLogs are combined in one slot, so this
+/// works on a Cluster.
+#[utoipa::path(
+    get,
+    path = "/v1/uv",
+    tag = "uv",
+    params(UnionQuery),
+    responses(
+        (status = 200, body = UnionReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn union(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<UnionQuery>,
+) -> ApiResult<Json<UnionReply>> {
+    let pages = q
+        .pages
+        .split(',')
+        .map(|p| {
+            Name::try_from(p.to_owned())
+                .map_err(ApiError::InvalidArgument)
+                .and_then(page)
+        })
+        .collect::<Result<Vec<Name>, ApiError>>()?;
+    if pages.len() > MAX_PAGES {
+        return Err(ApiError::invalid(format!(
+            "at most {MAX_PAGES} pages, got {}",
+            pages.len()
+        )));
+    }
+    let to = q.to.unwrap_or(state.today());
+    let from = q.from.unwrap_or(to);
+    let range = days(from, to)?;
+    let mut distinct = pages.clone();
+    distinct.sort();
+    distinct.dedup();
+    let uv = state.store.union(&distinct, &range).await?;
+    Ok(Json(UnionReply {
+        pages,
+        from,
+        to,
+        uv,
+    }))
+}
+
+/// Pages to fold into another, day by day.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct MergeBody {
+    /// Pages whose visitors are folded in (1 to 20; more is 400 — merge them in several calls).
+    #[schema(value_type = Vec<String>, example = json!(["home-v1", "home-v2"]))]
+    sources: Vec<Name>,
+    /// The page that receives them.
+    #[schema(value_type = String, example = "home")]
+    into: Name,
+    /// First day, inclusive.
+    #[schema(value_type = String, format = Date)]
+    from: Day,
+    /// Last day, inclusive; at most 366 days from `from`.
+    #[schema(value_type = String, format = Date)]
+    to: Day,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct MergeReply {
+    #[schema(value_type = String)]
+    into: Name,
+    /// Days on which some source had visitors (and were folded).
+    days: u32,
+    /// Distinct visitors of `into` over the range, after the merge.
+    uv: u64,
+}
+
+/// Fold source pages' visitors into a page, day by day.
+///
+/// For each day of the range, `into`'s HyperLogLog becomes the union of itself and the
+/// sources' on that day. Only visitors move: `into`'s page views are unchanged, and repeating
+/// a merge changes nothing (idempotent). Days in the future or past the retention are not
+/// written. At most 20 sources per call (400 past it): merging is associative, so more sources
+/// take several calls. Works across Redis Cluster slots.
+#[utoipa::path(
+    post,
+    path = "/v1/uv/merge",
+    tag = "uv",
+    request_body = MergeBody,
+    responses(
+        (status = 200, body = MergeReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn merge(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<MergeBody>,
+) -> ApiResult<Json<MergeReply>> {
+    let into = page(body.into)?;
+    let mut sources = body
+        .sources
+        .into_iter()
+        .map(page)
+        .collect::<Result<Vec<Name>, ApiError>>()?;
+    if sources.is_empty() {
+        return Err(ApiError::invalid("sources is empty"));
+    }
+    if sources.len() > MAX_MERGE_SOURCES {
+        return Err(ApiError::invalid(format!(
+            "at most {MAX_MERGE_SOURCES} sources, got {}",
+            sources.len()
+        )));
+    }
+    sources.sort();
+    sources.dedup();
+    // Folding a page into itself changes nothing.
+    sources.retain(|s| *s != into);
+    let range = days(body.from, body.to)?;
+    let cal = Calendar::now(&state);
+    let fold: Vec<FoldDay> = range
+        .iter()
+        .filter(|d| cal.is_writable(**d))
+        .map(|d| FoldDay {
+            day: *d,
+            expire_at: cal.expire_at(*d),
+        })
+        .collect();
+    let folded = if sources.is_empty() || fold.is_empty() {
+        0
+    } else {
+        state.store.merge(&sources, &into, &fold).await?
+    };
+    let uv = state.store.page_counts(&into, &range).await?.uv;
+    Ok(Json(MergeReply {
+        into,
+        days: folded,
+        uv,
+    }))
+}
+
+async fn reserved_page() -> ApiError {
+    ApiError::invalid(format!("page name {RESERVED_PAGE:?} is reserved"))
+}
