@@ -3,6 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
+use crate::ratelimit::Bucket;
 use crate::types::{Day, Month, UserId};
 
 /// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
@@ -36,6 +37,16 @@ impl Keys {
     /// The set of cohort chunk numbers ever written, so stats never scan the keyspace.
     pub fn cohort_registry(&self) -> String {
         format!("{}ckr:{{chunks}}", self.prefix)
+    }
+
+    /// A GCRA bucket's TAT in whole µs. Checks use `rl:{<key>}`; global-limiter clients use
+    /// their own kind, `rlg:{<client>}`, so a check key (which may contain `:`) can never name
+    /// a client's bucket.
+    pub fn ratelimit(&self, bucket: &Bucket) -> String {
+        match bucket {
+            Bucket::Key(name) => format!("{}rl:{{{name}}}", self.prefix),
+            Bucket::Client(client) => format!("{}rlg:{{{client}}}", self.prefix),
+        }
     }
 }
 
@@ -75,5 +86,16 @@ mod tests {
         let d2 = keys.cohort_chunk(3, Day::parse("2026-03-01").unwrap());
         assert_eq!(hash_tag(&d1), "3");
         assert_eq!(hash_tag(&d1), hash_tag(&d2));
+    }
+
+    #[test]
+    fn check_keys_and_global_clients_never_collide() {
+        let keys = Keys::new("gw:");
+        let name = crate::types::Name::try_from("k:abc".to_owned()).unwrap();
+        let check = keys.ratelimit(&Bucket::Key(name));
+        let client = keys.ratelimit(&Bucket::Client("k:abc".to_owned()));
+        assert_eq!(check, "gw:rl:{k:abc}");
+        assert_eq!(client, "gw:rlg:{k:abc}");
+        assert_ne!(check, client);
     }
 }
