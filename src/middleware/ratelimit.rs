@@ -9,8 +9,10 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -43,6 +45,9 @@ struct Limiter {
     clients: ClientKey,
     /// `RateLimit-Policy`, the same on every response.
     policy: HeaderValue,
+    /// Unix second of the last fail-open warning: with the store down every request fails
+    /// open, and one line a second says so without flooding the log (the metric counts all).
+    warned_at: Arc<AtomicU64>,
 }
 
 impl GlobalRateLimitLayer {
@@ -60,6 +65,7 @@ impl GlobalRateLimitLayer {
                 clients: ClientKey::default(),
                 policy: HeaderValue::try_from(header)
                     .expect("digits and quotes are a valid header"),
+                warned_at: Arc::default(),
             }),
         }
     }
@@ -179,7 +185,12 @@ impl Limiter {
         match self.fail {
             FailPolicy::Open => {
                 count("fail_open");
-                tracing::warn!(error = %e, "global limiter cannot reach the store; serving unlimited (GATEWAY_GLOBAL_FAIL=open)");
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                if self.warned_at.swap(now, Ordering::Relaxed) != now {
+                    tracing::warn!(error = %e, "global limiter cannot reach the store; serving unlimited (GATEWAY_GLOBAL_FAIL=open)");
+                }
                 pass(inner, req).await
             }
             FailPolicy::Closed => {
