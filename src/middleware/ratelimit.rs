@@ -302,7 +302,54 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
+    use axum::extract::connect_info::MockConnectInfo;
+    use axum::routing::get;
+    use axum::Router;
+    use tower::ServiceExt;
+
     use super::*;
+    use crate::config::Settings;
+    use crate::store::memory::MemoryStore;
+
+    /// A router with one limited route and a probe mounted (wrongly) under the limiter.
+    fn router(fail: FailPolicy) -> Router {
+        let settings = Settings::defaults();
+        let policy = GlobalLimit {
+            enabled: true,
+            max_burst: 0,
+            count_per_period: 1,
+            period: 60,
+            fail,
+        };
+        let store = Store::Memory(MemoryStore::new(&settings));
+        Router::new()
+            .route("/x", get(|| async { "x" }))
+            .route("/healthz", get(|| async { "ok" }))
+            .layer(GlobalRateLimitLayer::new(store, &policy))
+            .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 1], 4711))))
+    }
+
+    async fn call(app: &Router, path: &str) -> Response {
+        let req = Request::get(path).body(axum::body::Body::empty()).unwrap();
+        app.clone().oneshot(req).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn limits_per_peer_and_exempts_probes_even_under_the_layer() {
+        let app = router(FailPolicy::Open);
+        let first = call(&app, "/x").await;
+        assert_eq!(first.status(), 200);
+        assert_eq!(first.headers()["ratelimit"], "\"global\";r=0;t=60");
+        assert_eq!(first.headers()["ratelimit-policy"], "\"global\";q=1;w=60");
+        let second = call(&app, "/x").await;
+        assert_eq!(second.status(), 429);
+        assert_eq!(second.headers()["retry-after"], "60");
+        for _ in 0..3 {
+            let probe = call(&app, "/healthz").await;
+            assert_eq!(probe.status(), 200);
+            assert!(probe.headers().get("ratelimit").is_none());
+        }
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -2,12 +2,13 @@
 //!
 //! Both backends only read the clock and the stored TAT (theoretical arrival time) and write
 //! the new one; every decision and every reply field is derived here, so the memory backend and
-//! the Lua script answer alike by construction. The Lua script repeats only the two lines that
-//! decide whether to write (`decide`'s comparison), since it must write atomically.
+//! the Lua script answer alike by construction. The Lua script repeats only the comparison
+//! that decides whether to write, since it must write atomically.
 //!
-//! redis-cell keeps nanoseconds; we keep microseconds because a Lua number is a double and a
-//! 16-digit µs timestamp is exact in one, while a 19-digit ns timestamp is not. Intermediate
-//! values use `i128`: at the API's caps the tolerance (`EI × L`) reaches 3.15e19 µs, past `i64`.
+//! redis-cell keeps nanoseconds; we keep whole microseconds (what `TIME` resolves), so the
+//! stored TAT is a decimal µs string. Values here are `i128`: at the API's caps the tolerance
+//! (`EI × L`) reaches 3.15e19 µs, past `i64` and far past the 2^53 a Lua double holds exactly,
+//! which is why the script computes with (seconds, µs) pairs.
 
 /// Microseconds per second.
 const SEC: i128 = 1_000_000;

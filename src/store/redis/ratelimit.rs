@@ -31,6 +31,12 @@ fn micros(v: Option<&Value>) -> Result<Option<i128>, StoreError> {
         .map_err(|_| StoreError::Internal(format!("ratelimit_gcra.lua returned {text:?}")))
 }
 
+/// A duration in µs as the script takes it: whole seconds, then the microseconds below them,
+/// so each part is exact in a Lua double even at the API's caps (3e19 µs).
+fn split(us: i128) -> [String; 2] {
+    [(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]
+}
+
 impl RateLimitStore for RedisStore {
     async fn throttle(
         &self,
@@ -42,10 +48,10 @@ impl RateLimitStore for RedisStore {
             .evalsha_with_reload(
                 self.pool.next(),
                 vec![self.keys.ratelimit(bucket)],
-                vec![
-                    gcra.increment(quantity).to_string(),
-                    gcra.tolerance.to_string(),
-                ],
+                split(gcra.increment(quantity))
+                    .into_iter()
+                    .chain(split(gcra.tolerance))
+                    .collect::<Vec<_>>(),
             )
             .await
             .map_err(map_err)?;
