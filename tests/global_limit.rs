@@ -248,6 +248,45 @@ async fn switched_off_sends_no_headers() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_can_read_the_headers_of_a_refusal() {
+    let mut s = limited(Backend::Memory);
+    s.global.max_burst = 0;
+    s.cors_origins = vec!["https://app.example".to_owned()];
+    let gw = Gateway::with_settings(s).await;
+    let origin = [("origin", "https://app.example")];
+    assert_eq!(get(&gw, CHEAP, &origin).await.status, 200);
+    let refused = get(&gw, CHEAP, &origin).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let exposed = refused
+        .header("access-control-expose-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    for name in [
+        "ratelimit",
+        "ratelimit-policy",
+        "ratelimit-reset",
+        "retry-after",
+    ] {
+        assert!(exposed.split(',').any(|h| h.trim() == name), "{exposed}");
+    }
+    // Preflights are answered by CORS, outside the limiter: not refused, not counted.
+    let preflight = gw
+        .client
+        .request(reqwest::Method::OPTIONS, gw.url(CHEAP))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    assert!(preflight.headers().get("ratelimit").is_none());
+}
+
 /// A gateway limited through a private Redis, which the test then stops.
 async fn with_redis_stopped(fail: FailPolicy) -> (Gateway, RedisProcess) {
     let redis = RedisProcess::start(&[], false);

@@ -257,7 +257,12 @@ async fn tat_is_stored_in_microseconds_and_expires_when_full(backend: Backend) {
     assert!(0 < pttl && pttl <= reset_ms, "PTTL {pttl} vs {reply}");
 
     // Something that is not a TAT (garbage, another type) counts as a missing key.
-    for (write, garbage) in [("set", "not-a-number"), ("set", "1e400"), ("hset", "f")] {
+    for (write, garbage) in [
+        ("set", "not-a-number"),
+        ("set", "1e400"),
+        ("set", "1234567890123456789012"),
+        ("hset", "f"),
+    ] {
         let key = fresh_key("garbage");
         let name = format!("{prefix}rl:{{{key}}}");
         let mut args = vec![write, name.as_str(), garbage];

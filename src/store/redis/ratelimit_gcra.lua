@@ -19,11 +19,12 @@ local tol_s, tol_us = tonumber(ARGV[3]), tonumber(ARGV[4])
 local clock = redis.call('TIME')
 local now_s, now_us = tonumber(clock[1]), tonumber(clock[2])
 
--- pcall: a key of another type counts as missing (like garbage in it) and is overwritten.
+-- pcall: a key of another type counts as missing, like garbage or a number too big to be a TAT
+-- (over 21 digits its seconds would not be exact), and is overwritten.
 local raw = redis.pcall('GET', key)
 local tat_s, tat_us = now_s, now_us
 local stored = false
-if type(raw) == 'string' and #raw <= 24 and string.match(raw, '^%d+$') then
+if type(raw) == 'string' and #raw <= 21 and string.match(raw, '^%d+$') then
   stored = raw
   if #raw > 6 then
     tat_s, tat_us = tonumber(string.sub(raw, 1, -7)), tonumber(string.sub(raw, -6))
