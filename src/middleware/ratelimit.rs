@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::{ConnectInfo, Request};
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
@@ -195,6 +195,7 @@ impl Limiter {
             }
             FailPolicy::Closed => {
                 count("fail_closed");
+                // Whatever went wrong, the client sees the store as unavailable: 503, not 500.
                 let e = match e {
                     StoreError::Internal(msg) => StoreError::Unavailable(msg),
                     other => other,
@@ -208,18 +209,13 @@ impl Limiter {
     fn set_headers(&self, d: &Decision, headers: &mut HeaderMap) {
         let reset = d.reset_after_secs();
         let fields = format!("\"global\";r={};t={reset}", d.remaining);
-        let pairs = [
-            ("ratelimit", HeaderValue::try_from(fields).ok()),
-            ("ratelimit-policy", Some(self.policy.clone())),
-            ("ratelimit-limit", Some(HeaderValue::from(d.limit))),
-            ("ratelimit-remaining", Some(HeaderValue::from(d.remaining))),
-            ("ratelimit-reset", Some(HeaderValue::from(reset))),
-        ];
-        for (name, value) in pairs {
-            if let Some(value) = value {
-                headers.insert(HeaderName::from_static(name), value);
-            }
+        if let Ok(fields) = HeaderValue::try_from(fields) {
+            headers.insert("ratelimit", fields);
         }
+        headers.insert("ratelimit-policy", self.policy.clone());
+        headers.insert("ratelimit-limit", HeaderValue::from(d.limit));
+        headers.insert("ratelimit-remaining", HeaderValue::from(d.remaining));
+        headers.insert("ratelimit-reset", HeaderValue::from(reset));
     }
 }
 
