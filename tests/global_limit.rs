@@ -186,7 +186,9 @@ async fn two_instances_share_one_budget_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_get_exactly_the_budget() {
-    let gw = Gateway::with_settings(limited(Backend::Redis)).await;
+    let mut s = limited(Backend::Redis);
+    s.store_timeout = Duration::from_secs(20);
+    let gw = Gateway::with_settings(s).await;
     let erin = key("erin");
     let replies = futures::future::join_all((0..50).map(|_| get(&gw, CHEAP, &erin))).await;
     let ok = replies.iter().filter(|r| r.status == 200).count();
