@@ -330,6 +330,103 @@ mod tests {
         app.clone().oneshot(req).await.unwrap()
     }
 
+    /// Counts `gateway_limiter_decisions_total` by outcome.
+    #[derive(Debug, Default)]
+    struct Outcomes(std::sync::Mutex<std::collections::HashMap<String, Arc<AtomicU64>>>);
+
+    impl Outcomes {
+        fn get(&self, outcome: &str) -> u64 {
+            let counts = self.0.lock().unwrap();
+            counts.get(outcome).map_or(0, |c| c.load(Ordering::Relaxed))
+        }
+    }
+
+    impl metrics::Recorder for Outcomes {
+        fn describe_counter(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn describe_gauge(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn describe_histogram(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn register_counter(
+            &self,
+            key: &metrics::Key,
+            _: &metrics::Metadata<'_>,
+        ) -> metrics::Counter {
+            assert_eq!(key.name(), "gateway_limiter_decisions_total");
+            let outcome = key
+                .labels()
+                .find(|l| l.key() == "outcome")
+                .map(|l| l.value().to_owned())
+                .unwrap_or_default();
+            let counter = self.0.lock().unwrap().entry(outcome).or_default().clone();
+            metrics::Counter::from_arc(counter)
+        }
+        fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+            metrics::Gauge::noop()
+        }
+        fn register_histogram(
+            &self,
+            _: &metrics::Key,
+            _: &metrics::Metadata<'_>,
+        ) -> metrics::Histogram {
+            metrics::Histogram::noop()
+        }
+    }
+
+    #[tokio::test]
+    async fn decisions_are_counted_by_outcome() {
+        let outcomes = Outcomes::default();
+        let _recorder = metrics::set_default_local_recorder(&outcomes);
+        let app = router(FailPolicy::Open);
+        assert_eq!(call(&app, "/x").await.status(), 200);
+        assert_eq!(call(&app, "/x").await.status(), 429);
+        assert_eq!(call(&app, "/healthz").await.status(), 200);
+        assert_eq!((outcomes.get("allowed"), outcomes.get("limited")), (1, 1));
+
+        // A Redis nobody listens on: open serves, closed refuses, and both are counted.
+        let mut settings = Settings::defaults();
+        settings.store = crate::config::StoreChoice::Redis("redis://127.0.0.1:1".to_owned());
+        settings.store_timeout = std::time::Duration::from_millis(100);
+        let store = Store::open(&settings).await.unwrap();
+        for (fail, status) in [(FailPolicy::Open, 200), (FailPolicy::Closed, 503)] {
+            let policy = GlobalLimit {
+                enabled: true,
+                max_burst: 0,
+                count_per_period: 1,
+                period: 60,
+                fail,
+            };
+            let app = Router::new()
+                .route("/x", get(|| async { "x" }))
+                .layer(GlobalRateLimitLayer::new(store.clone(), &policy));
+            for _ in 0..2 {
+                let response = call(&app, "/x").await;
+                assert_eq!(response.status(), status);
+                assert!(response.headers().get("ratelimit").is_none());
+            }
+        }
+        assert_eq!(
+            (outcomes.get("fail_open"), outcomes.get("fail_closed")),
+            (2, 2)
+        );
+    }
+
     #[tokio::test]
     async fn limits_per_peer_and_exempts_probes_even_under_the_layer() {
         let app = router(FailPolicy::Open);
