@@ -65,6 +65,8 @@ pub fn app(state: AppState) -> Router {
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
+    // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
+    let api = middleware::global_limit(api, &state);
     let router = api.merge(ops::router());
     middleware::stack(router, &state).with_state(state)
 }

@@ -8,9 +8,14 @@
 //!    into one, and log 5xx errors inside the span
 //! 6. CORS (only when origins are configured)
 //! 7. request timeout (503) and the body-size limit
+//! 8. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
+//!    [`global_limit`] to the API router before merging the ops routes, so `/healthz`, `/readyz`
+//!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
+//!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
 
 mod metrics;
 mod problems;
+pub mod ratelimit;
 
 use std::time::Duration;
 
@@ -55,6 +60,18 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
             .layer(axum::middleware::from_fn(metrics::record))
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
+    )
+}
+
+/// Puts the global limiter (when enabled) on `api`; `GATEWAY_GLOBAL_LIMIT=off` leaves it bare.
+pub fn global_limit(api: Router<AppState>, state: &AppState) -> Router<AppState> {
+    let settings = &state.settings;
+    if !settings.global.enabled {
+        return api;
+    }
+    api.layer(
+        ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
+            .with_trusted_proxies(settings.trusted_proxies.clone()),
     )
 }
 

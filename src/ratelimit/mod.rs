@@ -1,9 +1,37 @@
-//! Rate-limit checks: a GCRA that answers exactly like redis-cell's CL.THROTTLE.
+//! Rate-limit checks: a GCRA that answers exactly like redis-cell's `CL.THROTTLE`
+//! (RATELIMIT.md), behind `POST /v1/ratelimit/check` and the global tower layer
+//! (`middleware::ratelimit`).
+//!
+//! A bucket is one stored TAT per key (`rl:{key}` for checks, `rlg:{client}` for the global
+//! limiter), expiring when the bucket is full again, so an idle client costs nothing. Every
+//! decision is one store round trip: the store reads its clock and the TAT and writes the new
+//! TAT atomically; [`logic`] derives the decision and the reply from those microseconds.
 
-use utoipa_axum::router::OpenApiRouter;
+mod http;
+pub mod logic;
 
-use crate::state::AppState;
+pub use http::router;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+use crate::store::StoreError;
+use crate::types::Name;
+
+/// Whose bucket a decision draws from. The two namespaces never share a key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Bucket {
+    /// A key named by a caller of the check endpoint.
+    Key(Name),
+    /// A client of the global limiter: `k:<api key>` or `ip:<address>`.
+    Client(String),
+}
+
+/// What a rate-limit backend must do: one atomic GCRA step per call.
+pub(crate) trait RateLimitStore {
+    /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
+    /// they do not, or when `quantity` is 0) and reports the decision.
+    async fn throttle(
+        &self,
+        bucket: &Bucket,
+        gcra: &logic::Gcra,
+        quantity: u64,
+    ) -> Result<logic::Decision, StoreError>;
 }

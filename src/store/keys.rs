@@ -3,6 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
+use crate::ratelimit::Bucket;
 use crate::types::{Day, Month, Name, UserId};
 
 /// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
@@ -68,6 +69,16 @@ impl Keys {
     pub fn uv_scratch(&self, page: &Name, n: u8) -> String {
         format!("{}uvt:{{{page}}}:{n}", self.prefix)
     }
+
+    /// A GCRA bucket's TAT in whole µs. Checks use `rl:{<key>}`; global-limiter clients use
+    /// their own kind, `rlg:{<client>}`, so a check key (which may contain `:`) can never name
+    /// a client's bucket.
+    pub fn ratelimit(&self, bucket: &Bucket) -> String {
+        match bucket {
+            Bucket::Key(name) => format!("{}rl:{{{name}}}", self.prefix),
+            Bucket::Client(client) => format!("{}rlg:{{{client}}}", self.prefix),
+        }
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -130,5 +141,16 @@ mod tests {
         for other in [keys.pv_day(&page, day.succ()), keys.uv_scratch(&page, 1)] {
             assert_eq!(hash_tag(&other), "home");
         }
+    }
+
+    #[test]
+    fn check_keys_and_global_clients_never_collide() {
+        let keys = Keys::new("gw:");
+        let name = crate::types::Name::try_from("k:abc".to_owned()).unwrap();
+        let check = keys.ratelimit(&Bucket::Key(name));
+        let client = keys.ratelimit(&Bucket::Client("k:abc".to_owned()));
+        assert_eq!(check, "gw:rl:{k:abc}");
+        assert_eq!(client, "gw:rlg:{k:abc}");
+        assert_ne!(check, client);
     }
 }

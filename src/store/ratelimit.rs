@@ -1,1 +1,16 @@
-//! ratelimit store calls, dispatched to the active backend.
+//! Rate-limit store calls, dispatched to the active backend.
+
+use super::{Store, StoreError};
+use crate::ratelimit::logic::{Decision, Gcra};
+use crate::ratelimit::{Bucket, RateLimitStore};
+
+impl RateLimitStore for Store {
+    async fn throttle(
+        &self,
+        bucket: &Bucket,
+        gcra: &Gcra,
+        quantity: u64,
+    ) -> Result<Decision, StoreError> {
+        dispatch!(self, s => s.throttle(bucket, gcra, quantity).await)
+    }
+}

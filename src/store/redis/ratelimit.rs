@@ -1,1 +1,64 @@
-//! Rate-limit checks on Redis.
+//! Rate-limit checks on Redis: one `ratelimit_gcra.lua` call per decision, so concurrent checks
+//! of a bucket serialise in Redis and every gateway instance shares it.
+
+use std::sync::LazyLock;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+
+use super::{map_err, RedisStore};
+use crate::ratelimit::logic::{self, Decision, Gcra};
+use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::store::StoreError;
+
+static GCRA: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));
+
+/// A decimal µs value the script returned as a string (`nil` → `None`).
+fn micros(v: Option<&Value>) -> Result<Option<i128>, StoreError> {
+    let text = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.to_string(),
+        Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+        Some(other) => {
+            return Err(StoreError::Internal(format!(
+                "ratelimit_gcra.lua returned {other:?}"
+            )))
+        }
+    };
+    text.parse()
+        .map(Some)
+        .map_err(|_| StoreError::Internal(format!("ratelimit_gcra.lua returned {text:?}")))
+}
+
+/// A duration in µs as the script takes it: whole seconds, then the microseconds below them,
+/// so each part is exact in a Lua double even at the API's caps (3e19 µs).
+fn split(us: i128) -> [String; 2] {
+    [(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]
+}
+
+impl RateLimitStore for RedisStore {
+    async fn throttle(
+        &self,
+        bucket: &Bucket,
+        gcra: &Gcra,
+        quantity: u64,
+    ) -> Result<Decision, StoreError> {
+        let reply: Vec<Value> = GCRA
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.ratelimit(bucket)],
+                split(gcra.increment(quantity))
+                    .into_iter()
+                    .chain(split(gcra.tolerance))
+                    .collect::<Vec<_>>(),
+            )
+            .await
+            .map_err(map_err)?;
+        let now = micros(reply.first())?.ok_or_else(|| {
+            StoreError::Internal("ratelimit_gcra.lua returned no clock".to_owned())
+        })?;
+        let stored = micros(reply.get(1))?;
+        Ok(logic::decide(gcra, quantity, now, stored))
+    }
+}

@@ -1,0 +1,126 @@
+//! Rate-limit check route (API.md "Rate-limit checks").
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::logic::Gcra;
+use super::{Bucket, RateLimitStore};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use crate::types::Name;
+
+/// Largest `max_burst`, `count_per_period` and `quantity` (API.md).
+pub const MAX_COUNT: u64 = 1_000_000;
+/// Longest `period`: a year of seconds (API.md).
+pub const MAX_PERIOD: u64 = 31_536_000;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(check))
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A throttle request, `CL.THROTTLE key max_burst count_per_period period quantity`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckBody {
+    /// The bucket: 1–128 characters of `[A-Za-z0-9._:@-]`.
+    #[schema(value_type = String, example = "user:42:login")]
+    key: Name,
+    /// Units allowed at once beyond the first (the limit is `max_burst + 1`), 0–1,000,000.
+    #[schema(minimum = 0, maximum = 1_000_000, example = 15)]
+    max_burst: u64,
+    /// Units refilled per period, 1–1,000,000.
+    #[schema(minimum = 1, maximum = 1_000_000, example = 30)]
+    count_per_period: u64,
+    /// The period in seconds, 1–31,536,000.
+    #[schema(minimum = 1, maximum = 31_536_000, example = 60)]
+    period: u64,
+    /// Units to spend, 0–1,000,000 (default 1). 0 peeks without spending; more than the limit
+    /// is valid and always denied.
+    #[serde(default = "one")]
+    #[schema(minimum = 0, maximum = 1_000_000, default = 1, example = 1)]
+    quantity: u64,
+}
+
+/// One throttle decision, as redis-cell's `CL.THROTTLE` returns it.
+#[derive(Debug, Serialize, ToSchema)]
+struct CheckReply {
+    /// Whether the units were spent. A denied check is still a 200.
+    allowed: bool,
+    /// `max_burst + 1`.
+    limit: u64,
+    /// Units that would still be allowed right now.
+    remaining: u64,
+    /// Seconds until the same request would be allowed; −1 when allowed, or when the quantity
+    /// exceeds the limit and can never fit. Rounded as redis-cell does (up past 1 ms).
+    #[schema(example = -1)]
+    retry_after: i64,
+    /// Seconds until the bucket is full again (rounded as redis-cell does).
+    reset_after: i64,
+    /// `retry_after` in milliseconds, rounded up; −1 likewise.
+    #[schema(example = -1)]
+    retry_after_ms: i64,
+    /// `reset_after` in milliseconds, rounded up.
+    reset_after_ms: i64,
+}
+
+/// Check (and spend from) a GCRA bucket, CL.THROTTLE-equivalent.
+///
+/// Answers exactly what redis-cell's `CL.THROTTLE key max_burst count_per_period period
+/// quantity` answers for the same history. Nothing is stored for a denied check or a peek
+/// (`quantity: 0`), and a bucket's key expires once it is full again.
+#[utoipa::path(
+    post,
+    path = "/v1/ratelimit/check",
+    tag = "ratelimit",
+    request_body = CheckBody,
+    responses(
+        (status = 200, body = CheckReply, description = "The decision, allowed or denied"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn check(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CheckBody>,
+) -> ApiResult<Json<CheckReply>> {
+    in_range("max_burst", body.max_burst, 0, MAX_COUNT)?;
+    in_range("count_per_period", body.count_per_period, 1, MAX_COUNT)?;
+    in_range("period", body.period, 1, MAX_PERIOD)?;
+    in_range("quantity", body.quantity, 0, MAX_COUNT)?;
+    let gcra = Gcra::new(body.max_burst, body.count_per_period, body.period);
+    let decision = state
+        .store
+        .throttle(&Bucket::Key(body.key), &gcra, body.quantity)
+        .await?;
+    let r = decision.reply();
+    Ok(Json(CheckReply {
+        allowed: r.allowed,
+        limit: r.limit,
+        remaining: r.remaining,
+        retry_after: r.retry_after,
+        reset_after: r.reset_after,
+        retry_after_ms: r.retry_after_ms,
+        reset_after_ms: r.reset_after_ms,
+    }))
+}
+
+fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ApiError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(format!(
+            "{field} must be within {min}..={max}, got {value}"
+        )))
+    }
+}

@@ -1,0 +1,396 @@
+//! The GCRA arithmetic of redis-cell's `CL.THROTTLE` (RATELIMIT.md), in whole microseconds.
+//!
+//! Both backends only read the clock and the stored TAT (theoretical arrival time) and write
+//! the new one; every decision and every reply field is derived here, so the memory backend and
+//! the Lua script answer alike by construction. The Lua script repeats only the comparison
+//! that decides whether to write, since it must write atomically.
+//!
+//! redis-cell keeps nanoseconds; we keep whole microseconds (what `TIME` resolves), so the
+//! stored TAT is a decimal µs string. Values here are `i128`: at the API's caps the tolerance
+//! (`EI × L`) reaches 3.15e19 µs, past `i64` and far past the 2^53 a Lua double holds exactly,
+//! which is why the script computes with (seconds, µs) pairs.
+
+/// Microseconds per second.
+const SEC: i128 = 1_000_000;
+/// Microseconds per millisecond.
+const MS: i128 = 1_000;
+
+/// One rate: `count_per_period` per `period` seconds, with `max_burst` extra up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gcra {
+    /// Emission interval: the cost of one unit, µs.
+    pub emission: i128,
+    /// `max_burst + 1`: the most units that fit at once.
+    pub limit: u64,
+    /// Delay variation tolerance `emission × limit`, µs: how far the TAT may run ahead of now.
+    pub tolerance: i128,
+}
+
+impl Gcra {
+    /// `count_per_period ≥ 1` and `period ≥ 1` (checked at the edge; zero is clamped to 1 here
+    /// so the arithmetic never divides by zero).
+    pub fn new(max_burst: u64, count_per_period: u64, period: u64) -> Self {
+        // Integer division is the truncated double division redis-cell does, at µs precision.
+        // At least 1 µs, which the API's caps guarantee anyway, so nothing divides by zero.
+        let emission =
+            (i128::from(period.max(1)) * SEC / i128::from(count_per_period.max(1))).max(1);
+        let limit = max_burst.saturating_add(1);
+        Self {
+            emission,
+            limit,
+            tolerance: emission * i128::from(limit),
+        }
+    }
+
+    /// Cost of `quantity` units, µs.
+    pub fn increment(&self, quantity: u64) -> i128 {
+        self.emission * i128::from(quantity)
+    }
+
+    /// Seconds an empty bucket takes to refill completely, rounded up (`RateLimit-Policy`'s `w`).
+    pub fn window_secs(&self) -> i64 {
+        ceil_div(self.tolerance, SEC)
+    }
+}
+
+/// What the store must do after a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Refused, a peek, or a bucket that is already full again: leave the key as it is.
+    Nothing,
+    /// Store `tat` (µs) with an expiry of `expire_ms` (> 0): the key vanishes once full again.
+    Set { tat: i128, expire_ms: i128 },
+    /// The new TAT is less than a millisecond away: the bucket is as good as full, no key.
+    Delete,
+}
+
+/// One throttle decision, in µs. Turn it into the reply with [`Decision::reply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub limit: u64,
+    pub remaining: u64,
+    /// µs until the same request would be allowed; `None` when allowed, or never (quantity
+    /// above the limit): both are redis-cell's sentinel −1.
+    pub retry_after: Option<i128>,
+    /// µs until the bucket is full again.
+    pub reset_after: i128,
+    pub write: Write,
+}
+
+/// Decides a request for `quantity` units at `now` (µs) against the stored TAT (`None`: no key).
+pub fn decide(gcra: &Gcra, quantity: u64, now: i128, stored: Option<i128>) -> Decision {
+    let tat = stored.unwrap_or(now);
+    let inc = gcra.increment(quantity);
+    let new_tat = tat.max(now) + inc;
+    // Exactly at the tolerance is still allowed.
+    let limited = new_tat - now > gcra.tolerance;
+    let (ttl, retry_after, write) = if limited {
+        let retry = (inc <= gcra.tolerance).then(|| new_tat - gcra.tolerance - now);
+        // A stored TAT is never behind now (its expiry is at most the TAT), except with a
+        // clock that went backwards; never report a negative reset.
+        (tat.max(now) - now, retry, Write::Nothing)
+    } else {
+        let ttl = new_tat - now;
+        let write = if quantity == 0 {
+            // A peek: the TAT is unchanged and its key (if any) already expires on time.
+            Write::Nothing
+        } else if ttl / MS > 0 {
+            Write::Set {
+                tat: new_tat,
+                expire_ms: ttl / MS,
+            }
+        } else {
+            Write::Delete
+        };
+        (ttl, None, write)
+    };
+    let headroom = gcra.tolerance - ttl;
+    // Truncating division, as redis-cell's i64 division: a headroom within one emission
+    // interval below zero is 0, not −1.
+    let remaining = if headroom > -gcra.emission {
+        u64::try_from(headroom / gcra.emission).unwrap_or(0)
+    } else {
+        0
+    };
+    Decision {
+        allowed: !limited,
+        limit: gcra.limit,
+        remaining,
+        retry_after,
+        reset_after: ttl,
+        write,
+    }
+}
+
+/// A decision as `CL.THROTTLE` and `POST /v1/ratelimit/check` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub allowed: bool,
+    pub limit: u64,
+    pub remaining: u64,
+    /// Seconds, rounded like redis-cell 0.4+; −1 when allowed or never.
+    pub retry_after: i64,
+    /// Seconds, rounded like redis-cell 0.4+.
+    pub reset_after: i64,
+    /// Milliseconds, rounded up; −1 when allowed or never.
+    pub retry_after_ms: i64,
+    /// Milliseconds, rounded up.
+    pub reset_after_ms: i64,
+}
+
+impl Decision {
+    pub fn reply(&self) -> Reply {
+        Reply {
+            allowed: self.allowed,
+            limit: self.limit,
+            remaining: self.remaining,
+            retry_after: self.retry_after.map_or(-1, cell_secs),
+            reset_after: cell_secs(self.reset_after),
+            retry_after_ms: self.retry_after.map_or(-1, ceil_ms),
+            reset_after_ms: ceil_ms(self.reset_after),
+        }
+    }
+
+    /// Seconds until a refused request may be retried, rounded up (`Retry-After`); `None`
+    /// when allowed or when it can never fit.
+    pub fn retry_after_secs(&self) -> Option<i64> {
+        self.retry_after.map(|us| ceil_div(us, SEC))
+    }
+
+    /// Seconds until the bucket is full again, rounded up (`RateLimit-Reset`).
+    pub fn reset_after_secs(&self) -> i64 {
+        ceil_div(self.reset_after, SEC)
+    }
+}
+
+/// redis-cell 0.4+ rounding of a duration to seconds: whole seconds, plus one when the rest is
+/// at least a millisecond (2.0004 s → 2, 2.3 s → 3, 0.0005 s → 0).
+pub fn cell_secs(us: i128) -> i64 {
+    let whole = us / SEC;
+    let rest = us % SEC;
+    saturate(whole + i128::from(rest >= MS))
+}
+
+/// A duration in whole milliseconds, rounded up.
+pub fn ceil_ms(us: i128) -> i64 {
+    ceil_div(us, MS)
+}
+
+fn ceil_div(a: i128, b: i128) -> i64 {
+    saturate((a + b - 1).div_euclid(b))
+}
+
+fn saturate(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An arbitrary store clock, µs since the epoch (2026-11-21T11:43:34Z).
+    const T0: i128 = 1_763_725_414_000_000;
+
+    /// A bucket as a backend keeps it: the stored TAT and when its key expires.
+    #[derive(Default)]
+    struct Bucket {
+        key: Option<(i128, i128)>,
+    }
+
+    impl Bucket {
+        /// One call at `now`, applying the write as the backends do; returns redis-cell's
+        /// five-element reply.
+        fn call(&mut self, gcra: &Gcra, quantity: u64, now: i128) -> [i64; 5] {
+            let stored = self.key.filter(|(_, at)| *at > now).map(|(tat, _)| tat);
+            let d = decide(gcra, quantity, now, stored);
+            match d.write {
+                Write::Nothing => {}
+                Write::Set { tat, expire_ms } => self.key = Some((tat, now + expire_ms * MS)),
+                Write::Delete => self.key = None,
+            }
+            let r = d.reply();
+            [
+                i64::from(!r.allowed),
+                r.limit as i64,
+                r.remaining as i64,
+                r.retry_after,
+                r.reset_after,
+            ]
+        }
+
+        fn exists(&self, now: i128) -> bool {
+            self.key.is_some_and(|(_, at)| at > now)
+        }
+    }
+
+    #[test]
+    fn quantities_of_15_30_60() {
+        let g = Gcra::new(15, 30, 60);
+        assert_eq!(g.emission, 2 * SEC);
+        assert_eq!(g.limit, 16);
+        assert_eq!(g.tolerance, 32 * SEC);
+        assert_eq!(g.window_secs(), 32);
+    }
+
+    #[test]
+    fn fifteen_thirty_sixty_back_to_back_then_refill() {
+        let g = Gcra::new(15, 30, 60);
+        let mut b = Bucket::default();
+        // Back to back: each call 50 µs after the previous one, as over a fast connection.
+        let mut now = T0;
+        for i in 1..=16i64 {
+            assert_eq!(b.call(&g, 1, now), [0, 16, 16 - i, -1, 2 * i], "call {i}");
+            now += 50;
+        }
+        assert_eq!(b.call(&g, 1, now), [1, 16, 0, 2, 32]);
+        // 2.1 s after the first call: the TAT is T0 + 32 s, so ttl = 29.9 s and 2.1 s of
+        // headroom hold one unit.
+        let later = T0 + 2_100_000;
+        assert_eq!(b.call(&g, 0, later), [0, 16, 1, -1, 30]);
+        let d = decide(&g, 0, later, Some(T0 + 32 * SEC));
+        assert_eq!(d.reset_after, 29_900_000);
+        assert_eq!(d.reply().reset_after_ms, 29_900);
+        assert_eq!(d.write, Write::Nothing);
+    }
+
+    #[test]
+    fn zero_one_one() {
+        let g = Gcra::new(0, 1, 1);
+        let mut b = Bucket::default();
+        assert_eq!(b.call(&g, 1, T0), [0, 1, 0, -1, 1]);
+        assert_eq!(b.call(&g, 1, T0 + 100), [1, 1, 0, 1, 1]);
+    }
+
+    #[test]
+    fn five_ten_one_six_allowed_then_refused() {
+        let g = Gcra::new(5, 10, 1);
+        assert_eq!(g.emission, 100 * MS);
+        let mut b = Bucket::default();
+        let mut now = T0;
+        for i in 0..6i64 {
+            assert_eq!(b.call(&g, 1, now), [0, 6, 5 - i, -1, 1], "call {i}");
+            now += 50;
+        }
+        assert_eq!(b.call(&g, 1, now), [1, 6, 0, 1, 1]);
+        let d = decide(&g, 1, now, Some(T0 + 600 * MS));
+        assert_eq!(d.retry_after, Some(100 * MS - 300));
+        assert_eq!(d.reply().retry_after_ms, 100);
+        assert_eq!(d.retry_after_secs(), Some(1));
+    }
+
+    #[test]
+    fn quantity_above_the_limit_never_fits_and_writes_nothing() {
+        let g = Gcra::new(5, 10, 1);
+        let mut b = Bucket::default();
+        assert_eq!(b.call(&g, 7, T0), [1, 6, 6, -1, 0]);
+        assert!(!b.exists(T0));
+        let d = decide(&g, 7, T0, None);
+        assert_eq!((d.retry_after, d.write), (None, Write::Nothing));
+        assert_eq!(d.reply().retry_after_ms, -1);
+        // Exactly the limit fits.
+        assert_eq!(b.call(&g, 6, T0 + 10), [0, 6, 0, -1, 1]);
+        assert!(b.exists(T0 + 10));
+    }
+
+    #[test]
+    fn quantity_equal_to_the_limit_on_a_fresh_key() {
+        let g = Gcra::new(15, 30, 60);
+        let d = decide(&g, 16, T0, None);
+        assert_eq!(
+            d.reply(),
+            Reply {
+                allowed: true,
+                limit: 16,
+                remaining: 0,
+                retry_after: -1,
+                reset_after: 32,
+                retry_after_ms: -1,
+                reset_after_ms: 32_000,
+            }
+        );
+        assert_eq!(
+            d.write,
+            Write::Set {
+                tat: T0 + 32 * SEC,
+                expire_ms: 32_000
+            }
+        );
+    }
+
+    #[test]
+    fn quantity_zero_on_a_fresh_key_peeks_and_leaves_no_key() {
+        for (burst, count, period) in [(15, 30, 60), (0, 1, 1), (5, 10, 1), (1_000_000, 1, 1)] {
+            let g = Gcra::new(burst, count, period);
+            let mut b = Bucket::default();
+            let l = g.limit as i64;
+            assert_eq!(b.call(&g, 0, T0), [0, l, l, -1, 0]);
+            assert!(!b.exists(T0));
+            assert_eq!(decide(&g, 0, T0, None).write, Write::Nothing);
+        }
+    }
+
+    #[test]
+    fn refused_requests_write_nothing() {
+        let g = Gcra::new(0, 1, 1);
+        let d = decide(&g, 1, T0, Some(T0 + SEC));
+        assert!(!d.allowed);
+        assert_eq!(d.write, Write::Nothing);
+    }
+
+    #[test]
+    fn expiry_is_the_time_until_full_truncated_to_ms() {
+        let g = Gcra::new(0, 3, 1);
+        // EI = 333333 µs (1/3 s truncated at µs, as the double division truncates at ns).
+        assert_eq!(g.emission, 333_333);
+        let d = decide(&g, 1, T0, None);
+        assert_eq!(
+            d.write,
+            Write::Set {
+                tat: T0 + 333_333,
+                expire_ms: 333
+            }
+        );
+        assert_eq!(d.reply().reset_after_ms, 334);
+        assert_eq!(d.reply().reset_after, 1);
+        // A bucket less than a millisecond from full leaves no key.
+        let g = Gcra::new(0, 1_000_000, 1);
+        assert_eq!(decide(&g, 1, T0, None).write, Write::Delete);
+    }
+
+    #[test]
+    fn seconds_round_like_redis_cell() {
+        assert_eq!(cell_secs(2 * SEC), 2);
+        assert_eq!(cell_secs(2 * SEC + 400), 2);
+        assert_eq!(cell_secs(2 * SEC + 300_000), 3);
+        assert_eq!(cell_secs(500), 0);
+        assert_eq!(cell_secs(500 * MS), 1);
+        assert_eq!(cell_secs(SEC + MS), 2);
+        assert_eq!(ceil_ms(0), 0);
+        assert_eq!(ceil_ms(1), 1);
+        assert_eq!(ceil_ms(1_000), 1);
+        assert_eq!(ceil_ms(1_001), 2);
+    }
+
+    #[test]
+    fn remaining_truncates_toward_zero() {
+        // A TAT beyond the tolerance (a policy changed under an existing key): a headroom of
+        // less than one interval below zero is 0, as redis-cell's integer division gives.
+        let g = Gcra::new(0, 1, 1);
+        let d = decide(&g, 0, T0, Some(T0 + SEC + 500 * MS));
+        assert_eq!(d.remaining, 0);
+        let d = decide(&g, 0, T0, Some(T0 + 5 * SEC));
+        assert_eq!(d.remaining, 0);
+    }
+
+    #[test]
+    fn the_caps_do_not_overflow() {
+        let g = Gcra::new(1_000_000, 1, 31_536_000);
+        assert_eq!(g.tolerance, 31_536_000 * SEC * 1_000_001);
+        let d = decide(&g, 1_000_000, T0, None);
+        assert!(d.allowed);
+        assert_eq!(d.remaining, 1);
+        assert_eq!(d.reply().reset_after, 31_536_000_000_000);
+        assert_eq!(g.window_secs(), 31_536_031_536_000);
+    }
+}

@@ -1,0 +1,337 @@
+//! The global limiter (API.md "Global limiter") end to end: budgets per client shared by
+//! gateway instances, both header generations, 429s, exempt probes, trusted proxies, and what
+//! happens when Redis is gone.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use redis_gateway::config::{FailPolicy, Settings, StoreChoice};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use common::{Backend, Gateway, RedisProcess};
+
+/// A cheap API route that is limited (it reads one small key).
+const CHEAP: &str = "/v1/checkins/7/2026-01-01";
+
+/// Test settings with the limiter on: burst 4, one per minute, so the limit is 5 and the
+/// bucket refills one unit a minute (nothing refills during a test).
+fn limited(backend: Backend) -> Settings {
+    let mut s = common::settings(backend);
+    s.global.enabled = true;
+    s.global.max_burst = 4;
+    s.global.count_per_period = 1;
+    s.global.period = 60;
+    s
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: HeaderMap,
+    body: Value,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+
+    /// The `RateLimit-Remaining` header as a number.
+    fn remaining(&self) -> i64 {
+        self.header("ratelimit-remaining")
+            .unwrap_or_else(|| panic!("no RateLimit-Remaining: {self:?}"))
+            .parse()
+            .unwrap()
+    }
+}
+
+async fn get(gw: &Gateway, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut req = gw.client.get(gw.url(path));
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = req.send().await.expect("request reaches the gateway");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp.bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if status >= 400 {
+        assert_eq!(
+            headers.get("content-type").unwrap(),
+            "application/problem+json",
+            "{status}"
+        );
+        assert_eq!(body["status"], status, "{body}");
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn key(k: &str) -> [(&'static str, &str); 1] {
+    [("x-api-key", k)]
+}
+
+async fn over_budget(backend: Backend) {
+    let gw = Gateway::with_settings(limited(backend)).await;
+    let alice = key("alice");
+    let first = get(&gw, CHEAP, &alice).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("ratelimit"), Some("\"global\";r=4;t=60"));
+    assert_eq!(
+        first.header("ratelimit-policy"),
+        Some("\"global\";q=5;w=300")
+    );
+    assert_eq!(first.header("ratelimit-limit"), Some("5"));
+    assert_eq!(first.header("ratelimit-remaining"), Some("4"));
+    assert_eq!(first.header("ratelimit-reset"), Some("60"));
+    assert_eq!(first.header("retry-after"), None);
+    for left in (0..4).rev() {
+        let r = get(&gw, CHEAP, &alice).await;
+        assert_eq!((r.status, r.remaining()), (200, left));
+    }
+    let refused = get(&gw, CHEAP, &alice).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body["code"], "rate_limited");
+    // The sixth unit fits one emission interval (60 s) after the fifth.
+    assert_eq!(refused.header("retry-after"), Some("60"));
+    assert_eq!(refused.header("ratelimit"), Some("\"global\";r=0;t=300"));
+    assert_eq!(
+        refused.header("ratelimit-policy"),
+        Some("\"global\";q=5;w=300")
+    );
+    assert_eq!(refused.header("ratelimit-limit"), Some("5"));
+    assert_eq!(refused.header("ratelimit-remaining"), Some("0"));
+    assert_eq!(refused.header("ratelimit-reset"), Some("300"));
+    // Unknown routes count too (scanners get no free budget).
+    let unknown = get(&gw, "/v1/nope", &alice).await;
+    assert_eq!(unknown.status, 429);
+
+    // Another API key, and the peer address without one, have budgets of their own.
+    let bob = get(&gw, CHEAP, &key("bob")).await;
+    assert_eq!((bob.status, bob.remaining()), (200, 4));
+    for left in (0..5).rev() {
+        let r = get(&gw, CHEAP, &[]).await;
+        assert_eq!((r.status, r.remaining()), (200, left));
+    }
+    assert_eq!(get(&gw, CHEAP, &[]).await.status, 429);
+
+    // Probes are never limited, nor counted, whoever calls them.
+    for path in ["/healthz", "/readyz"] {
+        for headers in [&alice[..], &[]] {
+            let r = get(&gw, path, headers).await;
+            assert_eq!(r.status, 200, "{path}");
+            assert_eq!(r.header("ratelimit"), None, "{path}");
+        }
+    }
+    let r = get(&gw, CHEAP, &key("bob")).await;
+    assert_eq!(r.remaining(), 3);
+
+    // A malformed API key is a 400, not a free pass nor a new bucket.
+    let long = "k".repeat(129);
+    for bad in ["", "has space", long.as_str()] {
+        let r = get(&gw, CHEAP, &key(bad)).await;
+        assert_eq!(r.status, 400, "{bad:?}");
+        assert_eq!(r.body["code"], "invalid_argument");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_budget_memory() {
+    over_budget(Backend::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_budget_redis() {
+    over_budget(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_budget_cluster() {
+    over_budget(Backend::Cluster).await;
+}
+
+async fn two_instances_share_one_budget(backend: Backend) {
+    let settings = limited(backend);
+    let a = Gateway::with_settings(settings.clone()).await;
+    let b = Gateway::with_settings(settings).await;
+    let carol = key("carol");
+    let mut remaining = Vec::new();
+    for i in 0..5 {
+        let gw = if i % 2 == 0 { &a } else { &b };
+        let r = get(gw, CHEAP, &carol).await;
+        assert_eq!(r.status, 200);
+        remaining.push(r.remaining());
+    }
+    assert_eq!(remaining, [4, 3, 2, 1, 0]);
+    assert_eq!(get(&a, CHEAP, &carol).await.status, 429);
+    assert_eq!(get(&b, CHEAP, &carol).await.status, 429);
+    assert_eq!(get(&b, CHEAP, &key("dave")).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_budget_redis() {
+    two_instances_share_one_budget(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_budget_cluster() {
+    two_instances_share_one_budget(Backend::Cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_get_exactly_the_budget() {
+    let mut s = limited(Backend::Redis);
+    s.store_timeout = Duration::from_secs(20);
+    let gw = Gateway::with_settings(s).await;
+    let erin = key("erin");
+    let replies = futures::future::join_all((0..50).map(|_| get(&gw, CHEAP, &erin))).await;
+    let ok = replies.iter().filter(|r| r.status == 200).count();
+    let refused = replies.iter().filter(|r| r.status == 429).count();
+    assert_eq!((ok, refused), (5, 45));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_for_counts_only_from_trusted_proxies() {
+    // Untrusted peer: X-Forwarded-For is ignored, so every "client" shares the peer's budget.
+    let gw = Gateway::with_settings(limited(Backend::Memory)).await;
+    for i in 0..5 {
+        let hop = format!("203.0.113.{i}");
+        let r = get(&gw, CHEAP, &[("x-forwarded-for", &hop)]).await;
+        assert_eq!(r.status, 200);
+    }
+    let r = get(&gw, CHEAP, &[("x-forwarded-for", "203.0.113.99")]).await;
+    assert_eq!(r.status, 429);
+
+    // Trusted peer (the test connects from loopback): the right-most untrusted hop is the client.
+    let mut s = limited(Backend::Memory);
+    s.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    let gw = Gateway::with_settings(s).await;
+    for _ in 0..5 {
+        let r = get(
+            &gw,
+            CHEAP,
+            &[("x-forwarded-for", "192.0.2.66, 203.0.113.1")],
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+    // A forged left-most hop does not buy a new budget...
+    let r = get(
+        &gw,
+        CHEAP,
+        &[("x-forwarded-for", "192.0.2.67, 203.0.113.1")],
+    )
+    .await;
+    assert_eq!(r.status, 429);
+    // ...but another client behind the proxy has its own.
+    let r = get(&gw, CHEAP, &[("x-forwarded-for", "203.0.113.2")]).await;
+    assert_eq!((r.status, r.remaining()), (200, 4));
+    // And the proxy's own requests (no header) are a client of their own.
+    let r = get(&gw, CHEAP, &[]).await;
+    assert_eq!((r.status, r.remaining()), (200, 4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_sends_no_headers() {
+    let mut s = limited(Backend::Memory);
+    s.global.enabled = false;
+    let gw = Gateway::with_settings(s).await;
+    for _ in 0..10 {
+        let r = get(&gw, CHEAP, &[]).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("ratelimit"), None);
+        assert_eq!(r.header("ratelimit-limit"), None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_can_read_the_headers_of_a_refusal() {
+    let mut s = limited(Backend::Memory);
+    s.global.max_burst = 0;
+    s.cors_origins = vec!["https://app.example".to_owned()];
+    let gw = Gateway::with_settings(s).await;
+    let origin = [("origin", "https://app.example")];
+    assert_eq!(get(&gw, CHEAP, &origin).await.status, 200);
+    let refused = get(&gw, CHEAP, &origin).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let exposed = refused
+        .header("access-control-expose-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    for name in [
+        "ratelimit",
+        "ratelimit-policy",
+        "ratelimit-reset",
+        "retry-after",
+    ] {
+        assert!(exposed.split(',').any(|h| h.trim() == name), "{exposed}");
+    }
+    // Preflights are answered by CORS, outside the limiter: not refused, not counted.
+    let preflight = gw
+        .client
+        .request(reqwest::Method::OPTIONS, gw.url(CHEAP))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    assert!(preflight.headers().get("ratelimit").is_none());
+}
+
+/// A gateway limited through a private Redis, which the test then stops.
+async fn with_redis_stopped(fail: FailPolicy) -> (Gateway, RedisProcess) {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = limited(Backend::Memory);
+    s.store = StoreChoice::Redis(redis.url());
+    s.store_timeout = Duration::from_millis(200);
+    s.global.fail = fail;
+    let gw = Gateway::with_settings(s).await;
+    let r = get(&gw, "/openapi.json", &[]).await;
+    assert_eq!((r.status, r.remaining()), (200, 4));
+    let mut redis = redis;
+    redis.stop();
+    (gw, redis)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_open_serves_when_redis_is_down() {
+    let (gw, _redis) = with_redis_stopped(FailPolicy::Open).await;
+    for _ in 0..8 {
+        // More requests than the budget: with the store gone nothing is counted.
+        let r = get(&gw, "/openapi.json", &[]).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("ratelimit"), None);
+    }
+    assert_eq!(get(&gw, "/healthz", &[]).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_closed_answers_503_when_redis_is_down() {
+    let (gw, mut redis) = with_redis_stopped(FailPolicy::Closed).await;
+    let r = get(&gw, "/openapi.json", &[]).await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.body["code"], "backend_unavailable");
+    assert_eq!(get(&gw, "/healthz", &[]).await.status, 200);
+    // Once Redis is back (empty: it kept nothing), the limiter serves again.
+    redis.restart();
+    let mut last = 0;
+    for _ in 0..100 {
+        last = get(&gw, "/openapi.json", &[]).await.status;
+        if last == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last, 200);
+}
