@@ -3,7 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
-use crate::types::{Day, Month, UserId};
+use crate::types::{Day, Month, Name, UserId};
 
 /// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
 /// 4294967295 allocates one small chunk, not a 512 MiB string.
@@ -36,6 +36,12 @@ impl Keys {
     /// The set of cohort chunk numbers ever written, so stats never scan the keyspace.
     pub fn cohort_registry(&self) -> String {
         format!("{}ckr:{{chunks}}", self.prefix)
+    }
+
+    /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
+    /// operation is single-key.
+    pub fn geo(&self, layer: &Name) -> String {
+        format!("{}geo:{{{layer}}}", self.prefix)
     }
 }
 
