@@ -147,11 +147,20 @@ impl GeoStore for MemoryStore {
             }));
         };
         let mut hits = l.search(center, search.shape, search.unit);
-        hits.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if search.order == Order::Desc {
-            hits.reverse();
+        let by_distance = |a: &(f64, &Entry), b: &(f64, &Entry)| match search.order {
+            Order::Asc => a.0.total_cmp(&b.0),
+            Order::Desc => b.0.total_cmp(&a.0),
+        };
+        // Only the first `count` need sorting: select them first, so a huge area costs a
+        // linear pass rather than a full sort under the lock.
+        let count = search.count as usize;
+        if count == 0 {
+            hits.clear();
+        } else if hits.len() > count {
+            hits.select_nth_unstable_by(count - 1, by_distance);
+            hits.truncate(count);
         }
-        hits.truncate(search.count as usize);
+        hits.sort_by(by_distance);
         let hits = hits
             .into_iter()
             .map(|(d, e)| Hit {
