@@ -82,4 +82,12 @@ mod tests {
         assert_eq!(hash_tag(&d1), "3");
         assert_eq!(hash_tag(&d1), hash_tag(&d2));
     }
+
+    #[test]
+    fn a_layer_is_one_key() {
+        let layer = Name::try_from("cafes:bj".to_owned()).unwrap();
+        let key = Keys::new("gw:").geo(&layer);
+        assert_eq!(key, "gw:geo:{cafes:bj}");
+        assert_eq!(hash_tag(&key), "cafes:bj");
+    }
 }

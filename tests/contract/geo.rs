@@ -692,3 +692,45 @@ async fn redis_nearby_equals_plain_geosearch() {
         assert_eq!(view["lat"].as_f64().unwrap(), pos[1], "{m}");
     }
 }
+
+/// Counts of commands a private server ran, from `INFO commandstats`.
+fn calls(redis: &crate::common::RedisProcess, command: &str) -> u64 {
+    let info = redis.cli(&["INFO", "commandstats"]).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// The dense-layer shortcut is really taken: one density count and one small search when the
+/// estimate holds enough points, widening when it does not, the plain query for `desc`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_dense_search_takes_the_shortcut() {
+    let redis = crate::common::RedisProcess::start(&[], false);
+    let mut s = settings(Backend::Redis);
+    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let gw = Gateway::with_settings(s).await;
+    load(&gw, "bj", &beijing(5, 20_000)).await;
+    let run = |url: &'static str| {
+        let gw = &gw;
+        let redis = &redis;
+        async move {
+            redis.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+            let (status, body) = gw.get(url).await;
+            assert_eq!(status, 200, "{body}");
+            (calls(redis, "zcount"), calls(redis, "geosearch"))
+        }
+    };
+    // In the cloud: the estimate is right the first time.
+    let dense = run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&radius=5&count=20").await;
+    assert_eq!(dense, (1, 1));
+    // 120 km north of the cloud: the first radii hold nothing, so it widens.
+    let (zcount, searches) = run("/v1/geo/bj/nearby?lon=116.4&lat=41&radius=200&count=20").await;
+    assert_eq!(zcount, 1);
+    assert!(searches > 1, "{searches} searches");
+    // Farthest first has no shortcut.
+    assert_eq!(
+        run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&radius=5&count=20&order=desc").await,
+        (0, 1)
+    );
+}
