@@ -611,7 +611,8 @@ async fn bad_inputs_are_problems(backend: Backend) {
 }
 
 /// The Redis backend's widening search answers exactly what the plain
-/// `GEOSEARCH … ASC COUNT n WITHDIST` answers, on a dense layer, asked of the server directly.
+/// `GEOSEARCH … COUNT n WITHDIST` answers (radius and box, by point and by member), on a dense
+/// layer, asked of the server directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_nearby_equals_plain_geosearch() {
     let s = settings(Backend::Redis);
@@ -650,6 +651,38 @@ async fn redis_nearby_equals_plain_geosearch() {
         let url = format!("/v1/geo/dense/nearby?lon={lon}&lat={lat}&radius={radius}&count={count}");
         let (status, body) = gw.get(&url).await;
         assert_eq!(status, 200, "{url}: {body}");
+        let got: Vec<(String, f64)> = members(&body).into_iter().zip(distances(&body)).collect();
+        assert_eq!(got, want, "{url}");
+        // Boxes, nearest first (the circle-then-filter shortcut) and farthest first.
+        let (w, h) = [("1", "0.6"), ("4", "4"), ("10", "3"), ("0.2", "8")][i % 4];
+        let order = if i % 3 == 0 { "DESC" } else { "ASC" };
+        let raw = redis
+            .cli(&[
+                "GEOSEARCH",
+                &key,
+                "FROMLONLAT",
+                &lon,
+                &lat,
+                "BYBOX",
+                w,
+                h,
+                "km",
+                order,
+                "COUNT",
+                &count.to_string(),
+                "WITHDIST",
+            ])
+            .expect("redis-cli answers");
+        let lines: Vec<&str> = raw.lines().filter(|l| !l.is_empty()).collect();
+        let want: Vec<(String, f64)> = lines
+            .chunks(2)
+            .map(|c| (c[0].to_owned(), c[1].parse().unwrap()))
+            .collect();
+        let url = format!(
+            "/v1/geo/dense/nearby?lon={lon}&lat={lat}&shape=box&width={w}&height={h}&count={count}&order={}",
+            order.to_lowercase()
+        );
+        let (_, body) = gw.get(&url).await;
         let got: Vec<(String, f64)> = members(&body).into_iter().zip(distances(&body)).collect();
         assert_eq!(got, want, "{url}");
         // By member, self included: FROMMEMBER.
@@ -703,7 +736,8 @@ fn calls(redis: &crate::common::RedisProcess, command: &str) -> u64 {
 }
 
 /// The dense-layer shortcut is really taken: one density count and one small search when the
-/// estimate holds enough points, widening when it does not, the plain query for `desc`.
+/// estimate holds enough points (circle or box), widening when it does not, the plain query
+/// for `desc`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_dense_search_takes_the_shortcut() {
     let redis = crate::common::RedisProcess::start(&[], false);
@@ -728,6 +762,9 @@ async fn redis_dense_search_takes_the_shortcut() {
     let (zcount, searches) = run("/v1/geo/bj/nearby?lon=116.4&lat=41&radius=200&count=20").await;
     assert_eq!(zcount, 1);
     assert!(searches > 1, "{searches} searches");
+    // A box: one circle, filtered by the box test.
+    let boxed = run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&shape=box&width=6&height=4").await;
+    assert_eq!(boxed, (1, 1));
     // Farthest first has no shortcut.
     assert_eq!(
         run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&radius=5&count=20&order=desc").await,

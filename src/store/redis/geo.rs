@@ -1,5 +1,6 @@
 //! Geo layers on Redis geo sets: GEOADD, ZSCORE, ZREM, GEODIST, and searches through
-//! `geo_nearby.lua` (GEOSEARCH, made cheap on dense layers; see the script).
+//! `geo_nearby.lua` (GEOSEARCH, made cheap on dense layers for nearest-first searches; see the
+//! script).
 
 use std::sync::LazyLock;
 
@@ -144,7 +145,12 @@ impl GeoStore for RedisStore {
         };
         let (by, size, height, reach_m) = match search.shape {
             Shape::Radius(r) => ("BYRADIUS", r, String::new(), r * search.unit.meters()),
-            Shape::Box { width, height } => ("BYBOX", width, height.to_string(), 0.0),
+            Shape::Box { width, height } => (
+                "BYBOX",
+                width,
+                height.to_string(),
+                width.max(height) / 2.0 * search.unit.meters(),
+            ),
         };
         let args: Vec<String> = vec![
             mode.to_owned(),
