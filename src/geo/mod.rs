@@ -1,9 +1,179 @@
-//! Nearby search on geo sets (GEOADD/GEOSEARCH): layers of places, radius and box search.
+//! Nearby search on geo sets: layers of places (upsert, batch upsert, get, delete, distance) and
+//! search around a point or a member, by radius or by box, nearest or farthest first.
+//!
+//! One geo set per layer (`geo:{layer}`), so every operation touches one key and one slot.
+//! Both backends store Redis's 52-bit geohash and answer from the cell centre it decodes to
+//! (see [`logic`]), so positions, geohashes and distances agree to the last digit.
 
-use utoipa_axum::router::OpenApiRouter;
+mod http;
+pub mod logic;
 
-use crate::state::AppState;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+pub use http::router;
+
+use crate::error::ApiError;
+use crate::store::StoreError;
+use crate::types::Name;
+
+/// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
+pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
+
+/// Largest `count` of a search.
+pub const MAX_COUNT: u32 = 1000;
+
+/// Largest radius, width or height in metres (40,000 km, about the Earth's circumference:
+/// anything larger already covers the globe).
+pub const MAX_EXTENT_M: f64 = 40_000_000.0;
+
+/// Distance units, with the factors Redis uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    M,
+    #[default]
+    Km,
+    Mi,
+    Ft,
+}
+
+impl Unit {
+    /// Metres per unit (Redis `extractUnitOrReply`: a mile is 1609.34 m there).
+    pub fn meters(self) -> f64 {
+        match self {
+            Self::M => 1.0,
+            Self::Km => 1000.0,
+            Self::Mi => 1609.34,
+            Self::Ft => 0.3048,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::M => "m",
+            Self::Km => "km",
+            Self::Mi => "mi",
+            Self::Ft => "ft",
+        }
+    }
+}
+
+/// Nearest first (`asc`) or farthest first (`desc`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    #[default]
+    Asc,
+    Desc,
+}
+
+/// A validated position: lon in [-180, 180], lat in Redis's [-85.05112878, 85.05112878].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub lon: f64,
+    pub lat: f64,
+}
+
+impl Point {
+    pub fn new(lon: f64, lat: f64) -> Result<Self, ApiError> {
+        if !(logic::LON_MIN..=logic::LON_MAX).contains(&lon) {
+            return Err(ApiError::invalid(format!(
+                "lon must be within [-180, 180], got {lon}"
+            )));
+        }
+        if !(logic::LAT_MIN..=logic::LAT_MAX).contains(&lat) {
+            return Err(ApiError::invalid(format!(
+                "lat must be within [-85.05112878, 85.05112878], got {lat}"
+            )));
+        }
+        Ok(Self { lon, lat })
+    }
+
+    /// Where a stored point really is: the centre of its 52-bit geohash cell.
+    pub fn stored(score: u64) -> Self {
+        let (lon, lat) = logic::decode(score);
+        Self { lon, lat }
+    }
+}
+
+/// A member name that may be written: a [`Name`] other than the reserved ones.
+pub fn writable_member(member: &Name) -> Result<(), ApiError> {
+    if RESERVED_MEMBERS.contains(&member.as_str()) {
+        return Err(ApiError::invalid(format!(
+            "member name {member:?} is reserved (it is a route)"
+        )));
+    }
+    Ok(())
+}
+
+/// One place of a batch.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub member: Name,
+    pub at: Point,
+}
+
+/// Where a search is centred.
+#[derive(Debug, Clone)]
+pub enum Center {
+    Point(Point),
+    Member(Name),
+}
+
+/// The area searched, in the search's unit.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape {
+    Radius(f64),
+    Box { width: f64, height: f64 },
+}
+
+/// A validated nearby search. `count` is what the store returns at most (the handler asks for
+/// one more when it drops the centre member itself).
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub center: Center,
+    pub shape: Shape,
+    pub unit: Unit,
+    pub order: Order,
+    pub count: u32,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub member: String,
+    /// In the search's unit, rounded to 4 decimals as Redis prints it.
+    pub distance: f64,
+    /// The stored 52-bit geohash.
+    pub score: u64,
+}
+
+/// A search's answer.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub center: Point,
+    pub hits: Vec<Hit>,
+}
+
+/// What a geo backend must do. Every method is one store round trip.
+pub(crate) trait GeoStore {
+    /// Adds or moves `member`; true when it is new.
+    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError>;
+    /// Adds or moves every place in order; returns how many members were new.
+    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError>;
+    /// The stored 52-bit geohash of `member`, if present.
+    async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError>;
+    /// Removes `member`; true when it was there.
+    async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError>;
+    /// Distance between two members in `unit` (4 decimals), or None when either is missing.
+    async fn geo_distance(
+        &self,
+        layer: &Name,
+        from: &Name,
+        to: &Name,
+        unit: Unit,
+    ) -> Result<Option<f64>, StoreError>;
+    /// Runs a search; None when the centre member does not exist.
+    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError>;
 }

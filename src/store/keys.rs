@@ -79,6 +79,12 @@ impl Keys {
             Bucket::Client(client) => format!("{}rlg:{{{client}}}", self.prefix),
         }
     }
+
+    /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
+    /// operation is single-key.
+    pub fn geo(&self, layer: &Name) -> String {
+        format!("{}geo:{{{layer}}}", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -152,5 +158,13 @@ mod tests {
         assert_eq!(check, "gw:rl:{k:abc}");
         assert_eq!(client, "gw:rlg:{k:abc}");
         assert_ne!(check, client);
+    }
+
+    #[test]
+    fn a_layer_is_one_key() {
+        let layer = Name::try_from("cafes:bj".to_owned()).unwrap();
+        let key = Keys::new("gw:").geo(&layer);
+        assert_eq!(key, "gw:geo:{cafes:bj}");
+        assert_eq!(hash_tag(&key), "cafes:bj");
     }
 }

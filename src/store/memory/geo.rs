@@ -1,8 +1,179 @@
-//! Nearby search on geo sets (GEOADD/GEOSEARCH) in memory.
+//! Geo layers in memory: per layer, the members' 52-bit geohashes and an R-tree (`rstar`) over
+//! the positions those decode to, so a search reads only the candidates inside the shape's
+//! bounding rectangle and then applies Redis's own distance and box tests (`geo::logic`).
+
+use std::collections::HashMap;
+
+use rstar::primitives::GeomWithData;
+use rstar::{RTree, AABB};
+
+use super::{lock, MemoryStore};
+use crate::geo::logic;
+use crate::geo::{Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit};
+use crate::store::StoreError;
+use crate::types::Name;
+
+/// A stored point: its decoded position, with (member, 52-bit geohash) as data.
+type Entry = GeomWithData<[f64; 2], (String, u64)>;
 
 #[derive(Debug, Default)]
-pub(super) struct State {}
+pub(super) struct State {
+    layers: HashMap<Name, Layer>,
+}
+
+#[derive(Debug, Default)]
+struct Layer {
+    scores: HashMap<String, u64>,
+    tree: RTree<Entry>,
+}
+
+fn entry(member: &str, score: u64) -> Entry {
+    let (lon, lat) = logic::decode(score);
+    GeomWithData::new([lon, lat], (member.to_owned(), score))
+}
+
+impl Layer {
+    /// Adds or moves a member; true when it is new.
+    fn put(&mut self, member: &str, at: Point) -> bool {
+        let score = logic::encode(at.lon, at.lat);
+        let old = self.scores.insert(member.to_owned(), score);
+        if let Some(old) = old {
+            self.tree.remove(&entry(member, old));
+        }
+        self.tree.insert(entry(member, score));
+        old.is_none()
+    }
+
+    fn search(&self, center: Point, shape: Shape, unit: Unit) -> Vec<(f64, &Entry)> {
+        let (cx, cy) = (center.lon, center.lat);
+        let m = unit.meters();
+        let rects = match shape {
+            Shape::Radius(r) => logic::circle_rects(cx, cy, r * m),
+            Shape::Box { width, height } => logic::box_rects(cx, cy, width * m, height * m),
+        };
+        // Redis's own tests, with the same products (`radius * conversion`) it computes.
+        let test = |x: f64, y: f64| match shape {
+            Shape::Radius(r) => Some(logic::distance(cx, cy, x, y)).filter(|d| *d <= r * m),
+            Shape::Box { width, height } => logic::in_box(width * m, height * m, cx, cy, x, y),
+        };
+        let mut hits = Vec::new();
+        for r in rects {
+            let aabb = AABB::from_corners([r.lon_lo, r.lat_lo], [r.lon_hi, r.lat_hi]);
+            for e in self.tree.locate_in_envelope(aabb) {
+                let [x, y] = *e.geom();
+                if let Some(d) = test(x, y) {
+                    hits.push((d, e));
+                }
+            }
+        }
+        hits
+    }
+}
+
+impl GeoStore for MemoryStore {
+    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError> {
+        let mut s = lock(&self.shared.geo);
+        Ok(s.layers
+            .entry(layer.clone())
+            .or_default()
+            .put(member.as_str(), at))
+    }
+
+    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError> {
+        let mut s = lock(&self.shared.geo);
+        let l = s.layers.entry(layer.clone()).or_default();
+        Ok(places
+            .iter()
+            .filter(|p| l.put(p.member.as_str(), p.at))
+            .count() as u64)
+    }
+
+    async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
+        let s = lock(&self.shared.geo);
+        Ok(s.layers
+            .get(layer)
+            .and_then(|l| l.scores.get(member.as_str()).copied()))
+    }
+
+    async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
+        let mut s = lock(&self.shared.geo);
+        let Some(l) = s.layers.get_mut(layer) else {
+            return Ok(false);
+        };
+        let Some(score) = l.scores.remove(member.as_str()) else {
+            return Ok(false);
+        };
+        l.tree.remove(&entry(member.as_str(), score));
+        // Like Redis, an emptied layer disappears.
+        if l.scores.is_empty() {
+            s.layers.remove(layer);
+        }
+        Ok(true)
+    }
+
+    async fn geo_distance(
+        &self,
+        layer: &Name,
+        from: &Name,
+        to: &Name,
+        unit: Unit,
+    ) -> Result<Option<f64>, StoreError> {
+        let s = lock(&self.shared.geo);
+        let Some(l) = s.layers.get(layer) else {
+            return Ok(None);
+        };
+        let (Some(a), Some(b)) = (l.scores.get(from.as_str()), l.scores.get(to.as_str())) else {
+            return Ok(None);
+        };
+        let (a, b) = (Point::stored(*a), Point::stored(*b));
+        let d = logic::distance(a.lon, a.lat, b.lon, b.lat);
+        Ok(Some(logic::round4(d / unit.meters())))
+    }
+
+    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError> {
+        let s = lock(&self.shared.geo);
+        let l = s.layers.get(layer);
+        let center = match &search.center {
+            Center::Point(p) => *p,
+            Center::Member(m) => match l.and_then(|l| l.scores.get(m.as_str())) {
+                Some(score) => Point::stored(*score),
+                None => return Ok(None),
+            },
+        };
+        let Some(l) = l else {
+            return Ok(Some(Found {
+                center,
+                hits: Vec::new(),
+            }));
+        };
+        let mut hits = l.search(center, search.shape, search.unit);
+        let by_distance = |a: &(f64, &Entry), b: &(f64, &Entry)| match search.order {
+            Order::Asc => a.0.total_cmp(&b.0),
+            Order::Desc => b.0.total_cmp(&a.0),
+        };
+        // Only the first `count` need sorting: select them first, so a huge area costs a
+        // linear pass rather than a full sort under the lock.
+        let count = search.count as usize;
+        if count == 0 {
+            hits.clear();
+        } else if hits.len() > count {
+            hits.select_nth_unstable_by(count - 1, by_distance);
+            hits.truncate(count);
+        }
+        hits.sort_by(by_distance);
+        let hits = hits
+            .into_iter()
+            .map(|(d, e)| Hit {
+                member: e.data.0.clone(),
+                distance: logic::round4(d / search.unit.meters()),
+                score: e.data.1,
+            })
+            .collect();
+        Ok(Some(Found { center, hits }))
+    }
+}
 
 impl State {
+    /// Geo layers never expire.
     pub(super) fn purge(&mut self, _now: i64) {}
 }

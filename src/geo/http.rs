@@ -1,0 +1,535 @@
+//! Geo routes (API.md "Nearby search").
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::put;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{
+    logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit, MAX_COUNT,
+    MAX_EXTENT_M,
+};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+use crate::types::Name;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
+    // reserved-name 400, not a 405.
+    let reserved = || put(reserved_member).delete(reserved_member);
+    OpenApiRouter::new()
+        .routes(routes!(put_places))
+        .routes(routes!(nearby))
+        .routes(routes!(distance))
+        .routes(routes!(put_place, get_place, delete_place))
+        .route("/v1/geo/{layer}/nearby", reserved())
+        .route("/v1/geo/{layer}/distance", reserved())
+}
+
+/// Default number of search results.
+const DEFAULT_COUNT: u32 = 20;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct PositionBody {
+    /// Longitude in [-180, 180].
+    #[schema(example = 116.397)]
+    lon: f64,
+    /// Latitude in [-85.05112878, 85.05112878].
+    #[schema(example = 39.909)]
+    lat: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct PlaceView {
+    layer: String,
+    member: String,
+    /// Longitude as stored: the centre of the place's 52-bit geohash cell (as Redis GEOPOS).
+    lon: f64,
+    /// Latitude as stored.
+    lat: f64,
+    /// Standard 11-character base32 geohash (as Redis GEOHASH).
+    #[schema(example = "wx4g0bm6c40")]
+    geohash: String,
+}
+
+impl PlaceView {
+    fn new(layer: &Name, member: &Name, score: u64) -> Self {
+        let at = Point::stored(score);
+        Self {
+            layer: layer.to_string(),
+            member: member.to_string(),
+            lon: at.lon,
+            lat: at.lat,
+            geohash: logic::geohash(score),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct PutReply {
+    #[serde(flatten)]
+    place: PlaceView,
+    /// True when the member is new to the layer (201), false when moved or unchanged (200).
+    created: bool,
+}
+
+/// Add or move a place.
+///
+/// 201 when the member is new, 200 when it was moved or re-sent unchanged. The reply gives the
+/// position as stored (Redis keeps a 52-bit geohash, so it differs from the input by < 1 m).
+#[utoipa::path(
+    put,
+    path = "/v1/geo/{layer}/{member}",
+    tag = "geo",
+    params(
+        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]; `nearby` and `distance` are reserved"),
+    ),
+    request_body = PositionBody,
+    responses(
+        (status = 201, body = PutReply, description = "New member"),
+        (status = 200, body = PutReply, description = "Moved or unchanged"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn put_place(
+    State(state): State<AppState>,
+    ApiPath((layer, member)): ApiPath<(Name, Name)>,
+    ApiJson(body): ApiJson<PositionBody>,
+) -> ApiResult<(StatusCode, Json<PutReply>)> {
+    writable_member(&member)?;
+    let at = Point::new(body.lon, body.lat)?;
+    let created = state.store.geo_put(&layer, &member, at).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(PutReply {
+            place: PlaceView::new(&layer, &member, logic::encode(at.lon, at.lat)),
+            created,
+        }),
+    ))
+}
+
+/// A place: its stored position and geohash.
+#[utoipa::path(
+    get,
+    path = "/v1/geo/{layer}/{member}",
+    tag = "geo",
+    params(
+        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+    ),
+    responses(
+        (status = 200, body = PlaceView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn get_place(
+    State(state): State<AppState>,
+    ApiPath((layer, member)): ApiPath<(Name, Name)>,
+) -> ApiResult<Json<PlaceView>> {
+    let score = state
+        .store
+        .geo_get(&layer, &member)
+        .await?
+        .ok_or_else(|| not_found(&layer, &member))?;
+    Ok(Json(PlaceView::new(&layer, &member, score)))
+}
+
+/// Remove a place.
+#[utoipa::path(
+    delete,
+    path = "/v1/geo/{layer}/{member}",
+    tag = "geo",
+    params(
+        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn delete_place(
+    State(state): State<AppState>,
+    ApiPath((layer, member)): ApiPath<(Name, Name)>,
+) -> ApiResult<StatusCode> {
+    if state.store.geo_remove(&layer, &member).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(&layer, &member))
+    }
+}
+
+fn not_found(layer: &Name, member: &Name) -> ApiError {
+    ApiError::NotFound(format!("no member {member} in layer {layer}"))
+}
+
+/// PUT or DELETE on `/v1/geo/{layer}/nearby|distance`: those names are reserved.
+async fn reserved_member(ApiPath(_layer): ApiPath<Name>) -> ApiError {
+    ApiError::invalid("member names `nearby` and `distance` are reserved (they are routes)")
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct PlaceBody {
+    /// 1-128 of [A-Za-z0-9._:@-]; `nearby` and `distance` are reserved.
+    #[schema(value_type = String, example = "cafe-1")]
+    member: Name,
+    lon: f64,
+    lat: f64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct PlacesBody {
+    /// 1 to `GATEWAY_MAX_BATCH` (default 1000) places. A member sent twice counts once as
+    /// added (if new) and then as updated; the last position wins.
+    places: Vec<PlaceBody>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct PutManyReply {
+    /// Members new to the layer.
+    added: u64,
+    /// Members that were already there (moved or not), including repeats within the batch.
+    updated: u64,
+}
+
+/// Add or move many places in one call.
+///
+/// An empty batch is 400; more than `GATEWAY_MAX_BATCH` places is 413. The batch is checked
+/// whole before anything is written.
+#[utoipa::path(
+    post,
+    path = "/v1/geo/{layer}",
+    tag = "geo",
+    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]")),
+    request_body = PlacesBody,
+    responses(
+        (status = 200, body = PutManyReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn put_places(
+    State(state): State<AppState>,
+    ApiPath(layer): ApiPath<Name>,
+    ApiJson(body): ApiJson<PlacesBody>,
+) -> ApiResult<Json<PutManyReply>> {
+    if body.places.is_empty() {
+        return Err(ApiError::invalid("places is empty"));
+    }
+    let cap = state.settings.max_batch;
+    if body.places.len() > cap {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "at most {cap} places per batch, got {}",
+            body.places.len()
+        )));
+    }
+    let places = body
+        .places
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = writable_member(&p.member)
+                .and_then(|()| Point::new(p.lon, p.lat))
+                .map_err(|e| ApiError::invalid(format!("places[{i}]: {e}")))?;
+            Ok(Place {
+                member: p.member,
+                at,
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let added = state.store.geo_put_many(&layer, &places).await?;
+    Ok(Json(PutManyReply {
+        added,
+        updated: places.len() as u64 - added,
+    }))
+}
+
+/// The shape of a search area.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum ShapeKind {
+    #[default]
+    Circle,
+    Box,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct NearbyQuery {
+    /// Centre longitude (with `lat`; or give `member`).
+    lon: Option<f64>,
+    /// Centre latitude (with `lon`).
+    lat: Option<f64>,
+    /// Search around this member instead of a point; unknown → 404.
+    #[param(value_type = Option<String>)]
+    member: Option<Name>,
+    /// Radius of a circle search (positive; at most 40,000 km).
+    radius: Option<f64>,
+    /// `circle` (default, needs `radius`) or `box` (needs `width` and `height`).
+    #[param(inline)]
+    shape: Option<ShapeKind>,
+    /// Box width, east-west (positive; at most 40,000 km).
+    width: Option<f64>,
+    /// Box height, north-south (positive; at most 40,000 km).
+    height: Option<f64>,
+    /// Unit of `radius`, `width`, `height` and of result distances (default `km`).
+    #[param(inline)]
+    unit: Option<Unit>,
+    /// Results at most, 1-1000 (default 20).
+    count: Option<u32>,
+    /// `asc` nearest first (default) or `desc` farthest first.
+    #[param(inline)]
+    order: Option<Order>,
+    /// By-member only: include the member itself (at distance 0). Default false.
+    include_self: Option<bool>,
+}
+
+impl NearbyQuery {
+    /// Turns the query into a search; the bool is whether to drop the centre member itself.
+    fn into_search(self) -> Result<(Search, bool), ApiError> {
+        let unit = self.unit.unwrap_or_default();
+        let count = self.count.unwrap_or(DEFAULT_COUNT);
+        if !(1..=MAX_COUNT).contains(&count) {
+            return Err(ApiError::invalid(format!(
+                "count must be within 1..={MAX_COUNT}, got {count}"
+            )));
+        }
+        let center = match (self.lon, self.lat, self.member) {
+            (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
+            (None, None, Some(member)) => Center::Member(member),
+            (None, None, None) => {
+                return Err(ApiError::invalid("give lon and lat, or member"));
+            }
+            (_, _, Some(_)) => {
+                return Err(ApiError::invalid(
+                    "give either lon and lat, or member, not both",
+                ));
+            }
+            _ => return Err(ApiError::invalid("lon and lat go together")),
+        };
+        if self.include_self.is_some() && matches!(center, Center::Point(_)) {
+            return Err(ApiError::invalid(
+                "include_self applies to a search around a member",
+            ));
+        }
+        let extent = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v * unit.meters() <= MAX_EXTENT_M {
+                Ok(v)
+            } else {
+                Err(ApiError::invalid(format!(
+                    "{name} must be positive and at most 40000 km, got {v} {}",
+                    unit.as_str()
+                )))
+            }
+        };
+        let shape = match (self.shape.unwrap_or_default(), self.radius) {
+            (ShapeKind::Circle, Some(r)) if self.width.is_none() && self.height.is_none() => {
+                Shape::Radius(extent("radius", r)?)
+            }
+            (ShapeKind::Circle, None) if self.width.is_some() || self.height.is_some() => {
+                return Err(ApiError::invalid("width and height need shape=box"));
+            }
+            (ShapeKind::Circle, None) => {
+                return Err(ApiError::invalid(
+                    "give radius, or shape=box with width and height",
+                ));
+            }
+            (ShapeKind::Box, None) => match (self.width, self.height) {
+                (Some(w), Some(h)) => Shape::Box {
+                    width: extent("width", w)?,
+                    height: extent("height", h)?,
+                },
+                _ => return Err(ApiError::invalid("shape=box needs width and height")),
+            },
+            _ => {
+                return Err(ApiError::invalid(
+                    "give either radius, or shape=box with width and height",
+                ))
+            }
+        };
+        let drop_self = matches!(center, Center::Member(_)) && self.include_self != Some(true);
+        Ok((
+            Search {
+                center,
+                shape,
+                unit,
+                order: self.order.unwrap_or_default(),
+                // One more, so there are still `count` after dropping the member itself.
+                count: count + u32::from(drop_self),
+            },
+            drop_self,
+        ))
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct Coordinates {
+    lon: f64,
+    lat: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct NearbyHit {
+    member: String,
+    /// From the centre, in the reply's unit, rounded to 4 decimals (as Redis).
+    distance: f64,
+    lon: f64,
+    lat: f64,
+    #[schema(example = "wx4g0bm6c40")]
+    geohash: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct NearbyReply {
+    layer: String,
+    /// The point searched around: as given, or the member's stored position.
+    center: Coordinates,
+    unit: Unit,
+    results: Vec<NearbyHit>,
+}
+
+/// Search a layer around a point or a member.
+///
+/// Give `lon`+`lat` or `member`, and `radius` or `shape=box&width=&height=`. Results are the
+/// nearest (`order=asc`, default) or farthest (`desc`) `count` places inside the area. An
+/// empty or unknown layer answers 200 with no results; an unknown `member` is 404.
+#[utoipa::path(
+    get,
+    path = "/v1/geo/{layer}/nearby",
+    tag = "geo",
+    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
+    responses(
+        (status = 200, body = NearbyReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn nearby(
+    State(state): State<AppState>,
+    ApiPath(layer): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<NearbyQuery>,
+) -> ApiResult<Json<NearbyReply>> {
+    let (search, drop_self) = q.into_search()?;
+    let found = state
+        .store
+        .geo_search(&layer, &search)
+        .await?
+        .ok_or_else(|| match &search.center {
+            Center::Member(m) => not_found(&layer, m),
+            Center::Point(_) => ApiError::Internal("a point search found no centre".to_owned()),
+        })?;
+    let mut hits = found.hits;
+    if drop_self {
+        if let Center::Member(me) = &search.center {
+            hits.retain(|h| h.member != me.as_str());
+        }
+        hits.truncate(search.count as usize - 1);
+    }
+    Ok(Json(NearbyReply {
+        layer: layer.to_string(),
+        center: Coordinates {
+            lon: found.center.lon,
+            lat: found.center.lat,
+        },
+        unit: search.unit,
+        results: hits
+            .into_iter()
+            .map(|h| {
+                let at = Point::stored(h.score);
+                NearbyHit {
+                    member: h.member,
+                    distance: h.distance,
+                    lon: at.lon,
+                    lat: at.lat,
+                    geohash: logic::geohash(h.score),
+                }
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct DistanceQuery {
+    /// A member of the layer.
+    #[param(value_type = String)]
+    from: Name,
+    /// Another member of the layer.
+    #[param(value_type = String)]
+    to: Name,
+    /// Default `km`.
+    #[param(inline)]
+    unit: Option<Unit>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DistanceReply {
+    from: String,
+    to: String,
+    /// Rounded to 4 decimals (as Redis GEODIST).
+    distance: f64,
+    unit: Unit,
+}
+
+/// Distance between two members of a layer (404 when either is missing).
+#[utoipa::path(
+    get,
+    path = "/v1/geo/{layer}/distance",
+    tag = "geo",
+    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
+    responses(
+        (status = 200, body = DistanceReply),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn distance(
+    State(state): State<AppState>,
+    ApiPath(layer): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<DistanceQuery>,
+) -> ApiResult<Json<DistanceReply>> {
+    let unit = q.unit.unwrap_or_default();
+    let d = state
+        .store
+        .geo_distance(&layer, &q.from, &q.to, unit)
+        .await?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "{} or {} is not a member of layer {layer}",
+                q.from, q.to
+            ))
+        })?;
+    Ok(Json(DistanceReply {
+        from: q.from.to_string(),
+        to: q.to.to_string(),
+        distance: d,
+        unit,
+    }))
+}
