@@ -21,3 +21,54 @@ fn document_is_openapi_3_1_with_problem_errors() {
     assert!(doc["components"]["schemas"]["Problem"].is_object());
     assert!(doc["paths"]["/v1/checkins/{user_id}"]["post"].is_object());
 }
+
+/// utoipa names components by type name alone: two domains with a `CheckReply` would silently
+/// share one schema in the document. Schema types must be unique across the crate.
+#[test]
+fn schema_type_names_are_unique() {
+    let mut seen = std::collections::HashMap::new();
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+    let mut dirs = vec![std::path::PathBuf::from(src)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut derives_schema = false;
+            for line in text.lines() {
+                let line = line.trim();
+                if line.starts_with("#[derive(") {
+                    derives_schema = line.contains("ToSchema");
+                    continue;
+                }
+                if !derives_schema || line.starts_with("#[") || line.starts_with("///") {
+                    continue;
+                }
+                let mut words = line
+                    .split_whitespace()
+                    .skip_while(|w| *w != "struct" && *w != "enum");
+                if let (Some(_), Some(word)) = (words.next(), words.next()) {
+                    let name = word
+                        .split(['<', '{', '(', ';'])
+                        .next()
+                        .unwrap_or(word)
+                        .to_owned();
+                    if let Some(other) = seen.insert(name.clone(), path.display().to_string()) {
+                        panic!(
+                            "schema type {name} is defined in {other} and {}",
+                            path.display()
+                        );
+                    }
+                }
+                derives_schema = false;
+            }
+        }
+    }
+    assert!(seen.contains_key("Problem"), "the scan finds schema types");
+}

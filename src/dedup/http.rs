@@ -271,7 +271,7 @@ struct CheckResult {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-struct CheckReply {
+struct DedupCheckReply {
     /// One per input item, in input order.
     results: Vec<CheckResult>,
 }
@@ -284,7 +284,7 @@ struct CheckReply {
     params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
     request_body = ItemsBody,
     responses(
-        (status = 200, body = CheckReply),
+        (status = 200, body = DedupCheckReply),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 503, body = Problem, content_type = "application/problem+json"),
@@ -294,7 +294,7 @@ async fn check(
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
     ApiJson(body): ApiJson<ItemsBody>,
-) -> ApiResult<Json<CheckReply>> {
+) -> ApiResult<Json<DedupCheckReply>> {
     validate_items(&state, &body.items)?;
     let seen = state
         .store
@@ -306,7 +306,7 @@ async fn check(
         .zip(seen)
         .map(|(item, seen)| CheckResult { item, seen })
         .collect();
-    Ok(Json(CheckReply { results }))
+    Ok(Json(DedupCheckReply { results }))
 }
 
 /// Candidates to filter.

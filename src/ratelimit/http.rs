@@ -30,7 +30,7 @@ fn one() -> u64 {
 /// A throttle request, `CL.THROTTLE key max_burst count_per_period period quantity`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CheckBody {
+struct RateLimitCheck {
     /// The bucket: 1–128 characters of `[A-Za-z0-9._:@-]`.
     #[schema(value_type = String, example = "user:42:login")]
     key: Name,
@@ -52,7 +52,7 @@ struct CheckBody {
 
 /// One throttle decision, as redis-cell's `CL.THROTTLE` returns it.
 #[derive(Debug, Serialize, ToSchema)]
-struct CheckReply {
+struct RateLimitDecision {
     /// Whether the units were spent. A denied check is still a 200.
     allowed: bool,
     /// `max_burst + 1`.
@@ -81,9 +81,9 @@ struct CheckReply {
     post,
     path = "/v1/ratelimit/check",
     tag = "ratelimit",
-    request_body = CheckBody,
+    request_body = RateLimitCheck,
     responses(
-        (status = 200, body = CheckReply, description = "The decision, allowed or denied"),
+        (status = 200, body = RateLimitDecision, description = "The decision, allowed or denied"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
@@ -92,8 +92,8 @@ struct CheckReply {
 )]
 async fn check(
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<CheckBody>,
-) -> ApiResult<Json<CheckReply>> {
+    ApiJson(body): ApiJson<RateLimitCheck>,
+) -> ApiResult<Json<RateLimitDecision>> {
     in_range("max_burst", body.max_burst, 0, MAX_COUNT)?;
     in_range("count_per_period", body.count_per_period, 1, MAX_COUNT)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
@@ -104,7 +104,7 @@ async fn check(
         .throttle(&Bucket::Key(body.key), &gcra, body.quantity)
         .await?;
     let r = decision.reply();
-    Ok(Json(CheckReply {
+    Ok(Json(RateLimitDecision {
         allowed: r.allowed,
         limit: r.limit,
         remaining: r.remaining,
