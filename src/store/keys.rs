@@ -3,7 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
-use crate::types::{Day, Month, UserId};
+use crate::types::{Day, Month, Name, UserId};
 
 /// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
 /// 4294967295 allocates one small chunk, not a 512 MiB string.
@@ -37,6 +37,26 @@ impl Keys {
     pub fn cohort_registry(&self) -> String {
         format!("{}ckr:{{chunks}}", self.prefix)
     }
+
+    /// A voucher: hash of `stock` (left), `sold`, `begin`, `end` (unix ms), `limit` (per user).
+    pub fn voucher(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}", self.prefix)
+    }
+
+    /// A voucher's buyers: hash user id → orders bought.
+    pub fn voucher_buyers(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:buyers", self.prefix)
+    }
+
+    /// A voucher's orders per user: hash user id → space-separated stream entry ids.
+    pub fn voucher_user_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:user_orders", self.prefix)
+    }
+
+    /// A voucher's orders in sale order: a stream, one entry per order.
+    pub fn voucher_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:orders", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -66,6 +86,20 @@ mod tests {
             hash_tag(&a),
             hash_tag(&keys.checkin_month(UserId(8), Month::parse("2026-01").unwrap()))
         );
+    }
+
+    #[test]
+    fn a_vouchers_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let all = [
+            keys.voucher(&v),
+            keys.voucher_buyers(&v),
+            keys.voucher_user_orders(&v),
+            keys.voucher_orders(&v),
+        ];
+        assert_eq!(all[0], "gw:sk:{v1}");
+        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
     }
 
     #[test]
