@@ -57,6 +57,17 @@ impl Keys {
     pub fn voucher_orders(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:orders", self.prefix)
     }
+
+    /// Order entries the ledger gave up on: a stream of copies with the reason.
+    pub fn voucher_dead_letters(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// The set of every voucher id ever created, so the ledger finds each order stream
+    /// without `KEYS`/`SCAN` (one small key; the streams themselves stay in their own slots).
+    pub fn voucher_registry(&self) -> String {
+        format!("{}skr:{{vouchers}}", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -97,6 +108,7 @@ mod tests {
             keys.voucher_buyers(&v),
             keys.voucher_user_orders(&v),
             keys.voucher_orders(&v),
+            keys.voucher_dead_letters(&v),
         ];
         assert_eq!(all[0], "gw:sk:{v1}");
         assert!(all.iter().all(|k| hash_tag(k) == "v1"));

@@ -75,6 +75,9 @@ impl RedisStore {
 
 impl SeckillStore for RedisStore {
     async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+        // Registered first (it lives in another slot): the registry may name a voucher that
+        // was refused, never miss one that exists.
+        self.register_voucher(voucher).await?;
         let reply: Vec<Value> = PUT
             .evalsha_with_reload(
                 self.pool.next(),

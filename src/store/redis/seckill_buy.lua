@@ -2,7 +2,8 @@
 -- KEYS[1]  the voucher hash sk:{voucher} (stock, sold, begin, end, limit)
 -- KEYS[2]  sk:{voucher}:buyers       hash user -> orders bought
 -- KEYS[3]  sk:{voucher}:user_orders  hash user -> space-separated stream ids of those orders
--- KEYS[4]  sk:{voucher}:orders       stream, one entry per order (fields: user, voucher)
+-- KEYS[4]  sk:{voucher}:orders       stream, one entry per order (fields: user, voucher, nth:
+--          the user's n-th order of this voucher, which the ledger keeps unique)
 -- ARGV[1]  user id   ARGV[2] voucher id   ARGV[3] stream cap (MAXLEN; stock + sold never
 --          exceeds it, so trimming never removes an order)
 -- Returns  {'ok', stream id} | {'not_found'} | {'not_started'} | {'ended'} | {'sold_out'}
@@ -29,7 +30,8 @@ local held = tonumber(redis.call('HGET', KEYS[2], ARGV[1])) or 0
 if held >= limit then
   return { 'already_ordered', redis.call('HGET', KEYS[3], ARGV[1]) or '' }
 end
-local id = redis.call('XADD', KEYS[4], 'MAXLEN', ARGV[3], '*', 'user', ARGV[1], 'voucher', ARGV[2])
+local id = redis.call('XADD', KEYS[4], 'MAXLEN', ARGV[3], '*', 'user', ARGV[1], 'voucher', ARGV[2],
+  'nth', held + 1)
 redis.call('HINCRBY', KEYS[1], 'stock', -1)
 redis.call('HINCRBY', KEYS[1], 'sold', 1)
 redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
