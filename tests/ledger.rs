@@ -170,6 +170,16 @@ async fn sold_out_voucher_lands_exactly(backend: Backend) {
             .unwrap();
     assert!((0..300).contains(&user));
     assert_eq!(nth, 1);
+    // Listings say each order is in the ledger.
+    let (_, page) = gw.get("/v1/seckill/vouchers/flash/orders?limit=1000").await;
+    let orders = page["orders"].as_array().unwrap();
+    assert_eq!(orders.len(), 50);
+    assert!(orders.iter().all(|o| o["ingested"] == true), "{page}");
+    let buyer = orders[0]["user_id"].as_u64().unwrap();
+    let (_, mine) = gw
+        .get(&format!("/v1/seckill/vouchers/flash/orders/{buyer}"))
+        .await;
+    assert_eq!(mine["orders"][0]["ingested"], true);
 }
 
 async fn two_instances_no_duplicates_no_gaps(backend: Backend) {
@@ -339,6 +349,11 @@ async fn postgres_outage_backs_off_and_recovers() {
         assert!(Instant::now() < deadline, "never backed off: {ready}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Listings still answer; the orders sold during the outage are not ingested yet.
+    let (status, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["orders"].as_array().unwrap().len(), 30);
+    assert!(page["orders"][29]["ingested"] != true, "{page}");
     // Long enough for several claim rounds: an outage must not dead-letter anything.
     tokio::time::sleep(Duration::from_secs(3)).await;
 
@@ -350,6 +365,12 @@ async fn postgres_outage_backs_off_and_recovers() {
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "running");
     assert_eq!(ready["ledger"]["dead_lettered"], 0);
+    let (_, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
+    assert!(page["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|o| o["ingested"] == true));
 }
 
 /// An order the database keeps refusing (here: the same user's first order is already there

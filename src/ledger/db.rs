@@ -104,4 +104,20 @@ impl Db {
         .await?;
         Ok(done.rows_affected())
     }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), DbError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Which of `order_ids` are in the ledger.
+    pub async fn present(&self, order_ids: &[String]) -> Result<Vec<String>, DbError> {
+        Ok(
+            sqlx::query_scalar("SELECT order_id FROM seckill_orders WHERE order_id = ANY($1)")
+                .bind(order_ids)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
 }

@@ -76,7 +76,7 @@ impl Ingester {
         let mut backoff = BACKOFF_MIN;
         let mut measured = Instant::now() - BACKLOG_EVERY;
         loop {
-            match self.round().await {
+            match self.round(backoff != BACKOFF_MIN).await {
                 Ok(done) => {
                     if backoff != BACKOFF_MIN {
                         tracing::info!("ledger recovered");
@@ -108,7 +108,11 @@ impl Ingester {
     }
 
     /// One pass over every voucher; returns how many entries were handled.
-    async fn round(&self) -> Result<usize, RoundError> {
+    async fn round(&self, recovering: bool) -> Result<usize, RoundError> {
+        // A round with nothing to insert would not notice that PostgreSQL is still down.
+        if recovering {
+            self.db.ping().await?;
+        }
         let mut done = 0;
         for voucher in self.store.ledger_vouchers().await? {
             let taken = self

@@ -21,7 +21,9 @@
 mod db;
 mod ingest;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -103,6 +105,8 @@ impl LedgerStatus {
 #[derive(Debug, Clone)]
 pub struct Ledger {
     status: Arc<Mutex<LedgerStatus>>,
+    /// `None` when the ledger is off.
+    db: Option<db::Db>,
     _task: Option<Arc<AbortOnDrop>>,
 }
 
@@ -121,6 +125,7 @@ impl Ledger {
     pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
         let off = || Self {
             status: Arc::new(Mutex::new(LedgerStatus::new("off"))),
+            db: None,
             _task: None,
         };
         let Some(url) = settings.database_url.as_deref() else {
@@ -138,11 +143,12 @@ impl Ledger {
                 .max(std::time::Duration::from_secs(2)),
         )?;
         let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
-        let ingester = ingest::Ingester::new(redis.clone(), db, settings, status.clone());
+        let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
         let task = tokio::spawn(ingester.run());
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {
             status,
+            db: Some(db),
             _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
         })
     }
@@ -153,5 +159,23 @@ impl Ledger {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Which of `order_ids` the ledger holds; `None` when the ledger is off or cannot answer
+    /// within `within` (listings then simply leave the flag out).
+    pub async fn ingested(
+        &self,
+        order_ids: &[String],
+        within: Duration,
+    ) -> Option<HashSet<String>> {
+        let db = self.db.as_ref()?;
+        match tokio::time::timeout(within, db.present(order_ids)).await {
+            Ok(Ok(ids)) => Some(ids.into_iter().collect()),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "ledger lookup failed");
+                None
+            }
+            Err(_) => None,
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! Flash-sale routes (API.md "Flash sale (seckill)").
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -17,6 +19,8 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::types::{Name, UserId};
 
+/// Longest a listing waits for the ledger to say which orders it holds.
+const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
 /// Default and largest page of an order listing (API.md "Conventions").
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
@@ -249,6 +253,9 @@ struct OrderView {
     /// The store's time of the sale.
     #[schema(value_type = String, format = DateTime)]
     created_at: String,
+    /// In listings, when the order ledger is on: whether the order is in PostgreSQL yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ingested: Option<bool>,
 }
 
 impl OrderView {
@@ -258,6 +265,24 @@ impl OrderView {
             voucher_id: voucher.to_string(),
             user_id: user.0,
             created_at: rfc3339(i64::try_from(seq.ms).unwrap_or(i64::MAX)),
+            ingested: None,
+        }
+    }
+}
+
+/// Marks each order ingested or not, when the ledger is on and answers.
+async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
+    if orders.is_empty() {
+        return;
+    }
+    let ids: Vec<String> = orders.iter().map(|o| o.order_id.clone()).collect();
+    if let Some(present) = state
+        .ledger
+        .ingested(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
+        .await
+    {
+        for o in orders {
+            o.ingested = Some(present.contains(&o.order_id));
         }
     }
 }
@@ -388,8 +413,10 @@ async fn list_orders(
         orders.truncate(limit);
         orders.last().map(|o| o.seq.to_string())
     });
+    let mut orders = views(&voucher, &orders);
+    mark_ingested(&state, &mut orders).await;
     Ok(Json(OrderPage {
-        orders: views(&voucher, &orders),
+        orders,
         next: next.flatten(),
     }))
 }
@@ -432,10 +459,10 @@ async fn user_orders(
         .user_orders(&voucher, user)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
-    Ok(Json(UserOrders {
-        orders: seqs
-            .into_iter()
-            .map(|seq| OrderView::new(&voucher, seq, user))
-            .collect(),
-    }))
+    let mut orders: Vec<OrderView> = seqs
+        .into_iter()
+        .map(|seq| OrderView::new(&voucher, seq, user))
+        .collect();
+    mark_ingested(&state, &mut orders).await;
+    Ok(Json(UserOrders { orders }))
 }
