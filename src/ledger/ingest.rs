@@ -137,13 +137,14 @@ impl Ingester {
             self.store
                 .ledger_dead_letter(voucher, &ids, "unreadable entry")
                 .await?;
+            metrics::counter!("gateway_ledger_dead_lettered_total").increment(ids.len() as u64);
         }
         let rows: Vec<Row> = good.iter().filter_map(|t| t.order.clone()).collect();
         match self.db.insert(&rows).await {
             Ok(new) => {
                 let ids: Vec<Seq> = good.iter().map(|t| t.id).collect();
                 self.store.ledger_ack(voucher, &ids).await?;
-                self.update(|s| s.ingested += new);
+                self.ingested(new);
                 Ok(())
             }
             Err(DbError::Unavailable(e)) => Err(DbError::Unavailable(e).into()),
@@ -158,7 +159,7 @@ impl Ingester {
             match self.db.insert(std::slice::from_ref(row)).await {
                 Ok(new) => {
                     self.store.ledger_ack(voucher, &[t.id]).await?;
-                    self.update(|s| s.ingested += new);
+                    self.ingested(new);
                 }
                 Err(DbError::Unavailable(e)) => return Err(DbError::Unavailable(e).into()),
                 Err(DbError::Refused(reason)) if t.deliveries >= MAX_DELIVERIES => {
@@ -166,6 +167,7 @@ impl Ingester {
                     self.store
                         .ledger_dead_letter(voucher, &[t.id], &reason)
                         .await?;
+                    metrics::counter!("gateway_ledger_dead_lettered_total").increment(1);
                 }
                 // Left pending: claimed again after the idle time, up to MAX_DELIVERIES.
                 Err(DbError::Refused(reason)) => {
@@ -189,6 +191,15 @@ impl Ingester {
             s.lag = total.lag + total.pending;
             s.dead_lettered = total.dead_lettered;
         });
+        metrics::gauge!("gateway_ledger_pending").set(total.pending as f64);
+        metrics::gauge!("gateway_ledger_lag").set((total.lag + total.pending) as f64);
+        metrics::gauge!("gateway_ledger_dead_letters").set(total.dead_lettered as f64);
         Ok(())
+    }
+
+    /// Counts rows this instance inserted (not those already there).
+    fn ingested(&self, new: u64) {
+        self.update(|s| s.ingested += new);
+        metrics::counter!("gateway_ledger_ingested_total").increment(new);
     }
 }
