@@ -18,6 +18,10 @@ static DEAD_LETTER: LazyLock<Script> =
 static BACKLOG: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ledger_backlog.lua")));
 
+/// A consumer with nothing pending and idle this long is deleted from the group: it belonged
+/// to an instance that stopped (a live one is simply recreated by its next read).
+const RETIRE_CONSUMER_MS: u64 = 60 * 60 * 1000;
+
 impl RedisStore {
     /// Adds `voucher` to the registry the ledger reads (idempotent).
     pub(crate) async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
@@ -107,7 +111,8 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Pending, undelivered and dead-lettered entries of one voucher.
+    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
+    /// long-gone consumers).
     pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = BACKLOG
             .evalsha_with_reload(
@@ -116,7 +121,7 @@ impl RedisStore {
                     self.keys.voucher_orders(voucher),
                     self.keys.voucher_dead_letters(voucher),
                 ],
-                vec![GROUP],
+                vec![GROUP.to_owned(), RETIRE_CONSUMER_MS.to_string()],
             )
             .await
             .map_err(map_err)?;
