@@ -119,7 +119,8 @@ impl Postgres {
             "{server} >{dir}/log 2>&1 & child=$!\n\
              trap 'kill -INT $child 2>/dev/null' TERM INT\n\
              while [ -d /proc/{test} ] && kill -0 $child 2>/dev/null; do sleep 0.2; done\n\
-             kill -INT $child 2>/dev/null; wait $child 2>/dev/null",
+             kill -INT $child 2>/dev/null; wait $child 2>/dev/null\n\
+             [ -d /proc/{test} ] || rm -rf {dir}",
             dir = self.dir.display(),
             test = std::process::id(),
         );
