@@ -123,6 +123,15 @@ pub struct Config {
     /// Longest text item (visitor, dedup item) in bytes.
     #[arg(long, env = "GATEWAY_MAX_ITEM_BYTES", default_value_t = 512)]
     pub max_item_bytes: usize,
+
+    /// PostgreSQL of the order ledger (postgres://...). Unset: the ledger is off.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Ledger: milliseconds an order entry may stay unacknowledged before another ingester
+    /// takes it over (a crashed instance's, or a failed attempt's).
+    #[arg(long, env = "GATEWAY_LEDGER_CLAIM_IDLE_MS", default_value_t = 30_000)]
+    pub ledger_claim_idle_ms: u64,
 }
 
 /// Sub-commands of the binary.
@@ -191,6 +200,9 @@ pub struct Settings {
     pub dedup_error_rate: f64,
     pub dedup_retention_days: u32,
     pub max_item_bytes: usize,
+    /// `None`: the order ledger is off.
+    pub database_url: Option<String>,
+    pub ledger_claim_idle: Duration,
 }
 
 impl Config {
@@ -285,6 +297,13 @@ impl Config {
             dedup_error_rate: self.dedup_error_rate,
             dedup_retention_days: self.dedup_retention_days,
             max_item_bytes: self.max_item_bytes,
+            database_url: self
+                .database_url
+                .as_deref()
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned),
+            ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
         })
     }
 }

@@ -13,6 +13,7 @@ pub mod dedup;
 pub mod error;
 pub mod extract;
 pub mod geo;
+pub mod ledger;
 pub mod middleware;
 pub mod openapi;
 pub mod ops;
@@ -51,10 +52,12 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
             token.into()
         }
     };
+    let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
     Ok(AppState {
         store,
         settings: Arc::new(settings),
         admin_token,
+        ledger,
     })
 }
 

@@ -36,6 +36,8 @@ pub struct Ready {
     redis_version: Option<String>,
     /// `redisbloom`, `lua` or `memory`.
     bloom_engine: &'static str,
+    /// The order ledger's state and lag (`state: off` without `DATABASE_URL`).
+    ledger: crate::ledger::LedgerStatus,
 }
 
 /// 200 when the store answers, else 503 `backend_unavailable`.
@@ -45,6 +47,7 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         backend: info.backend,
         redis_version: info.redis_version,
         bloom_engine: info.bloom_engine,
+        ledger: state.ledger.status(),
     }))
 }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::Settings;
+use crate::ledger::Ledger;
 use crate::store::Store;
 use crate::types::Day;
 
@@ -13,6 +14,8 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// The bearer token admin routes require (configured or generated at start-up).
     pub admin_token: Arc<str>,
+    /// The order ledger (off unless `DATABASE_URL` is set).
+    pub ledger: Ledger,
 }
 
 impl AppState {

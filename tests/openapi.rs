@@ -72,3 +72,36 @@ fn schema_type_names_are_unique() {
     }
     assert!(seen.contains_key("Problem"), "the scan finds schema types");
 }
+
+/// The `admin` security scheme is declared on exactly the admin routes of API.md.
+#[test]
+fn security_is_declared_on_exactly_the_admin_routes() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut secured = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if op.get("security").is_some() {
+                assert_eq!(
+                    op["security"],
+                    serde_json::json!([{"admin": []}]),
+                    "{method} {path}"
+                );
+                secured.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    secured.sort();
+    assert_eq!(
+        secured,
+        [
+            "POST /v1/seckill/vouchers/{voucher_id}/restock",
+            "PUT /v1/dedup/{filter}",
+            "PUT /v1/seckill/vouchers/{voucher_id}",
+        ]
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"]["admin"]["scheme"],
+        "bearer"
+    );
+}

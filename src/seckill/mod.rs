@@ -1,9 +1,122 @@
-//! Flash sales: voucher stock in a hash and one atomic Lua purchase; orders in a stream.
+//! Flash sales: voucher stock in a hash and one atomic purchase (a Lua script on Redis, a
+//! per-voucher lock in memory); orders in a capped stream, listed in sale order.
+//!
+//! `stock` is what is left to sell and `sold` what has been sold; `stock + sold` never exceeds
+//! `seckill_max_orders`, the cap of the order stream, so no order is ever trimmed away.
+//! Replacing a voucher (PUT on an existing one) sets its stock left, window and per-user limit
+//! but keeps what was sold: `sold`, the buyers and their orders stay.
 
-use utoipa_axum::router::OpenApiRouter;
+mod http;
+pub mod logic;
 
-use crate::state::AppState;
+pub use http::router;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+use crate::store::StoreError;
+use crate::types::{Name, UserId};
+use logic::Seq;
+
+/// Largest `per_user_limit`: bounds what a per-user listing and the already-ordered refusal carry.
+pub const MAX_PER_USER: u32 = 1000;
+
+/// A voucher as an admin defines it (times are unix milliseconds).
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// Stock left to sell.
+    pub stock: u64,
+    pub begin_ms: i64,
+    /// Always after `begin_ms`.
+    pub end_ms: i64,
+    /// 1..=[`MAX_PER_USER`].
+    pub per_user_limit: u32,
+}
+
+/// A voucher as the store holds it, with the store's clock when it was read.
+#[derive(Debug, Clone, Copy)]
+pub struct Voucher {
+    pub stock: u64,
+    pub sold: u64,
+    pub begin_ms: i64,
+    pub end_ms: i64,
+    pub per_user_limit: u32,
+    /// The store's time of the read, so status agrees with what a purchase would see.
+    pub now_ms: i64,
+}
+
+impl Voucher {
+    pub fn status(&self) -> logic::Status {
+        logic::Status::at(self.now_ms, self.begin_ms, self.end_ms, self.stock)
+    }
+}
+
+/// One sold order; its id is `<voucher_id>/<seq>` and its time is `seq.ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    pub seq: Seq,
+    pub user: UserId,
+}
+
+/// Why a purchase was refused. Each is a distinct answer of the store, never an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    NotFound,
+    NotStarted,
+    Ended,
+    SoldOut,
+    /// The user holds `per_user_limit` orders already: these.
+    AlreadyOrdered(Vec<Seq>),
+}
+
+/// What a create-or-replace did.
+#[derive(Debug, Clone, Copy)]
+pub enum Put {
+    Created(Voucher),
+    Replaced(Voucher),
+    /// `stock + sold` would pass the cap; nothing changed.
+    OverCap {
+        sold: u64,
+    },
+}
+
+/// What a restock did.
+#[derive(Debug, Clone, Copy)]
+pub enum Restock {
+    Done(Voucher),
+    NotFound,
+    /// `stock + sold + quantity` would pass the cap; nothing changed.
+    OverCap {
+        stock: u64,
+        sold: u64,
+    },
+}
+
+/// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
+/// `seckill_max_orders`.
+pub(crate) trait SeckillStore {
+    /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
+    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
+    /// Adds `quantity` to the stock left.
+    async fn restock(&self, voucher: &Name, quantity: u64, cap: u64)
+        -> Result<Restock, StoreError>;
+    /// The voucher, or `None` when unknown.
+    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
+    /// Window, stock and per-user checks, then the sale, as one step.
+    async fn buy(
+        &self,
+        voucher: &Name,
+        user: UserId,
+        cap: u64,
+    ) -> Result<Result<Order, Refusal>, StoreError>;
+    /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
+    async fn orders(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Option<Vec<Order>>, StoreError>;
+    /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
+    async fn user_orders(
+        &self,
+        voucher: &Name,
+        user: UserId,
+    ) -> Result<Option<Vec<Seq>>, StoreError>;
 }

@@ -85,6 +85,37 @@ impl Keys {
     pub fn geo(&self, layer: &Name) -> String {
         format!("{}geo:{{{layer}}}", self.prefix)
     }
+
+    /// A voucher: hash of `stock` (left), `sold`, `begin`, `end` (unix ms), `limit` (per user).
+    pub fn voucher(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}", self.prefix)
+    }
+
+    /// A voucher's buyers: hash user id → orders bought.
+    pub fn voucher_buyers(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:buyers", self.prefix)
+    }
+
+    /// A voucher's orders per user: hash user id → space-separated stream entry ids.
+    pub fn voucher_user_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:user_orders", self.prefix)
+    }
+
+    /// A voucher's orders in sale order: a stream, one entry per order.
+    pub fn voucher_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:orders", self.prefix)
+    }
+
+    /// Order entries the ledger gave up on: a stream of copies with the reason.
+    pub fn voucher_dead_letters(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// The set of every voucher id ever created, so the ledger finds each order stream
+    /// without `KEYS`/`SCAN` (one small key; the streams themselves stay in their own slots).
+    pub fn voucher_registry(&self) -> String {
+        format!("{}skr:{{vouchers}}", self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -125,6 +156,21 @@ mod tests {
         assert_eq!(keys.dedup_layer(&f, 3), "gw:bf:{news:eu@1}:3");
         assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_layer(&f, 3)));
         assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_native(&f)));
+    }
+
+    #[test]
+    fn a_vouchers_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let all = [
+            keys.voucher(&v),
+            keys.voucher_buyers(&v),
+            keys.voucher_user_orders(&v),
+            keys.voucher_orders(&v),
+            keys.voucher_dead_letters(&v),
+        ];
+        assert_eq!(all[0], "gw:sk:{v1}");
+        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
     }
 
     #[test]

@@ -1,1 +1,46 @@
-//! seckill store calls, dispatched to the active backend.
+//! Flash-sale store calls, dispatched to the active backend.
+
+use super::{Store, StoreError};
+use crate::seckill::logic::Seq;
+use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::types::{Name, UserId};
+
+impl SeckillStore for Store {
+    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+        dispatch!(self, s => s.put_voucher(voucher, spec, cap).await)
+    }
+    async fn restock(
+        &self,
+        voucher: &Name,
+        quantity: u64,
+        cap: u64,
+    ) -> Result<Restock, StoreError> {
+        dispatch!(self, s => s.restock(voucher, quantity, cap).await)
+    }
+    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+        dispatch!(self, s => s.voucher(voucher).await)
+    }
+    async fn buy(
+        &self,
+        voucher: &Name,
+        user: UserId,
+        cap: u64,
+    ) -> Result<Result<Order, Refusal>, StoreError> {
+        dispatch!(self, s => s.buy(voucher, user, cap).await)
+    }
+    async fn orders(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Option<Vec<Order>>, StoreError> {
+        dispatch!(self, s => s.orders(voucher, after, limit).await)
+    }
+    async fn user_orders(
+        &self,
+        voucher: &Name,
+        user: UserId,
+    ) -> Result<Option<Vec<Seq>>, StoreError> {
+        dispatch!(self, s => s.user_orders(voucher, user).await)
+    }
+}

@@ -6,6 +6,8 @@
 //! left behind even though the shared servers live in statics that are never dropped.
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1,1 +1,481 @@
-//! seckill scenarios.
+//! Flash-sale scenarios (API.md "Flash sale (seckill)").
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{Duration, SecondsFormat, Utc};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+use crate::common::{settings, Backend, Gateway};
+
+fn at(offset: Duration) -> String {
+    (Utc::now() + offset).to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A voucher on sale now, for an hour.
+fn open(stock: u64, per_user_limit: u64) -> Value {
+    json!({
+        "stock": stock,
+        "begin": at(Duration::minutes(-1)),
+        "end": at(Duration::hours(1)),
+        "per_user_limit": per_user_limit,
+    })
+}
+
+fn voucher_path(v: &str) -> String {
+    format!("/v1/seckill/vouchers/{v}")
+}
+
+async fn create(gw: &Gateway, v: &str, body: Value) -> Value {
+    let (status, view) = gw.admin_put(&voucher_path(v), body).await;
+    assert_eq!(status, 201, "{view}");
+    view
+}
+
+async fn buy(gw: &Gateway, v: &str, user: u64) -> (u16, Value) {
+    let (status, body) = gw
+        .post(
+            &format!("{}/orders", voucher_path(v)),
+            json!({ "user_id": user }),
+        )
+        .await;
+    (status.as_u16(), body)
+}
+
+/// Every order of `v`, following the cursors with pages of `limit`.
+async fn all_orders(gw: &Gateway, v: &str, limit: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(a) => format!("{}/orders?limit={limit}&after={a}", voucher_path(v)),
+            None => format!("{}/orders?limit={limit}", voucher_path(v)),
+        };
+        let (status, page) = gw.get(&path).await;
+        assert_eq!(status, 200, "{page}");
+        let orders = page["orders"].as_array().unwrap();
+        assert!(orders.len() <= limit);
+        out.extend(orders.iter().cloned());
+        match page["next"].as_str() {
+            Some(n) => after = Some(n.to_owned()),
+            None => return out,
+        }
+    }
+}
+
+crate::contract_tests!(
+    concurrent_sale_never_oversells,
+    voucher_lifecycle_and_replace,
+    windows_refuse_outside_the_sale,
+    restock_is_exact_under_concurrent_buys,
+    stock_never_exceeds_the_cap,
+    per_user_limit_and_listing,
+    orders_page_with_cursors,
+    unknown_voucher_is_404,
+    admin_routes_need_the_token,
+    bad_inputs_are_problems,
+);
+
+/// A gateway for the concurrency scenarios: hundreds of requests land at once on a small,
+/// shared test machine, so the store timeout is generous; these tests check correctness only.
+async fn patient_gateway(backend: Backend) -> Gateway {
+    let mut s = settings(backend);
+    s.store_timeout = std::time::Duration::from_secs(10);
+    Gateway::with_settings(s).await
+}
+
+async fn concurrent_sale_never_oversells(backend: Backend) {
+    let gw = patient_gateway(backend).await;
+    create(&gw, "flash", open(50, 1)).await;
+    // 300 distinct users; the first 100 of them try twice: 400 attempts at once.
+    let users: Vec<u64> = (0..400u64).map(|i| 1000 + i % 300).collect();
+    let replies = join_all(users.iter().map(|u| buy(&gw, "flash", *u))).await;
+
+    let mut won: Vec<String> = Vec::new();
+    let mut per_user: HashMap<u64, usize> = HashMap::new();
+    let mut winners = HashSet::new();
+    for (user, (status, body)) in users.iter().zip(&replies) {
+        if *status == 201 {
+            assert_eq!(body["user_id"], *user);
+            assert_eq!(body["voucher_id"], "flash");
+            won.push(body["order_id"].as_str().unwrap().to_owned());
+            *per_user.entry(*user).or_default() += 1;
+            winners.insert(*user);
+        }
+    }
+    assert_eq!(won.len(), 50, "exactly the stock is sold");
+    assert!(per_user.values().all(|n| *n == 1), "no user over the limit");
+    for (user, (status, body)) in users.iter().zip(&replies) {
+        if *status == 201 {
+            continue;
+        }
+        assert_eq!(*status, 409, "{body}");
+        match body["code"].as_str().unwrap() {
+            "sold_out" => {}
+            "already_ordered" => {
+                assert!(
+                    winners.contains(user),
+                    "already_ordered to a non-buyer: {body}"
+                );
+                assert_eq!(body["order_ids"].as_array().unwrap().len(), 1);
+            }
+            other => panic!("unexpected refusal {other}: {body}"),
+        }
+    }
+
+    let listed: Vec<String> = all_orders(&gw, "flash", 1000)
+        .await
+        .iter()
+        .map(|o| o["order_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed.len(), 50);
+    let won_set: HashSet<&String> = won.iter().collect();
+    assert_eq!(won_set.len(), 50, "order ids are unique");
+    assert_eq!(listed.iter().collect::<HashSet<_>>(), won_set);
+
+    let (_, v) = gw.get(&voucher_path("flash")).await;
+    assert_eq!(v["stock"], 0);
+    assert_eq!(v["sold"], 50);
+    assert_eq!(v["status"], "sold_out");
+}
+
+async fn voucher_lifecycle_and_replace(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let body = json!({
+        "stock": 3,
+        "begin": "2020-01-01T00:00:00Z",
+        "end": "2099-01-01T01:00:00+01:00",
+    });
+    let view = create(&gw, "v1", body).await;
+    assert_eq!(
+        view,
+        json!({
+            "voucher_id": "v1", "stock": 3, "sold": 0,
+            "begin": "2020-01-01T00:00:00.000Z", "end": "2099-01-01T00:00:00.000Z",
+            "per_user_limit": 1, "status": "active",
+        })
+    );
+    let (status, got) = gw.get(&voucher_path("v1")).await;
+    assert_eq!(status, 200);
+    assert_eq!(got, view);
+
+    let (status, order) = buy(&gw, "v1", 7).await;
+    assert_eq!(status, 201, "{order}");
+    let id = order["order_id"].as_str().unwrap();
+    assert!(id.starts_with("v1/"), "{id}");
+    let created = chrono::DateTime::parse_from_rfc3339(order["created_at"].as_str().unwrap())
+        .expect("created_at is RFC 3339");
+    assert!((Utc::now() - created.to_utc()).num_minutes().abs() < 5);
+
+    // Replace: new stock left and limit; what was sold stays.
+    let (status, replaced) = gw.admin_put(&voucher_path("v1"), open(10, 2)).await;
+    assert_eq!(status, 200, "{replaced}");
+    assert_eq!(replaced["stock"], 10);
+    assert_eq!(replaced["sold"], 1);
+    assert_eq!(replaced["per_user_limit"], 2);
+    let (status, again) = buy(&gw, "v1", 7).await;
+    assert_eq!(status, 201, "the new limit of 2 applies: {again}");
+    let (status, third) = buy(&gw, "v1", 7).await;
+    assert_eq!(
+        (status, third["code"].as_str()),
+        (409, Some("already_ordered"))
+    );
+    assert_eq!(
+        third["order_ids"],
+        json!([id, again["order_id"].as_str().unwrap()])
+    );
+    let (_, v) = gw.get(&voucher_path("v1")).await;
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(9), Some(2))
+    );
+    assert_eq!(all_orders(&gw, "v1", 100).await.len(), 2);
+
+    // Stock 0 while on sale is sold_out.
+    create(&gw, "empty", open(0, 1)).await;
+    let (_, v) = gw.get(&voucher_path("empty")).await;
+    assert_eq!(v["status"], "sold_out");
+    let (status, body) = buy(&gw, "empty", 1).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("sold_out")));
+}
+
+async fn windows_refuse_outside_the_sale(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(
+        &gw,
+        "later",
+        json!({"stock": 5, "begin": at(Duration::hours(1)), "end": at(Duration::hours(2))}),
+    )
+    .await;
+    create(
+        &gw,
+        "over",
+        json!({"stock": 5, "begin": at(Duration::hours(-2)), "end": at(Duration::hours(-1))}),
+    )
+    .await;
+    let (_, later) = gw.get(&voucher_path("later")).await;
+    assert_eq!(later["status"], "pending");
+    let (_, over) = gw.get(&voucher_path("over")).await;
+    assert_eq!(over["status"], "ended");
+    let (status, body) = buy(&gw, "later", 1).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("not_started")));
+    let (status, body) = buy(&gw, "over", 1).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("ended")));
+    for v in ["later", "over"] {
+        let (_, view) = gw.get(&voucher_path(v)).await;
+        assert_eq!(
+            (view["stock"].as_u64(), view["sold"].as_u64()),
+            (Some(5), Some(0))
+        );
+        assert!(all_orders(&gw, v, 10).await.is_empty());
+    }
+    // Opening the window by replacing makes it sell.
+    let (status, _) = gw.admin_put(&voucher_path("later"), open(5, 1)).await;
+    assert_eq!(status, 200);
+    let (status, _) = buy(&gw, "later", 1).await;
+    assert_eq!(status, 201);
+}
+
+async fn restock_is_exact_under_concurrent_buys(backend: Backend) {
+    let gw = patient_gateway(backend).await;
+    create(&gw, "r", open(10, 1)).await;
+    let buys = join_all((0..100u64).map(|u| buy(&gw, "r", u)));
+    let restock = format!("{}/restock", voucher_path("r"));
+    let restocks = join_all((0..4).map(|_| gw.admin_post(&restock, json!({"quantity": 5}))));
+    let (buys, restocks) = tokio::join!(buys, restocks);
+    assert!(restocks.iter().all(|(s, _)| *s == 200), "{restocks:?}");
+    let sold = buys.iter().filter(|(s, _)| *s == 201).count() as u64;
+    assert!(
+        buys.iter()
+            .all(|(s, b)| *s == 201 || (*s == 409 && b["code"] == "sold_out")),
+        "{buys:?}"
+    );
+    let (_, v) = gw.get(&voucher_path("r")).await;
+    assert_eq!(v["sold"], sold);
+    assert_eq!(v["stock"].as_u64().unwrap() + sold, 30, "{v}");
+    assert_eq!(all_orders(&gw, "r", 7).await.len() as u64, sold);
+
+    // And sequentially, to the unit.
+    let (status, v) = gw
+        .admin_post(
+            &format!("{}/restock", voucher_path("r")),
+            json!({"quantity": 3}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(v["stock"].as_u64().unwrap(), 30 - sold + 3);
+    assert_eq!(v["sold"], sold);
+}
+
+async fn stock_never_exceeds_the_cap(backend: Backend) {
+    let mut s = settings(backend);
+    s.seckill_max_orders = 20;
+    let gw = Gateway::with_settings(s).await;
+    let (status, body) = gw.admin_put(&voucher_path("c"), open(21, 1)).await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (400, Some("invalid_argument"))
+    );
+    let (status, _) = gw.get(&voucher_path("c")).await;
+    assert_eq!(status, 404, "a refused create leaves nothing behind");
+    create(&gw, "c", open(12, 1)).await;
+    let restock = format!("{}/restock", voucher_path("c"));
+    let (status, body) = gw.admin_post(&restock, json!({"quantity": 9})).await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (400, Some("invalid_argument"))
+    );
+    let (status, v) = gw.admin_post(&restock, json!({"quantity": 8})).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["stock"], 20);
+    for u in 0..5 {
+        assert_eq!(buy(&gw, "c", u).await.0, 201);
+    }
+    // 5 sold: replacing may set at most 15 left.
+    let (status, _) = gw.admin_put(&voucher_path("c"), open(16, 1)).await;
+    assert_eq!(status, 400);
+    let (status, v) = gw.admin_put(&voucher_path("c"), open(15, 1)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(15), Some(5))
+    );
+    let (status, _) = gw.admin_post(&restock, json!({"quantity": 1})).await;
+    assert_eq!(status, 400);
+}
+
+async fn per_user_limit_and_listing(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "u", open(10, 3)).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let (status, order) = buy(&gw, "u", 4_294_967_295).await;
+        assert_eq!(status, 201);
+        ids.push(order["order_id"].clone());
+    }
+    let (status, body) = buy(&gw, "u", 4_294_967_295).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("already_ordered"))
+    );
+    assert_eq!(body["order_ids"], Value::Array(ids.clone()));
+    let (status, mine) = gw
+        .get(&format!("{}/orders/4294967295", voucher_path("u")))
+        .await;
+    assert_eq!(status, 200);
+    let mine = mine["orders"].as_array().unwrap();
+    assert_eq!(
+        mine.iter()
+            .map(|o| o["order_id"].clone())
+            .collect::<Vec<_>>(),
+        ids
+    );
+    assert!(mine
+        .iter()
+        .all(|o| o["user_id"] == 4_294_967_295u64 && o["voucher_id"] == "u"));
+    let (status, none) = gw.get(&format!("{}/orders/5", voucher_path("u"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(none, json!({"orders": []}));
+    let (_, v) = gw.get(&voucher_path("u")).await;
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(7), Some(3))
+    );
+}
+
+async fn orders_page_with_cursors(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "p", open(25, 1)).await;
+    let mut sold = Vec::new();
+    for u in 0..25u64 {
+        let (status, order) = buy(&gw, "p", u).await;
+        assert_eq!(status, 201);
+        sold.push(order);
+    }
+    let (_, first) = gw
+        .get(&format!("{}/orders?limit=10", voucher_path("p")))
+        .await;
+    assert_eq!(first["orders"].as_array().unwrap().len(), 10);
+    assert!(first["next"].is_string());
+    let pages = all_orders(&gw, "p", 10).await;
+    assert_eq!(
+        pages, sold,
+        "sale order, every order once, same views as the 201s"
+    );
+    let (_, whole) = gw.get(&format!("{}/orders", voucher_path("p"))).await;
+    assert_eq!(whole["orders"].as_array().unwrap().len(), 25);
+    assert!(whole["next"].is_null());
+    let (_, exact) = gw
+        .get(&format!("{}/orders?limit=25", voucher_path("p")))
+        .await;
+    assert!(exact["next"].is_null(), "a full last page has no next");
+    // An empty, existing voucher lists nothing.
+    create(&gw, "q", open(1, 1)).await;
+    let (status, empty) = gw.get(&format!("{}/orders", voucher_path("q"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(empty, json!({"orders": [], "next": null}));
+}
+
+async fn unknown_voucher_is_404(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let nope = voucher_path("nope");
+    for (status, body) in [
+        gw.get(&nope).await,
+        gw.post(&format!("{nope}/orders"), json!({"user_id": 1}))
+            .await,
+        gw.get(&format!("{nope}/orders")).await,
+        gw.get(&format!("{nope}/orders/1")).await,
+        gw.admin_post(&format!("{nope}/restock"), json!({"quantity": 1}))
+            .await,
+    ] {
+        assert_eq!(
+            (status.as_u16(), body["code"].as_str()),
+            (404, Some("not_found")),
+            "{body}"
+        );
+    }
+}
+
+async fn admin_routes_need_the_token(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let path = voucher_path("a");
+    for token in [None, Some("wrong")] {
+        let mut put = gw.client.put(gw.url(&path)).json(&open(1, 1));
+        let mut restock = gw
+            .client
+            .post(gw.url(&format!("{path}/restock")))
+            .json(&json!({"quantity": 1}));
+        if let Some(t) = token {
+            put = put.bearer_auth(t);
+            restock = restock.bearer_auth(t);
+        }
+        for req in [put, restock] {
+            let resp = req.send().await.unwrap();
+            assert_eq!(resp.status(), 401);
+            assert!(resp.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .starts_with("Bearer"));
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body["code"], "unauthorized");
+        }
+    }
+    let (status, _) = gw.get(&path).await;
+    assert_eq!(status, 404, "nothing was created");
+}
+
+async fn bad_inputs_are_problems(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "ok", open(5, 1)).await;
+    let path = voucher_path("ok");
+    let begin = at(Duration::minutes(-1));
+    let end = at(Duration::hours(1));
+    let bad_puts = [
+        json!({"stock": 5, "begin": end, "end": begin}),
+        json!({"stock": 5, "begin": begin, "end": begin}),
+        json!({"stock": 5, "begin": "yesterday", "end": end}),
+        json!({"stock": 5, "begin": "2026-11-21", "end": end}),
+        json!({"stock": -1, "begin": begin, "end": end}),
+        json!({"stock": 1_000_001, "begin": begin, "end": end}),
+        json!({"stock": 5, "begin": begin, "end": end, "per_user_limit": 0}),
+        json!({"stock": 5, "begin": begin, "end": end, "per_user_limit": 1001}),
+        json!({"stock": 5, "begin": begin}),
+        json!({"stock": 5, "begin": begin, "end": end, "extra": 1}),
+    ];
+    for body in bad_puts {
+        let (status, problem) = gw.admin_put(&path, body.clone()).await;
+        assert_eq!(status, 400, "{body} → {problem}");
+        assert_eq!(problem["code"], "invalid_argument");
+    }
+    let bad = [
+        gw.admin_put("/v1/seckill/vouchers/a%20b", open(1, 1)).await,
+        gw.admin_post(&format!("{path}/restock"), json!({"quantity": 0}))
+            .await,
+        gw.admin_post(&format!("{path}/restock"), json!({"quantity": "1"}))
+            .await,
+        gw.post(&format!("{path}/orders"), json!({"user_id": -1}))
+            .await,
+        gw.post(
+            &format!("{path}/orders"),
+            json!({"user_id": 4_294_967_296u64}),
+        )
+        .await,
+        gw.post(&format!("{path}/orders"), json!({})).await,
+        gw.get(&format!("{path}/orders?limit=0")).await,
+        gw.get(&format!("{path}/orders?limit=1001")).await,
+        gw.get(&format!("{path}/orders?after=xyz")).await,
+        gw.get(&format!("{path}/orders?after=1-2-3")).await,
+        gw.get(&format!("{path}/orders/abc")).await,
+        gw.get(&format!("{}/orders", voucher_path(&"x".repeat(129))))
+            .await,
+    ];
+    for (status, problem) in bad {
+        assert_eq!(status, 400, "{problem}");
+        assert_eq!(problem["code"], "invalid_argument");
+    }
+    let (_, v) = gw.get(&path).await;
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(5), Some(0))
+    );
+}

@@ -1,8 +1,192 @@
-//! Flash sales in memory.
+//! Flash sales in memory. The domain mutex only maps a voucher id to its own lock; every
+//! operation then holds that voucher's lock for its whole in-memory critical section, so a
+//! purchase is as atomic as the Lua script and sales of different vouchers never contend.
+//! The clock is the gateway's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::{lock, MemoryStore};
+use crate::seckill::logic::Seq;
+use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::store::StoreError;
+use crate::types::{Name, UserId};
 
 #[derive(Debug, Default)]
-pub(super) struct State {}
+pub(super) struct State {
+    vouchers: HashMap<Name, Arc<Mutex<Sale>>>,
+}
 
 impl State {
+    /// Vouchers have no expiry: an admin owns their lifetime.
     pub(super) fn purge(&mut self, _now: i64) {}
+}
+
+/// One voucher with its orders.
+#[derive(Debug, Default)]
+struct Sale {
+    spec: Option<Spec>,
+    sold: u64,
+    /// Every order in sale order (ascending `seq`).
+    orders: Vec<Order>,
+    /// user → that user's order ids, oldest first.
+    buyers: HashMap<u32, Vec<Seq>>,
+}
+
+impl Sale {
+    fn view(&self, spec: Spec) -> Voucher {
+        Voucher {
+            stock: spec.stock,
+            sold: self.sold,
+            begin_ms: spec.begin_ms,
+            end_ms: spec.end_ms,
+            per_user_limit: spec.per_user_limit,
+            now_ms: now_ms(),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl MemoryStore {
+    /// The voucher's own lock, if it exists (`create` makes an empty one).
+    fn sale(&self, voucher: &Name, create: bool) -> Option<Arc<Mutex<Sale>>> {
+        let mut s = lock(&self.shared.seckill);
+        if create {
+            return Some(s.vouchers.entry(voucher.clone()).or_default().clone());
+        }
+        s.vouchers.get(voucher).cloned()
+    }
+}
+
+impl SeckillStore for MemoryStore {
+    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+        let sale = self.sale(voucher, true).expect("created");
+        let mut sale = lock(&sale);
+        if spec.stock.saturating_add(sale.sold) > cap {
+            return Ok(Put::OverCap { sold: sale.sold });
+        }
+        let existed = sale.spec.replace(spec).is_some();
+        let view = sale.view(spec);
+        Ok(if existed {
+            Put::Replaced(view)
+        } else {
+            Put::Created(view)
+        })
+    }
+
+    async fn restock(
+        &self,
+        voucher: &Name,
+        quantity: u64,
+        cap: u64,
+    ) -> Result<Restock, StoreError> {
+        let Some(sale) = self.sale(voucher, false) else {
+            return Ok(Restock::NotFound);
+        };
+        let mut sale = lock(&sale);
+        let sold = sale.sold;
+        let Some(spec) = sale.spec.as_mut() else {
+            return Ok(Restock::NotFound);
+        };
+        if spec.stock.saturating_add(sold).saturating_add(quantity) > cap {
+            return Ok(Restock::OverCap {
+                stock: spec.stock,
+                sold,
+            });
+        }
+        spec.stock += quantity;
+        let spec = *spec;
+        Ok(Restock::Done(sale.view(spec)))
+    }
+
+    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+        let Some(sale) = self.sale(voucher, false) else {
+            return Ok(None);
+        };
+        let sale = lock(&sale);
+        Ok(sale.spec.map(|spec| sale.view(spec)))
+    }
+
+    async fn buy(
+        &self,
+        voucher: &Name,
+        user: UserId,
+        _cap: u64,
+    ) -> Result<Result<Order, Refusal>, StoreError> {
+        let Some(sale) = self.sale(voucher, false) else {
+            return Ok(Err(Refusal::NotFound));
+        };
+        let mut sale = lock(&sale);
+        let Some(spec) = sale.spec else {
+            return Ok(Err(Refusal::NotFound));
+        };
+        let now = now_ms();
+        if now < spec.begin_ms {
+            return Ok(Err(Refusal::NotStarted));
+        }
+        if now >= spec.end_ms {
+            return Ok(Err(Refusal::Ended));
+        }
+        if spec.stock == 0 {
+            return Ok(Err(Refusal::SoldOut));
+        }
+        let held = sale.buyers.get(&user.0).map_or(&[][..], Vec::as_slice);
+        if held.len() >= spec.per_user_limit as usize {
+            return Ok(Err(Refusal::AlreadyOrdered(held.to_vec())));
+        }
+        let seq = Seq::next(
+            sale.orders.last().map(|o| o.seq),
+            u64::try_from(now).unwrap_or(0),
+        );
+        let order = Order { seq, user };
+        sale.orders.push(order);
+        sale.buyers.entry(user.0).or_default().push(seq);
+        sale.sold += 1;
+        if let Some(spec) = sale.spec.as_mut() {
+            spec.stock -= 1;
+        }
+        Ok(Ok(order))
+    }
+
+    async fn orders(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Option<Vec<Order>>, StoreError> {
+        let Some(sale) = self.sale(voucher, false) else {
+            return Ok(None);
+        };
+        let sale = lock(&sale);
+        if sale.spec.is_none() {
+            return Ok(None);
+        }
+        let start = after.map_or(0, |a| sale.orders.partition_point(|o| o.seq <= a));
+        Ok(Some(
+            sale.orders
+                .iter()
+                .skip(start)
+                .take(limit)
+                .copied()
+                .collect(),
+        ))
+    }
+
+    async fn user_orders(
+        &self,
+        voucher: &Name,
+        user: UserId,
+    ) -> Result<Option<Vec<Seq>>, StoreError> {
+        let Some(sale) = self.sale(voucher, false) else {
+            return Ok(None);
+        };
+        let sale = lock(&sale);
+        if sale.spec.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(sale.buyers.get(&user.0).cloned().unwrap_or_default()))
+    }
 }

@@ -1,1 +1,266 @@
-//! Flash sales on Redis.
+//! Flash sales on Redis: the voucher hash, its buyers, and its order stream, all under the
+//! voucher's hash tag so every script is single-slot on a Cluster.
+
+use std::sync::LazyLock;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+
+use super::{map_err, RedisStore};
+use crate::seckill::logic::Seq;
+use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::store::StoreError;
+use crate::types::{Name, UserId};
+
+static PUT: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("seckill_put.lua")));
+static RESTOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("seckill_restock.lua")));
+static GET: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("seckill_get.lua")));
+static BUY: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("seckill_buy.lua")));
+static ORDERS: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("seckill_orders.lua")));
+static USER_ORDERS: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("seckill_user_orders.lua")));
+
+fn bad(what: &str, reply: &[Value]) -> StoreError {
+    StoreError::Internal(format!("unexpected seckill {what} reply: {reply:?}"))
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_string()
+}
+
+fn int(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Integer(i) => Some(*i),
+        other => other.as_string()?.parse().ok(),
+    }
+}
+
+/// `{tag, stock, sold, begin, end, limit, now_ms}` → the voucher.
+fn view(reply: &[Value]) -> Option<Voucher> {
+    Some(Voucher {
+        stock: u64::try_from(int(reply.get(1))?).ok()?,
+        sold: u64::try_from(int(reply.get(2))?).ok()?,
+        begin_ms: int(reply.get(3))?,
+        end_ms: int(reply.get(4))?,
+        per_user_limit: u32::try_from(int(reply.get(5))?).ok()?,
+        now_ms: int(reply.get(6))?,
+    })
+}
+
+fn seqs(ids: &str) -> Result<Vec<Seq>, StoreError> {
+    ids.split_ascii_whitespace()
+        .map(|id| {
+            id.parse()
+                .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))
+        })
+        .collect()
+}
+
+fn tag(reply: &[Value]) -> String {
+    reply.first().and_then(text).unwrap_or_default()
+}
+
+impl RedisStore {
+    fn voucher_keys(&self, voucher: &Name) -> [String; 4] {
+        [
+            self.keys.voucher(voucher),
+            self.keys.voucher_buyers(voucher),
+            self.keys.voucher_user_orders(voucher),
+            self.keys.voucher_orders(voucher),
+        ]
+    }
+}
+
+impl SeckillStore for RedisStore {
+    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+        // Registered first (it lives in another slot): the registry may name a voucher that
+        // was refused, never miss one that exists.
+        self.register_voucher(voucher).await?;
+        let reply: Vec<Value> = PUT
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.voucher(voucher)],
+                vec![
+                    spec.stock.to_string(),
+                    spec.begin_ms.to_string(),
+                    spec.end_ms.to_string(),
+                    spec.per_user_limit.to_string(),
+                    cap.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        match tag(&reply).as_str() {
+            "over_cap" => Ok(Put::OverCap {
+                sold: int(reply.get(1))
+                    .and_then(|s| u64::try_from(s).ok())
+                    .unwrap_or(0),
+            }),
+            "created" => view(&reply)
+                .map(Put::Created)
+                .ok_or_else(|| bad("put", &reply)),
+            "replaced" => view(&reply)
+                .map(Put::Replaced)
+                .ok_or_else(|| bad("put", &reply)),
+            _ => Err(bad("put", &reply)),
+        }
+    }
+
+    async fn restock(
+        &self,
+        voucher: &Name,
+        quantity: u64,
+        cap: u64,
+    ) -> Result<Restock, StoreError> {
+        let reply: Vec<Value> = RESTOCK
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.voucher(voucher)],
+                vec![quantity.to_string(), cap.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        let n = |i: usize| {
+            int(reply.get(i))
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(0)
+        };
+        match tag(&reply).as_str() {
+            "not_found" => Ok(Restock::NotFound),
+            "over_cap" => Ok(Restock::OverCap {
+                stock: n(1),
+                sold: n(2),
+            }),
+            "ok" => view(&reply)
+                .map(Restock::Done)
+                .ok_or_else(|| bad("restock", &reply)),
+            _ => Err(bad("restock", &reply)),
+        }
+    }
+
+    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+        let reply: Vec<Value> = GET
+            .evalsha_with_reload(self.pool.next(), vec![self.keys.voucher(voucher)], ())
+            .await
+            .map_err(map_err)?;
+        match tag(&reply).as_str() {
+            "not_found" => Ok(None),
+            "ok" => view(&reply).map(Some).ok_or_else(|| bad("get", &reply)),
+            _ => Err(bad("get", &reply)),
+        }
+    }
+
+    async fn buy(
+        &self,
+        voucher: &Name,
+        user: UserId,
+        cap: u64,
+    ) -> Result<Result<Order, Refusal>, StoreError> {
+        let reply: Vec<Value> = BUY
+            .evalsha_with_reload(
+                self.pool.next(),
+                self.voucher_keys(voucher).to_vec(),
+                vec![user.to_string(), voucher.to_string(), cap.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        let arg = reply.get(1).and_then(text).unwrap_or_default();
+        Ok(match tag(&reply).as_str() {
+            "ok" => Ok(Order {
+                seq: arg
+                    .parse()
+                    .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))?,
+                user,
+            }),
+            "not_found" => Err(Refusal::NotFound),
+            "not_started" => Err(Refusal::NotStarted),
+            "ended" => Err(Refusal::Ended),
+            "sold_out" => Err(Refusal::SoldOut),
+            "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(&arg)?)),
+            _ => return Err(bad("buy", &reply)),
+        })
+    }
+
+    async fn orders(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Option<Vec<Order>>, StoreError> {
+        // XRANGE's start is inclusive: begin at the id right after the cursor.
+        let start = match after {
+            None => "-".to_owned(),
+            Some(Seq { ms, n: u64::MAX }) => Seq { ms: ms + 1, n: 0 }.to_string(),
+            Some(Seq { ms, n }) => Seq { ms, n: n + 1 }.to_string(),
+        };
+        let reply: Vec<Value> = ORDERS
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher(voucher),
+                    self.keys.voucher_orders(voucher),
+                ],
+                vec![start, limit.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        match tag(&reply).as_str() {
+            "not_found" => return Ok(None),
+            "ok" => {}
+            _ => return Err(bad("orders", &reply)),
+        }
+        let Some(Value::Array(entries)) = reply.get(1) else {
+            return Ok(Some(Vec::new()));
+        };
+        entries
+            .iter()
+            .map(|entry| parse_entry(entry).ok_or_else(|| bad("orders", &reply)))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    async fn user_orders(
+        &self,
+        voucher: &Name,
+        user: UserId,
+    ) -> Result<Option<Vec<Seq>>, StoreError> {
+        let reply: Vec<Value> = USER_ORDERS
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher(voucher),
+                    self.keys.voucher_user_orders(voucher),
+                ],
+                vec![user.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        match tag(&reply).as_str() {
+            "not_found" => Ok(None),
+            "ok" => seqs(&reply.get(1).and_then(text).unwrap_or_default()).map(Some),
+            _ => Err(bad("user orders", &reply)),
+        }
+    }
+}
+
+/// One stream entry `[id, [field, value, ...]]` → the order it records.
+pub(super) fn parse_entry(entry: &Value) -> Option<Order> {
+    let Value::Array(parts) = entry else {
+        return None;
+    };
+    let seq: Seq = text(parts.first()?)?.parse().ok()?;
+    let Value::Array(fields) = parts.get(1)? else {
+        return None;
+    };
+    let user = fields
+        .chunks(2)
+        .find(|kv| text(&kv[0]).as_deref() == Some("user"))
+        .and_then(|kv| kv.get(1))
+        .and_then(text)?;
+    Some(Order {
+        seq,
+        user: UserId::parse(&user).ok()?,
+    })
+}

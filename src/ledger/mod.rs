@@ -1,0 +1,181 @@
+//! The order ledger: every flash-sale order made durable in PostgreSQL, exactly once.
+//!
+//! Redis decides who gets the stock; each voucher's order stream is then drained by a
+//! background ingester inside every gateway instance that has `DATABASE_URL`:
+//! - vouchers are found through a registry set written on create (no `KEYS`/`SCAN`), and each
+//!   stream is read on its own, so it works on a Cluster where streams live in many slots;
+//! - one consumer group ([`GROUP`]) per stream: several instances share the work, each entry
+//!   delivered to one consumer at a time;
+//! - rows are inserted with `ON CONFLICT (order_id) DO NOTHING`, and an entry is acked only
+//!   after its row is committed, so a crash between the two re-delivers and the insert is a
+//!   no-op: each order lands exactly once;
+//! - entries left pending longer than the claim idle time (a crashed instance, a failed
+//!   attempt) are taken over with `XAUTOCLAIM`; an entry the database refuses
+//!   [`MAX_DELIVERIES`] times is moved to the voucher's dead-letter stream;
+//! - batches are bounded ([`BATCH`]); when PostgreSQL or Redis is down the ingester backs off
+//!   exponentially and nothing is dead-lettered for it.
+//!
+//! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
+//! gateway says so at start-up.
+
+mod db;
+mod ingest;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::config::{Settings, StoreChoice};
+use crate::seckill::logic::Seq;
+use crate::store::Store;
+use crate::types::{Name, UserId};
+
+/// The consumer group every gateway instance reads the order streams with.
+pub const GROUP: &str = "ledger";
+/// Most entries handled per voucher per round.
+pub const BATCH: usize = 200;
+/// Deliveries after which an entry the database keeps refusing is dead-lettered.
+pub const MAX_DELIVERIES: u64 = 5;
+
+/// One order as the ledger stores it.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub order_id: String,
+    pub voucher: Name,
+    pub user: UserId,
+    pub nth: u32,
+    pub created_at_ms: u64,
+}
+
+/// One stream entry handed to this consumer.
+#[derive(Debug, Clone)]
+pub(crate) struct Taken {
+    pub id: Seq,
+    /// `None` when the entry's fields cannot be read (it is dead-lettered at once).
+    pub order: Option<Row>,
+    /// How often it has been delivered, this time included.
+    pub deliveries: u64,
+}
+
+/// How far behind the ledger is on one voucher.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Backlog {
+    /// Delivered to a consumer, not acked yet.
+    pub pending: u64,
+    /// Not delivered yet.
+    pub lag: u64,
+    pub dead_lettered: u64,
+}
+
+/// The ledger's state as `/readyz` reports it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LedgerStatus {
+    /// `off`, `starting` (migrating), `running` or `backing_off` (PostgreSQL or Redis down).
+    pub state: &'static str,
+    /// Orders not in the ledger yet (undelivered + pending), as of the last check.
+    pub lag: u64,
+    /// Delivered to an ingester, not yet acknowledged.
+    pub pending: u64,
+    /// Orders this instance inserted since it started.
+    pub ingested: u64,
+    /// Entries in the dead-letter streams.
+    pub dead_lettered: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl LedgerStatus {
+    fn new(state: &'static str) -> Self {
+        Self {
+            state,
+            lag: 0,
+            pending: 0,
+            ingested: 0,
+            dead_lettered: 0,
+            last_error: None,
+        }
+    }
+}
+
+/// Handle kept in the app state: the ingester's status, and a guard that stops the ingester
+/// when the last handle goes (the gateway shut down).
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    status: Arc<Mutex<LedgerStatus>>,
+    /// `None` when the ledger is off.
+    db: Option<db::Db>,
+    _task: Option<Arc<AbortOnDrop>>,
+}
+
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Ledger {
+    /// Starts the ingester when `DATABASE_URL` is set and the store is Redis; otherwise the
+    /// ledger is off, and the log says why.
+    pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
+        let off = || Self {
+            status: Arc::new(Mutex::new(LedgerStatus::new("off"))),
+            db: None,
+            _task: None,
+        };
+        let Some(url) = settings.database_url.as_deref() else {
+            tracing::info!("order ledger is off: DATABASE_URL is not set");
+            return Ok(off());
+        };
+        let (Store::Redis(redis), StoreChoice::Redis(_)) = (store, &settings.store) else {
+            tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
+            return Ok(off());
+        };
+        let db = db::Db::connect_lazy(
+            url,
+            settings
+                .store_timeout
+                .max(std::time::Duration::from_secs(2)),
+        )?;
+        let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
+        let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
+        let task = tokio::spawn(ingester.run());
+        tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
+        Ok(Self {
+            status,
+            db: Some(db),
+            _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
+        })
+    }
+
+    /// The ledger's current state.
+    pub fn status(&self) -> LedgerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Which of `order_ids` the ledger holds; `None` when the ledger is off or cannot answer
+    /// within `within` (listings then simply leave the flag out).
+    pub async fn ingested(
+        &self,
+        order_ids: &[String],
+        within: Duration,
+    ) -> Option<HashSet<String>> {
+        let db = self.db.as_ref()?;
+        match tokio::time::timeout(within, db.present(order_ids)).await {
+            Ok(Ok(ids)) => Some(ids.into_iter().collect()),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "ledger lookup failed");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! Flash-sale routes (API.md "Flash sale (seckill)").
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, SecondsFormat};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::logic::Seq;
+use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+use crate::types::{Name, UserId};
+
+/// Longest a listing waits for the ledger to say which orders it holds.
+const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
+/// Default and largest page of an order listing (API.md "Conventions").
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(put_voucher, get_voucher))
+        .routes(routes!(restock))
+        .routes(routes!(buy, list_orders))
+        .routes(routes!(user_orders))
+}
+
+/// A voucher's definition.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct VoucherBody {
+    /// Units left to sell, 0..=`GATEWAY_SECKILL_MAX_ORDERS` (with what was already sold).
+    #[schema(example = 50)]
+    stock: u64,
+    /// Sale opens at this instant (RFC 3339).
+    #[schema(value_type = String, format = DateTime, example = "2026-11-21T12:00:00Z")]
+    begin: String,
+    /// Sale closes at this instant (RFC 3339), after `begin`.
+    #[schema(value_type = String, format = DateTime, example = "2026-11-21T13:00:00Z")]
+    end: String,
+    /// Orders one user may hold, 1..=1000 (default 1).
+    #[schema(example = 1)]
+    per_user_limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct VoucherView {
+    voucher_id: String,
+    /// Units left to sell.
+    stock: u64,
+    /// Units sold.
+    sold: u64,
+    #[schema(value_type = String, format = DateTime)]
+    begin: String,
+    #[schema(value_type = String, format = DateTime)]
+    end: String,
+    per_user_limit: u32,
+    /// By the store's clock: `pending` before `begin`, `ended` from `end` on, else `sold_out`
+    /// when no stock is left, else `active`.
+    #[schema(example = "active")]
+    status: &'static str,
+}
+
+impl VoucherView {
+    fn new(voucher: &Name, v: &Voucher) -> Self {
+        Self {
+            voucher_id: voucher.to_string(),
+            stock: v.stock,
+            sold: v.sold,
+            begin: rfc3339(v.begin_ms),
+            end: rfc3339(v.end_ms),
+            per_user_limit: v.per_user_limit,
+            status: v.status().as_str(),
+        }
+    }
+}
+
+fn rfc3339(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn instant(field: &str, s: &str) -> Result<i64, ApiError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.timestamp_millis())
+        .map_err(|_| ApiError::invalid(format!("{field} must be an RFC 3339 instant, got {s:?}")))
+}
+
+fn not_found(voucher: &Name) -> ApiError {
+    ApiError::NotFound(format!("no voucher {voucher}"))
+}
+
+/// Create or replace a voucher (admin).
+///
+/// `201` when new, `200` when replaced. Replacing sets the stock left, window and per-user
+/// limit; what was already sold (`sold`, buyers, orders) stays. `stock + sold` may not exceed
+/// `GATEWAY_SECKILL_MAX_ORDERS` (the order stream's cap), else 400.
+#[utoipa::path(
+    put,
+    path = "/v1/seckill/vouchers/{voucher_id}",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    request_body = VoucherBody,
+    responses(
+        (status = 201, body = VoucherView, description = "Created"),
+        (status = 200, body = VoucherView, description = "Replaced"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn put_voucher(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiJson(body): ApiJson<VoucherBody>,
+) -> ApiResult<(StatusCode, Json<VoucherView>)> {
+    let cap = state.settings.seckill_max_orders;
+    let begin_ms = instant("begin", &body.begin)?;
+    let end_ms = instant("end", &body.end)?;
+    if end_ms <= begin_ms {
+        return Err(ApiError::invalid("end must be after begin"));
+    }
+    if body.stock > cap {
+        return Err(ApiError::invalid(format!(
+            "stock may be at most {cap} (GATEWAY_SECKILL_MAX_ORDERS), got {}",
+            body.stock
+        )));
+    }
+    let per_user_limit = body.per_user_limit.unwrap_or(1);
+    if !(1..=MAX_PER_USER).contains(&per_user_limit) {
+        return Err(ApiError::invalid(format!(
+            "per_user_limit must be within 1..={MAX_PER_USER}, got {per_user_limit}"
+        )));
+    }
+    let spec = Spec {
+        stock: body.stock,
+        begin_ms,
+        end_ms,
+        per_user_limit,
+    };
+    match state.store.put_voucher(&voucher, spec, cap).await? {
+        Put::Created(v) => Ok((StatusCode::CREATED, Json(VoucherView::new(&voucher, &v)))),
+        Put::Replaced(v) => Ok((StatusCode::OK, Json(VoucherView::new(&voucher, &v)))),
+        Put::OverCap { sold } => Err(ApiError::invalid(format!(
+            "{sold} already sold: stock may be at most {} (GATEWAY_SECKILL_MAX_ORDERS {cap})",
+            cap.saturating_sub(sold)
+        ))),
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct RestockBody {
+    /// Units to add, at least 1.
+    #[schema(example = 10)]
+    quantity: u64,
+}
+
+/// Add stock to a voucher atomically (admin).
+///
+/// `stock + sold` may not exceed `GATEWAY_SECKILL_MAX_ORDERS`, else 400 and nothing changes.
+#[utoipa::path(
+    post,
+    path = "/v1/seckill/vouchers/{voucher_id}/restock",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    request_body = RestockBody,
+    responses(
+        (status = 200, body = VoucherView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn restock(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiJson(body): ApiJson<RestockBody>,
+) -> ApiResult<Json<VoucherView>> {
+    let cap = state.settings.seckill_max_orders;
+    if body.quantity == 0 || body.quantity > cap {
+        return Err(ApiError::invalid(format!(
+            "quantity must be within 1..={cap}, got {}",
+            body.quantity
+        )));
+    }
+    match state.store.restock(&voucher, body.quantity, cap).await? {
+        Restock::Done(v) => Ok(Json(VoucherView::new(&voucher, &v))),
+        Restock::NotFound => Err(not_found(&voucher)),
+        Restock::OverCap { stock, sold } => Err(ApiError::invalid(format!(
+            "stock {stock} + sold {sold} + quantity {} would exceed GATEWAY_SECKILL_MAX_ORDERS {cap}",
+            body.quantity
+        ))),
+    }
+}
+
+/// A voucher, with its status by the store's clock.
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}",
+    tag = "seckill",
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    responses(
+        (status = 200, body = VoucherView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn get_voucher(
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+) -> ApiResult<Json<VoucherView>> {
+    let v = state
+        .store
+        .voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    Ok(Json(VoucherView::new(&voucher, &v)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct BuyBody {
+    /// The buyer, 0..=4294967295.
+    #[schema(value_type = u32, example = 42)]
+    user_id: UserId,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct OrderView {
+    /// Unique: `<voucher_id>/<sequence>`, the sequence giving the order of sale.
+    #[schema(example = "v1/1763726400123-0")]
+    order_id: String,
+    voucher_id: String,
+    user_id: u32,
+    /// The store's time of the sale.
+    #[schema(value_type = String, format = DateTime)]
+    created_at: String,
+    /// In listings, when the order ledger is on: whether the order is in PostgreSQL yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ingested: Option<bool>,
+}
+
+impl OrderView {
+    fn new(voucher: &Name, seq: Seq, user: UserId) -> Self {
+        Self {
+            order_id: format!("{voucher}/{seq}"),
+            voucher_id: voucher.to_string(),
+            user_id: user.0,
+            created_at: rfc3339(i64::try_from(seq.ms).unwrap_or(i64::MAX)),
+            ingested: None,
+        }
+    }
+}
+
+/// Marks each order ingested or not, when the ledger is on and answers.
+async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
+    if orders.is_empty() {
+        return;
+    }
+    let ids: Vec<String> = orders.iter().map(|o| o.order_id.clone()).collect();
+    if let Some(present) = state
+        .ledger
+        .ingested(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
+        .await
+    {
+        for o in orders {
+            o.ingested = Some(present.contains(&o.order_id));
+        }
+    }
+}
+
+/// Buy one unit.
+///
+/// One atomic step in the store: the voucher exists, its window is open (store clock), stock
+/// is left and the user holds fewer than `per_user_limit` orders; then stock goes down and the
+/// order is recorded. Refusals: 404 `not_found`, 409 `not_started`, `ended`, `sold_out`, or
+/// `already_ordered` with the user's `order_ids`.
+#[utoipa::path(
+    post,
+    path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    tag = "seckill",
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    request_body = BuyBody,
+    responses(
+        (status = 201, body = OrderView),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn buy(
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiJson(body): ApiJson<BuyBody>,
+) -> ApiResult<(StatusCode, Json<OrderView>)> {
+    let cap = state.settings.seckill_max_orders;
+    match state.store.buy(&voucher, body.user_id, cap).await? {
+        Ok(order) => Ok((
+            StatusCode::CREATED,
+            Json(OrderView::new(&voucher, order.seq, order.user)),
+        )),
+        Err(refusal) => Err(refused(&voucher, body.user_id, refusal)),
+    }
+}
+
+fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {
+    let conflict = |code, detail: String| ApiError::Conflict {
+        code,
+        detail,
+        extra: None,
+    };
+    match refusal {
+        Refusal::NotFound => not_found(voucher),
+        Refusal::NotStarted => conflict(
+            "not_started",
+            format!("voucher {voucher} is not on sale yet"),
+        ),
+        Refusal::Ended => conflict("ended", format!("the sale of voucher {voucher} has ended")),
+        Refusal::SoldOut => conflict("sold_out", format!("voucher {voucher} is sold out")),
+        Refusal::AlreadyOrdered(seqs) => {
+            let ids = seqs
+                .iter()
+                .map(|s| serde_json::Value::from(format!("{voucher}/{s}")))
+                .collect();
+            let mut extra = serde_json::Map::new();
+            extra.insert("order_ids".to_owned(), serde_json::Value::Array(ids));
+            ApiError::Conflict {
+                code: "already_ordered",
+                detail: format!(
+                    "user {user} already holds the most orders of voucher {voucher} allowed"
+                ),
+                extra: Some(extra),
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct OrdersQuery {
+    /// The `next` of the previous page.
+    after: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct OrderPage {
+    /// In order of sale.
+    orders: Vec<OrderView>,
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page.
+    next: Option<String>,
+}
+
+/// A voucher's orders in order of sale, paged.
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    tag = "seckill",
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
+    responses(
+        (status = 200, body = OrderPage),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn list_orders(
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<OrdersQuery>,
+) -> ApiResult<Json<OrderPage>> {
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "limit must be within 1..={MAX_LIMIT}, got {limit}"
+        )));
+    }
+    let after = q
+        .after
+        .as_deref()
+        .map(str::parse::<Seq>)
+        .transpose()
+        .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+    // One more than asked tells whether another page exists.
+    let mut orders = state
+        .store
+        .orders(&voucher, after, limit + 1)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let next = (orders.len() > limit).then(|| {
+        orders.truncate(limit);
+        orders.last().map(|o| o.seq.to_string())
+    });
+    let mut orders = views(&voucher, &orders);
+    mark_ingested(&state, &mut orders).await;
+    Ok(Json(OrderPage {
+        orders,
+        next: next.flatten(),
+    }))
+}
+
+fn views(voucher: &Name, orders: &[Order]) -> Vec<OrderView> {
+    orders
+        .iter()
+        .map(|o| OrderView::new(voucher, o.seq, o.user))
+        .collect()
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct UserOrders {
+    /// Oldest first; at most the voucher's `per_user_limit`.
+    orders: Vec<OrderView>,
+}
+
+/// One user's orders of a voucher (`{"orders": []}` when none).
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
+    tag = "seckill",
+    params(
+        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
+    ),
+    responses(
+        (status = 200, body = UserOrders),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn user_orders(
+    State(state): State<AppState>,
+    ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
+) -> ApiResult<Json<UserOrders>> {
+    let seqs = state
+        .store
+        .user_orders(&voucher, user)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let mut orders: Vec<OrderView> = seqs
+        .into_iter()
+        .map(|seq| OrderView::new(&voucher, seq, user))
+        .collect();
+    mark_ingested(&state, &mut orders).await;
+    Ok(Json(UserOrders { orders }))
+}

@@ -1,0 +1,177 @@
+//! The order ledger's Redis side: the voucher registry, and per-voucher consumer-group reads,
+//! acks, dead letters and backlog, each a single-slot call on the voucher's hash tag.
+
+use std::sync::LazyLock;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+
+use super::{map_err, RedisStore};
+use crate::ledger::{Backlog, Taken, GROUP};
+use crate::seckill::logic::Seq;
+use crate::store::StoreError;
+use crate::types::{Name, UserId};
+
+static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_take.lua")));
+static DEAD_LETTER: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ledger_dead_letter.lua")));
+static BACKLOG: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ledger_backlog.lua")));
+
+/// A consumer with nothing pending and idle this long is deleted from the group: it belonged
+/// to an instance that stopped (a live one is simply recreated by its next read).
+const RETIRE_CONSUMER_MS: u64 = 60 * 60 * 1000;
+
+impl RedisStore {
+    /// Adds `voucher` to the registry the ledger reads (idempotent).
+    pub(crate) async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
+        let _: i64 = self
+            .pool
+            .sadd(self.keys.voucher_registry(), voucher.as_str())
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Every voucher ever created.
+    pub(crate) async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
+        let ids: Vec<String> = self
+            .pool
+            .smembers(self.keys.voucher_registry())
+            .await
+            .map_err(map_err)?;
+        // Only valid names were ever registered; anything else is skipped, not fatal.
+        Ok(ids
+            .into_iter()
+            .filter_map(|s| Name::try_from(s).ok())
+            .collect())
+    }
+
+    /// Up to `count` entries for `consumer`: stale pending ones first, then new ones.
+    pub(crate) async fn ledger_take(
+        &self,
+        voucher: &Name,
+        consumer: &str,
+        claim_idle_ms: u64,
+        count: usize,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let reply: Vec<Value> = TAKE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.voucher_orders(voucher)],
+                vec![
+                    GROUP.to_owned(),
+                    consumer.to_owned(),
+                    claim_idle_ms.to_string(),
+                    count.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        reply.iter().map(|e| taken(voucher, e)).collect()
+    }
+
+    /// Acknowledges entries whose rows are committed.
+    pub(crate) async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = ids.iter().map(Seq::to_string).collect();
+        let _: i64 = self
+            .pool
+            .xack(self.keys.voucher_orders(voucher), GROUP, ids)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Moves entries to the voucher's dead-letter stream and acks them.
+    pub(crate) async fn ledger_dead_letter(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![GROUP.to_owned(), reason.to_owned()];
+        args.extend(ids.iter().map(Seq::to_string));
+        let _: i64 = DEAD_LETTER
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_dead_letters(voucher),
+                ],
+                args,
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
+    /// long-gone consumers).
+    pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
+        let reply: Vec<i64> = BACKLOG
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_dead_letters(voucher),
+                ],
+                vec![GROUP.to_owned(), RETIRE_CONSUMER_MS.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        let at = |i: usize| reply.get(i).copied().unwrap_or(0).max(0) as u64;
+        Ok(Backlog {
+            pending: at(0),
+            lag: at(1),
+            dead_lettered: at(2),
+        })
+    }
+}
+
+/// `{id, {field, value, ...}, deliveries}` → what the ingester needs; an entry whose fields
+/// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
+fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
+    let bad = || StoreError::Internal(format!("unexpected ledger entry: {entry:?}"));
+    let Value::Array(parts) = entry else {
+        return Err(bad());
+    };
+    let id: Seq = parts
+        .first()
+        .and_then(Value::as_string)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    let deliveries = parts.get(2).and_then(Value::as_u64).unwrap_or(1);
+    let field = |name: &str| -> Option<String> {
+        let Some(Value::Array(fields)) = parts.get(1) else {
+            return None;
+        };
+        fields
+            .chunks(2)
+            .find(|kv| kv[0].as_string().as_deref() == Some(name))
+            .and_then(|kv| kv.get(1))
+            .and_then(Value::as_string)
+    };
+    let user = field("user").and_then(|u| UserId::parse(&u).ok());
+    let nth = field("nth").and_then(|n| n.parse::<u32>().ok());
+    let order = match (user, nth) {
+        (Some(user), Some(nth)) => Some(crate::ledger::Row {
+            order_id: format!("{voucher}/{id}"),
+            voucher: voucher.clone(),
+            user,
+            nth,
+            created_at_ms: id.ms,
+        }),
+        _ => None,
+    };
+    Ok(Taken {
+        id,
+        order,
+        deliveries,
+    })
+}

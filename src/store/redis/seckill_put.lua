@@ -1,0 +1,17 @@
+-- Create a voucher, or replace its stock left, window and per-user limit (what was sold stays).
+-- KEYS[1]  the voucher hash sk:{voucher}
+-- ARGV[1]  stock left   ARGV[2] begin (unix ms)   ARGV[3] end (unix ms)
+-- ARGV[4]  per-user limit   ARGV[5] cap: stock + sold may not exceed it
+-- Returns  {'created'|'replaced', stock, sold, begin, end, limit, now_ms}
+--          or {'over_cap', sold} (nothing changed)
+local sold = tonumber(redis.call('HGET', KEYS[1], 'sold')) or 0
+local stock = tonumber(ARGV[1])
+if stock + sold > tonumber(ARGV[5]) then
+  return { 'over_cap', sold }
+end
+local existed = redis.call('EXISTS', KEYS[1]) == 1
+redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'sold', sold, 'begin', ARGV[2], 'end', ARGV[3],
+  'limit', ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return { existed and 'replaced' or 'created', ARGV[1], sold, ARGV[2], ARGV[3], ARGV[4], now }
