@@ -151,3 +151,84 @@ async fn ops_routes() {
         .unwrap()
         .starts_with("text/plain"));
 }
+
+/// No user-controlled name reaches a key unvalidated: on every route with a name in its path,
+/// braces, spaces, newlines, slashes-encoded, non-ASCII and 129 characters are a 400.
+#[tokio::test]
+async fn bad_names_are_refused_on_every_route() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let long = "n".repeat(129);
+    let bad = [
+        "a%7Bb%7D",
+        "a%20b",
+        "a%0Ab",
+        "%C3%A9",
+        "a%2Fb",
+        "%7B%7D",
+        long.as_str(),
+    ];
+    let json = serde_json::json!({});
+    for name in bad {
+        let routes: Vec<(reqwest::Method, String)> = vec![
+            (reqwest::Method::GET, format!("/v1/dedup/{name}")),
+            (reqwest::Method::PUT, format!("/v1/dedup/{name}")),
+            (reqwest::Method::POST, format!("/v1/dedup/{name}/items")),
+            (reqwest::Method::POST, format!("/v1/dedup/{name}/check")),
+            (reqwest::Method::POST, format!("/v1/dedup/{name}/filter")),
+            (reqwest::Method::POST, format!("/v1/geo/{name}")),
+            (
+                reqwest::Method::GET,
+                format!("/v1/geo/{name}/nearby?lon=1&lat=1&radius=1"),
+            ),
+            (
+                reqwest::Method::GET,
+                format!("/v1/geo/{name}/distance?from=a&to=b"),
+            ),
+            (reqwest::Method::GET, format!("/v1/geo/{name}/m")),
+            (reqwest::Method::GET, format!("/v1/geo/layer/{name}")),
+            (reqwest::Method::PUT, format!("/v1/geo/layer/{name}")),
+            (reqwest::Method::DELETE, format!("/v1/geo/layer/{name}")),
+            (reqwest::Method::GET, format!("/v1/seckill/vouchers/{name}")),
+            (reqwest::Method::PUT, format!("/v1/seckill/vouchers/{name}")),
+            (
+                reqwest::Method::POST,
+                format!("/v1/seckill/vouchers/{name}/restock"),
+            ),
+            (
+                reqwest::Method::GET,
+                format!("/v1/seckill/vouchers/{name}/orders"),
+            ),
+            (
+                reqwest::Method::POST,
+                format!("/v1/seckill/vouchers/{name}/orders"),
+            ),
+            (
+                reqwest::Method::GET,
+                format!("/v1/seckill/vouchers/{name}/orders/1"),
+            ),
+            (reqwest::Method::GET, format!("/v1/uv/{name}")),
+            (reqwest::Method::POST, format!("/v1/uv/{name}")),
+            (
+                reqwest::Method::GET,
+                format!("/v1/uv?pages={name}&from=2026-01-01&to=2026-01-02"),
+            ),
+        ];
+        for (method, path) in routes {
+            let req = gw
+                .client
+                .request(method.clone(), gw.url(&path))
+                .bearer_auth(common::ADMIN_TOKEN)
+                .json(&json);
+            let (status, body) = gw.send(req).await;
+            assert_eq!(status, 400, "{method} {path}: {body}");
+            assert_eq!(body["code"], "invalid_argument", "{method} {path}");
+        }
+    }
+    let (status, _) = gw
+        .post(
+            "/v1/ratelimit/check",
+            serde_json::json!({"key": "a b", "max_burst": 1, "count_per_period": 1, "period": 1}),
+        )
+        .await;
+    assert_eq!(status, 400);
+}
