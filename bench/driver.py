@@ -706,6 +706,12 @@ def main():
             print("\nFAILED rows:\n" + "\n".join(bench.failures), file=sys.stderr)
             return 1
         return 0
+    except SystemExit as e:
+        for name, p in procs.procs:
+            if p.poll() is not None:
+                print("bench: %s exited with %s; its log ends:\n%s" % (
+                    name, p.returncode, procs.log_tail(name)), file=sys.stderr)
+        raise e
     finally:
         procs.stop_all()
         shutil.rmtree(logdir, ignore_errors=True)
