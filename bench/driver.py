@@ -19,6 +19,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -228,15 +229,53 @@ class Redis:
 # Load generators
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system, all threads) a process has used so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def children_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+class CpuMeter:
+    """CPU µs per request of each process around one load-generator run: where the two
+    shared cores go (the load generator is the one child process that runs at the time)."""
+
+    def __init__(self, pids):
+        self.pids = pids
+        self.before = {n: proc_cpu(p) for n, p in pids.items()}
+        self.client = children_cpu()
+
+    def per_request(self, requests):
+        out = {n: proc_cpu(p) - self.before[n] for n, p in self.pids.items()}
+        out["client"] = children_cpu() - self.client
+        return {n: v * 1e6 / max(requests, 1) for n, v in out.items()}
+
+
+PIDS = {}
+
+
 def run_wrk(port, scenario, conns, threads, duration, base=0):
     env = dict(os.environ, BENCH_SCENARIO=scenario, BENCH_BASE=str(base))
     argv = ["wrk", "-t", str(min(threads, conns)), "-c", str(conns), "-d", "%ss" % duration,
             "--timeout", "5s", "--latency", "-s", os.path.join(BENCH, "wrk.lua"),
             "http://127.0.0.1:%d" % port]
+    meter = CpuMeter({"gateway": PIDS[port], "redis": PIDS["redis"]})
     r = subprocess.run(argv, capture_output=True, text=True, env=env)
     parsed = parse_wrk(r.stdout)
     if r.returncode != 0 or parsed is None:
         sys.exit("bench: wrk failed (%s):\n%s%s" % (" ".join(argv), r.stdout, r.stderr))
+    parsed["cpu"] = meter.per_request(parsed["requests"])
     return parsed
 
 
@@ -248,11 +287,13 @@ def run_rb(port, command, keyspace, conns, requests, threads):
     if keyspace:
         argv += ["-r", str(keyspace)]
     argv += command
+    meter = CpuMeter({"redis": PIDS["redis"]})
     r = subprocess.run(argv, capture_output=True, text=True)
     parsed = parse_rb_csv(r.stdout)
     if r.returncode != 0 or parsed is None or "Error" in r.stdout + r.stderr:
         sys.exit("bench: redis-benchmark failed (%s):\n%s%s" % (" ".join(argv), r.stdout,
                                                                  r.stderr))
+    parsed["cpu"] = meter.per_request(int(requests))
     return parsed
 
 
@@ -288,7 +329,9 @@ class Raw:
 
 
 def median_of(runs):
-    return {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99")}
+    out = {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99")}
+    out["cpu"] = {n: statistics.median(r["cpu"][n] for r in runs) for n in runs[0]["cpu"]}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,6 +565,20 @@ def table(results, shas):
     return "\n".join(lines)
 
 
+def cpu_table(results):
+    lines = ["| endpoint | conns | gateway side: gateway + Redis + wrk = total | raw side: Redis "
+             "+ redis-benchmark = total |", "|---|---:|---:|---:|"]
+    for res in results:
+        g, r = res["gw"], res["raw"]
+        gs = "%.0f + %.0f + %.0f = **%.0f**" % (
+            g["cpu"]["gateway"], g["cpu"]["redis"], g["cpu"]["client"],
+            sum(g["cpu"].values())) if g else "–"
+        rs = "%.0f + %.0f = **%.0f**" % (r["cpu"]["redis"], r["cpu"]["client"],
+                                          sum(r["cpu"].values())) if r else "–"
+        lines.append("| %s | %d | %s | %s |" % (res["label"], res["conns"], gs, rs))
+    return "\n".join(lines)
+
+
 def run_details(results):
     out = []
     for res in results:
@@ -601,7 +658,11 @@ def write_report(args, results, notes, shas, elapsed, load):
            table(results, shas), ""]
     if notes:
         doc += ["Notes:", ""] + ["- " + n for n in notes] + [""]
-    doc += ["## Every run (req/s)", "", run_details(results), "",
+    doc += ["## Where the CPU goes (µs of CPU per request, medians)", "",
+            "Read from `/proc` around each run. With every process on the same two cores, "
+            "throughput is roughly 2 s of CPU per second ÷ the total here, so this says which "
+            "process limits a ratio.", "", cpu_table(results), "",
+            "## Every run (req/s)", "", run_details(results), "",
             "## What the rows send", "",
             "- check-in: `POST /v1/checkins/{random user < 10^6}`, no body (today); raw "
             "`SETBIT` on a random key (a user's month bitmap).",
@@ -658,8 +719,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         rport = free_port()
-        procs.start("redis", ["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", logdir])
+        PIDS["redis"] = procs.start("redis", ["redis-server", "--port", str(rport), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", logdir]).pid
         redis = Redis(rport)
         wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
         gw_port, gw_on_port = free_port(), free_port()
@@ -667,12 +728,12 @@ def main():
                         GATEWAY_ADMIN_TOKEN=ADMIN_TOKEN, GATEWAY_KEY_PREFIX=PREFIX,
                         GATEWAY_SECKILL_MAX_ORDERS=str(SECKILL_STOCK * 2),
                         RUST_LOG=os.environ.get("BENCH_RUST_LOG", "warn"))
-        procs.start("gateway", [args.gateway], env=dict(
-            base_env, GATEWAY_LISTEN="127.0.0.1:%d" % gw_port, GATEWAY_GLOBAL_LIMIT="off"))
-        procs.start("gateway-limited", [args.gateway], env=dict(
+        PIDS[gw_port] = procs.start("gateway", [args.gateway], env=dict(
+            base_env, GATEWAY_LISTEN="127.0.0.1:%d" % gw_port, GATEWAY_GLOBAL_LIMIT="off")).pid
+        PIDS[gw_on_port] = procs.start("gateway-limited", [args.gateway], env=dict(
             base_env, GATEWAY_LISTEN="127.0.0.1:%d" % gw_on_port, GATEWAY_GLOBAL_LIMIT="on",
             GATEWAY_GLOBAL_BURST="1000000", GATEWAY_GLOBAL_COUNT="1000000",
-            GATEWAY_GLOBAL_PERIOD="1"))
+            GATEWAY_GLOBAL_PERIOD="1")).pid
         for port, name in ((gw_port, "gateway"), (gw_on_port, "gateway-limited")):
             wait_until(lambda: Http(port).call("GET", "/readyz")[0] == 200, 30,
                        name + " (log: %s)" % procs.log_tail(name))
