@@ -46,7 +46,7 @@ def main():
             port = driver.free_port()
             env = dict(os.environ, REDIS_URL="redis://127.0.0.1:%d" % rport,
                        GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
-                       GATEWAY_ADMIN_TOKEN=driver.ADMIN_TOKEN, RUST_LOG="warn")
+                       GATEWAY_ADMIN_TOKEN=driver.ADMIN_TOKEN, RUST_LOG="info")
             env.update(kv.split("=", 1) for kv in envs.split(",") if kv)
             driver.PIDS[port] = procs.start(name, [binary], env=env).pid
             driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,

@@ -680,6 +680,8 @@ def write_report(args, results, notes, shas, elapsed, load):
             "- global layer on: a second gateway with `GATEWAY_GLOBAL_LIMIT=on` and a limit "
             "too high to refuse (burst and count 1,000,000/s), so the row prices the layer, "
             "not refusals; all requests come from one client (127.0.0.1).",
+            "- the gateway runs with its defaults (`RUST_LOG=info`, `GATEWAY_REDIS_POOL_SIZE` 4, "
+            "…) except `GATEWAY_GLOBAL_LIMIT=off` outside the global-layer row.",
             "- 200 connections: the cheapest endpoint at 200 connections (and at %d, "
             "alternated in the same row) to check there is no throughput cliff." %
             args.connections, ""]
@@ -727,7 +729,7 @@ def main():
         base_env = dict(os.environ, REDIS_URL="redis://127.0.0.1:%d" % rport,
                         GATEWAY_ADMIN_TOKEN=ADMIN_TOKEN, GATEWAY_KEY_PREFIX=PREFIX,
                         GATEWAY_SECKILL_MAX_ORDERS=str(SECKILL_STOCK * 2),
-                        RUST_LOG=os.environ.get("BENCH_RUST_LOG", "warn"))
+                        RUST_LOG=os.environ.get("BENCH_RUST_LOG", "info"))
         PIDS[gw_port] = procs.start("gateway", [args.gateway], env=dict(
             base_env, GATEWAY_LISTEN="127.0.0.1:%d" % gw_port, GATEWAY_GLOBAL_LIMIT="off")).pid
         PIDS[gw_on_port] = procs.start("gateway-limited", [args.gateway], env=dict(
