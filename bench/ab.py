@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A/B of gateway builds or settings on one endpoint, alternating runs against one Redis.
+
+    python3 bench/ab.py [--scenario checkin] [--runs 5] \\
+        thin=target/release/redis-gateway \\
+        pool1=target/release/redis-gateway:GATEWAY_REDIS_POOL_SIZE=1
+
+Each variant is NAME=BINARY[:VAR=VALUE,...]; all run side by side (idle while another is
+measured) and are measured in turn, so machine noise hits every variant alike. Prints the
+median req/s, p50/p99 and CPU µs per request of each (see driver.py for the measuring).
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+import driver
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("variants", nargs="+")
+    ap.add_argument("--scenario", default="checkin")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    logdir = tempfile.mkdtemp(prefix="gateway-ab-")
+    procs = driver.Procs(logdir)
+    try:
+        rport = driver.free_port()
+        driver.PIDS["redis"] = procs.start("redis", [
+            "redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", logdir]).pid
+        redis = driver.Redis(rport)
+        driver.wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
+        variants = []
+        for spec in args.variants:
+            name, rest = spec.split("=", 1)
+            binary, _, envs = rest.partition(":")
+            port = driver.free_port()
+            env = dict(os.environ, REDIS_URL="redis://127.0.0.1:%d" % rport,
+                       GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
+                       GATEWAY_ADMIN_TOKEN=driver.ADMIN_TOKEN, RUST_LOG="info")
+            env.update(kv.split("=", 1) for kv in envs.split(",") if kv)
+            driver.PIDS[port] = procs.start(name, [binary], env=env).pid
+            driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,
+                              name)
+            variants.append((name, port))
+        runs = {name: [] for name, _ in variants}
+        for name, port in variants:  # warm-up
+            driver.run_wrk(port, args.scenario, args.connections, args.threads, 1)
+        base = 0
+        for i in range(args.runs):
+            for name, port in variants:
+                base += 20_000_000
+                r = driver.run_wrk(port, args.scenario, args.connections, args.threads,
+                                   args.duration, base)
+                runs[name].append(r)
+                print("run %d %s: %.0f req/s" % (i + 1, name, r["rps"]), file=sys.stderr)
+        print("| variant | req/s (median) | p50 / p99 ms | CPU µs/request: gateway + Redis + wrk"
+              " | all runs |")
+        print("|---|---:|---:|---:|---|")
+        for name, _ in variants:
+            m = driver.median_of(runs[name])
+            print("| %s | %.0f | %.2f / %.2f | %.0f + %.0f + %.0f | %s |" % (
+                name, m["rps"], m["p50"], m["p99"], m["cpu"]["gateway"], m["cpu"]["redis"],
+                m["cpu"]["client"], ", ".join("%.0f" % r["rps"] for r in runs[name])))
+        print("(median req/s spread across runs: %s)" % ", ".join(
+            "%s ±%.0f%%" % (n, 100 * statistics.pstdev(r["rps"] for r in runs[n]) /
+                           statistics.mean(r["rps"] for r in runs[n])) for n, _ in variants))
+    finally:
+        procs.stop_all()
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
