@@ -51,8 +51,16 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     }))
 }
 
-/// Prometheus text exposition of every metric the process records.
-async fn metrics() -> impl IntoResponse {
+/// Prometheus text exposition of every metric the process records. Each scrape also asks the
+/// store whether it answers (`gateway_store_up`) and which Bloom engine it offers.
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    match state.store.ready().await {
+        Ok(info) => {
+            metrics::gauge!("gateway_store_up").set(1.0);
+            metrics::gauge!("gateway_info", "backend" => info.backend, "bloom_engine" => info.bloom_engine).set(1.0);
+        }
+        Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
+    }
     let body = crate::telemetry::metrics()
         .map(|h| h.render())
         .unwrap_or_default();
