@@ -70,21 +70,13 @@ async fn check_in(
     let cal = Calendar::now(&state);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
-    let window = cal.window();
-    let done = state
-        .store
-        .check_in(user, day, &window, cal.expiry(day))
-        .await?;
-    let month_mask = window
-        .iter()
-        .position(|m| *m == day.month())
-        .map_or(0, |i| done.months[i]);
+    let done = state.store.check_in(user, day, &cal).await?;
     Ok(Json(CheckInReply {
         user_id: user.0,
         date: day,
         already_checked_in: done.already,
-        month_count: month_mask.count_ones(),
-        current_streak: cal.current_streak(&window, &done.months),
+        month_count: done.month_count,
+        current_streak: done.current_streak,
     }))
 }
 

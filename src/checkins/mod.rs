@@ -23,11 +23,13 @@ use crate::types::{Day, Month, UserId};
 pub const MAX_STATS_DAYS: i64 = 92;
 
 /// Outcome of a check-in as the store reports it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckIn {
     pub already: bool,
-    /// Bitmasks of the requested window months, in the same order.
-    pub months: Vec<u32>,
+    /// Days checked in during the day's month, this one included.
+    pub month_count: u32,
+    /// Consecutive days ending today (or yesterday), per [`logic::current_streak`].
+    pub current_streak: u32,
 }
 
 /// Counts over a range of days.
@@ -51,14 +53,11 @@ pub struct Expiry {
 /// What a check-in backend must do. Every method is one logical store operation.
 pub(crate) trait CheckinStore {
     /// Sets `user`'s bit for `day` (in its own month bitmap and in the day's cohort), then
-    /// returns whether it was set before and the bitmasks of `window` (which contains `day`'s month).
-    async fn check_in(
-        &self,
-        user: UserId,
-        day: Day,
-        window: &[Month],
-        expiry: Expiry,
-    ) -> Result<CheckIn, StoreError>;
+    /// reports whether it was set before, the month's count and the current streak as of
+    /// `cal.today` — computed next to the data, so a check-in moves three numbers, not a year of
+    /// bitmaps. `day` must be writable (see [`Calendar::writable`]).
+    async fn check_in(&self, user: UserId, day: Day, cal: &Calendar)
+        -> Result<CheckIn, StoreError>;
     /// Bitmasks of `months` for `user`, in order; a missing month is 0.
     async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError>;
     /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).

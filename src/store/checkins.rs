@@ -1,7 +1,7 @@
 //! Check-in store calls, dispatched to the active backend.
 
 use super::{Store, StoreError};
-use crate::checkins::{CheckIn, CheckinStore, Cohort, Expiry};
+use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::types::{Day, Month, UserId};
 
 impl CheckinStore for Store {
@@ -9,10 +9,9 @@ impl CheckinStore for Store {
         &self,
         user: UserId,
         day: Day,
-        window: &[Month],
-        expiry: Expiry,
+        cal: &Calendar,
     ) -> Result<CheckIn, StoreError> {
-        dispatch!(self, s => s.check_in(user, day, window, expiry).await)
+        dispatch!(self, s => s.check_in(user, day, cal).await)
     }
     async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
         dispatch!(self, s => s.months(user, months).await)

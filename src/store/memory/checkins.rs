@@ -6,7 +6,7 @@ use chrono::Datelike;
 use roaring::RoaringBitmap;
 
 use super::{lock, MemoryStore};
-use crate::checkins::{CheckIn, CheckinStore, Cohort, Expiry};
+use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
 
@@ -30,9 +30,10 @@ impl CheckinStore for MemoryStore {
         &self,
         user: UserId,
         day: Day,
-        window: &[Month],
-        expiry: Expiry,
+        cal: &Calendar,
     ) -> Result<CheckIn, StoreError> {
+        let expiry = cal.expiry(day);
+        let window = cal.window();
         let mut s = lock(&self.shared.checkins);
         let bit = 1u32 << (day.0.day() - 1);
         let entry = s
@@ -48,8 +49,12 @@ impl CheckinStore for MemoryStore {
             .or_insert_with(|| (RoaringBitmap::new(), expiry.day_at));
         cohort.0.insert(user.0);
         cohort.1 = expiry.day_at;
-        let months = window.iter().map(|m| mask(&s, user, *m)).collect();
-        Ok(CheckIn { already, months })
+        let months: Vec<u32> = window.iter().map(|m| mask(&s, user, *m)).collect();
+        Ok(CheckIn {
+            already,
+            month_count: mask(&s, user, day.month()).count_ones(),
+            current_streak: cal.current_streak(&window, &months),
+        })
     }
 
     async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {

@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
-use crate::checkins::{logic, CheckIn, CheckinStore, Cohort, Expiry};
+use crate::checkins::{logic, Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::keys::COHORT_CHUNK_BITS;
 use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
@@ -64,27 +64,29 @@ impl CheckinStore for RedisStore {
         &self,
         user: UserId,
         day: Day,
-        window: &[Month],
-        expiry: Expiry,
+        cal: &Calendar,
     ) -> Result<CheckIn, StoreError> {
-        let keys: Vec<String> = window
-            .iter()
-            .map(|m| self.keys.checkin_month(user, *m))
-            .collect();
+        let window = cal.window();
+        let expiry = cal.expiry(day);
         let target = window
             .iter()
             .position(|m| *m == day.month())
             .ok_or_else(|| StoreError::Internal("check-in day outside its window".to_owned()))?;
+        let keys: Vec<String> = window
+            .iter()
+            .map(|m| self.keys.checkin_month(user, *m))
+            .collect();
+        let mut args: Vec<i64> = vec![
+            (target + 1) as i64,
+            i64::from(day.0.day()) - 1,
+            expiry.month_at,
+            i64::from(cal.today.0.day()),
+            i64::from(cal.retention_days),
+        ];
+        args.extend(window.iter().map(|m| i64::from(m.days())));
         let (chunk, offset) = chunk_of(user);
-        let user_call = CHECKIN_SET.evalsha_with_reload::<Vec<Value>, _, _>(
-            self.pool.next(),
-            keys,
-            vec![
-                (target + 1) as i64,
-                i64::from(day.0.day()) - 1,
-                expiry.month_at,
-            ],
-        );
+        let user_call =
+            CHECKIN_SET.evalsha_with_reload::<Vec<i64>, _, _>(self.pool.next(), keys, args);
         let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
             self.pool.next(),
             vec![self.keys.cohort_chunk(chunk, day)],
@@ -99,13 +101,19 @@ impl CheckinStore for RedisStore {
                 .map_err(map_err)?;
             self.inner.chunks_known.insert(chunk);
         }
-        let already = reply.first().and_then(Value::as_i64) == Some(1);
-        let months = reply
-            .iter()
-            .skip(1)
-            .map(|v| logic::mask_from_bytes(bytes_of(v)))
-            .collect();
-        Ok(CheckIn { already, months })
+        let [previous, month_count, current_streak] = reply[..] else {
+            return Err(StoreError::Internal(format!(
+                "checkin_set.lua replied {reply:?}"
+            )));
+        };
+        let count = |n: i64| {
+            u32::try_from(n).map_err(|_| StoreError::Internal(format!("checkin_set.lua count {n}")))
+        };
+        Ok(CheckIn {
+            already: previous == 1,
+            month_count: count(month_count)?,
+            current_streak: count(current_streak)?,
+        })
     }
 
     async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
