@@ -22,9 +22,10 @@ static COHORT_SET: LazyLock<Script> =
 /// Chunks fetched at once when computing stats: bounds memory to a few chunks' worth of days.
 const CHUNKS_IN_FLIGHT: usize = 4;
 
-/// Which cohort chunks this process has already added to the registry, so the registry write
-/// happens once per chunk per process (and again whenever a chunk key is newly created, which
-/// re-registers after Redis lost its data).
+/// On a Cluster, which cohort chunks this process has already added to the registry, so that
+/// extra write happens once per chunk per process (and again whenever a chunk key is newly
+/// created, which re-registers after Redis lost its data). On a single Redis the check-in
+/// script registers the chunk itself.
 #[derive(Debug)]
 pub(super) struct KnownChunks([AtomicU64; 64]);
 
@@ -72,35 +73,51 @@ impl CheckinStore for RedisStore {
             .iter()
             .position(|m| *m == day.month())
             .ok_or_else(|| StoreError::Internal("check-in day outside its window".to_owned()))?;
-        let keys: Vec<String> = window
+        let (chunk, offset) = chunk_of(user);
+        let mut keys: Vec<String> = window
             .iter()
             .map(|m| self.keys.checkin_month(user, *m))
             .collect();
         let mut args: Vec<i64> = vec![
+            keys.len() as i64,
             (target + 1) as i64,
             i64::from(day.0.day()) - 1,
             expiry.month_at,
             i64::from(cal.today.0.day()),
             i64::from(cal.retention_days),
+            i64::from(offset),
+            expiry.day_at,
+            i64::from(chunk),
         ];
         args.extend(window.iter().map(|m| i64::from(m.days())));
-        let (chunk, offset) = chunk_of(user);
-        let user_call =
-            CHECKIN_SET.evalsha_with_reload::<Vec<i64>, _, _>(self.pool.next(), keys, args);
-        let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
-            self.pool.next(),
-            vec![self.keys.cohort_chunk(chunk, day)],
-            vec![i64::from(offset), expiry.day_at],
-        );
-        let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
-        if existed == 0 || !self.inner.chunks_known.contains(chunk) {
-            let _: i64 = self
-                .pool
-                .sadd(self.keys.cohort_registry(), i64::from(chunk))
+        let reply: Vec<i64> = if self.cluster {
+            // The cohort chunk lives in another slot: its own script, sent concurrently.
+            let user_call =
+                CHECKIN_SET.evalsha_with_reload::<Vec<i64>, _, _>(self.pool.next(), keys, args);
+            let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
+                self.pool.next(),
+                vec![self.keys.cohort_chunk(chunk, day)],
+                vec![i64::from(offset), expiry.day_at],
+            );
+            let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
+            if existed == 0 || !self.inner.chunks_known.contains(chunk) {
+                let _: i64 = self
+                    .pool
+                    .sadd(self.keys.cohort_registry(), i64::from(chunk))
+                    .await
+                    .map_err(map_err)?;
+                self.inner.chunks_known.insert(chunk);
+            }
+            reply
+        } else {
+            // One slot for everything on a single Redis: the whole check-in is one call.
+            keys.push(self.keys.cohort_chunk(chunk, day));
+            keys.push(self.keys.cohort_registry());
+            CHECKIN_SET
+                .evalsha_with_reload(self.pool.next(), keys, args)
                 .await
-                .map_err(map_err)?;
-            self.inner.chunks_known.insert(chunk);
-        }
+                .map_err(map_err)?
+        };
         let [previous, month_count, current_streak] = reply[..] else {
             return Err(StoreError::Internal(format!(
                 "checkin_set.lua replied {reply:?}"
