@@ -152,8 +152,16 @@ impl From<Day> for String {
 }
 
 impl fmt::Display for Day {
+    // Not `format("%Y-%m-%d")`: chrono re-parses the pattern on every call, and days are
+    // formatted into keys on every request.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0.format("%Y-%m-%d"))
+        write!(
+            f,
+            "{:04}-{:02}-{:02}",
+            self.0.year(),
+            self.0.month(),
+            self.0.day()
+        )
     }
 }
 
