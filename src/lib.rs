@@ -64,7 +64,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
-    let (api, document) = openapi::api_router().split_for_parts();
+    let (api, document) = openapi::split();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });

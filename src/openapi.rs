@@ -50,9 +50,94 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(crate::dedup::router())
 }
 
+/// The API router and its document, with the responses every limited route can give added.
+pub fn split() -> (axum::Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut document) = api_router().split_for_parts();
+    GlobalLimitResponses.modify(&mut document);
+    (router, document)
+}
+
 /// The OpenAPI document the code describes.
 pub fn document() -> utoipa::openapi::OpenApi {
-    api_router().split_for_parts().1
+    split().1
+}
+
+/// The global limiter wraps every API route, so every operation can answer 429 with
+/// `Retry-After` and the `RateLimit*` headers (API.md "Global limiter"). Declared here once
+/// rather than on each handler, because the layer, not the handler, produces it.
+struct GlobalLimitResponses;
+
+impl Modify for GlobalLimitResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder, Type};
+
+        let header = |description: &str, kind: Type| {
+            HeaderBuilder::new()
+                .schema(Some(
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(kind)
+                        .build(),
+                ))
+                .description(Some(description))
+                .build()
+        };
+        let limited = ResponseBuilder::new()
+            .description(
+                "Over the client's global budget (when GATEWAY_GLOBAL_LIMIT is on). Every limited \
+                 response, not only this one, carries the RateLimit headers.",
+            )
+            .content(
+                "application/problem+json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .header(
+                "Retry-After",
+                header("Seconds until a request fits, rounded up", Type::Integer),
+            )
+            .header(
+                "RateLimit",
+                header(
+                    "\"global\";r=<remaining>;t=<seconds to reset>",
+                    Type::String,
+                ),
+            )
+            .header(
+                "RateLimit-Policy",
+                header("\"global\";q=<limit>;w=<seconds to refill>", Type::String),
+            )
+            .header(
+                "RateLimit-Limit",
+                header("Requests in a full bucket", Type::Integer),
+            )
+            .header(
+                "RateLimit-Remaining",
+                header("Requests left now", Type::Integer),
+            )
+            .header(
+                "RateLimit-Reset",
+                header("Seconds until the bucket is full again", Type::Integer),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                operation
+                    .responses
+                    .responses
+                    .entry("429".to_owned())
+                    .or_insert_with(|| limited.clone().into());
+            }
+        }
+    }
 }
 
 /// [`document`] as pretty JSON with a trailing newline, as committed at `openapi/openapi.json`.

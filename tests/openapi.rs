@@ -20,6 +20,15 @@ fn document_is_openapi_3_1_with_problem_errors() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     assert!(doc["components"]["schemas"]["Problem"].is_object());
     assert!(doc["paths"]["/v1/checkins/{user_id}"]["post"].is_object());
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let limited = &op["responses"]["429"];
+            assert!(
+                limited["headers"]["Retry-After"].is_object(),
+                "{method} {path} declares the global limiter's 429"
+            );
+        }
+    }
 }
 
 /// utoipa names components by type name alone: two domains with a `CheckReply` would silently
