@@ -363,7 +363,7 @@ fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct OrdersQuery {
-    /// The `next` of the previous page.
+    /// The `next` of the previous page; absent or empty means from the first order.
     after: Option<String>,
     /// Page size, 1..=1000 (default 100).
     limit: Option<usize>,
@@ -404,6 +404,7 @@ async fn list_orders(
     let after = q
         .after
         .as_deref()
+        .filter(|a| !a.is_empty())
         .map(str::parse::<Seq>)
         .transpose()
         .map_err(|e| ApiError::invalid(format!("after: {e}")))?;

@@ -365,6 +365,14 @@ async fn orders_page_with_cursors(backend: Backend) {
     let (_, whole) = gw.get(&format!("{}/orders", voucher_path("p"))).await;
     assert_eq!(whole["orders"].as_array().unwrap().len(), 25);
     assert!(whole["next"].is_null());
+    let (status, from_start) = gw
+        .get(&format!("{}/orders?after=", voucher_path("p")))
+        .await;
+    assert_eq!(
+        status, 200,
+        "an empty cursor means from the start: {from_start}"
+    );
+    assert_eq!(from_start, whole);
     let (_, exact) = gw
         .get(&format!("{}/orders?limit=25", voucher_path("p")))
         .await;
