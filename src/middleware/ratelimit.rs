@@ -248,7 +248,7 @@ impl ClientKey {
         Self { trusted_proxies }
     }
 
-    /// `k:<digest of the api key>` or `ip:<address>` (`ip:unknown` when the server was not given
+    /// `k:<digest of the api key>` or `ip:<IPv4 address or IPv6 /64>` (`ip:unknown` when the server was not given
     /// peer addresses, as in a test calling the router directly). API keys are credentials, so
     /// only a 128-bit SipHash-2-4 digest of one reaches a Redis key name: anyone who can list
     /// keys sees budgets, not keys.
@@ -265,7 +265,10 @@ impl ClientKey {
             return Ok(format!("k:{:032x}", digest(bytes)));
         }
         Ok(match peer {
-            Some(peer) => format!("ip:{}", self.client_ip(headers, peer.to_canonical())),
+            Some(peer) => format!(
+                "ip:{}",
+                client_net(self.client_ip(headers, peer.to_canonical()))
+            ),
             None => "ip:unknown".to_owned(),
         })
     }
@@ -297,6 +300,18 @@ impl ClientKey {
             }
         }
         client
+    }
+}
+
+/// The unit a budget belongs to: one IPv4 address, or one IPv6 /64 — a single host is usually
+/// handed a whole /64, so per-address IPv6 budgets could be multiplied at will.
+fn client_net(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let net = IpNet::new(IpAddr::V6(v6), 64).expect("64 is a valid IPv6 prefix");
+            net.trunc().to_string()
+        }
     }
 }
 
@@ -496,6 +511,27 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_clients_share_a_budget_per_64() {
+        let k = behind(&[]);
+        let a = k
+            .client(&HeaderMap::new(), Some(ip("2001:db8:1:2::1")))
+            .unwrap();
+        let b = k
+            .client(&HeaderMap::new(), Some(ip("2001:db8:1:2:ffff::9")))
+            .unwrap();
+        let c = k
+            .client(&HeaderMap::new(), Some(ip("2001:db8:1:3::1")))
+            .unwrap();
+        assert_eq!(a, "ip:2001:db8:1:2::/64");
+        assert_eq!(a, b, "same /64, same budget");
+        assert_ne!(a, c);
+        let mapped = k
+            .client(&HeaderMap::new(), Some(ip("::ffff:192.0.2.7")))
+            .unwrap();
+        assert_eq!(mapped, "ip:192.0.2.7", "IPv4-mapped addresses stay IPv4");
+    }
+
+    #[test]
     fn malformed_api_keys_are_refused() {
         let k = behind(&[]);
         let long = "a".repeat(129);
@@ -561,7 +597,8 @@ mod tests {
         let h = headers(&[("x-forwarded-for", "2001:db9::1")]);
         assert_eq!(
             k.client(&h, Some(ip("2001:db8::5"))).unwrap(),
-            "ip:2001:db9::1"
+            "ip:2001:db9::/64",
+            "the forwarded IPv6 client, by its /64"
         );
     }
 }
