@@ -192,3 +192,49 @@ impl IntoResponse for ApiError {
 
 /// Result alias for handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Error responses shared by operations, named in `#[utoipa::path(responses(...))]` so each
+/// handler lists which failures it can give without repeating the problem+json body. They
+/// describe the document only; [`ApiError`] is what handlers return.
+#[allow(dead_code)]
+pub mod responses {
+    use utoipa::IntoResponses;
+
+    use super::Problem;
+
+    /// What every store-backed operation can answer.
+    #[derive(Debug, IntoResponses)]
+    pub enum StoreErrors {
+        /// `invalid_argument`: a bad path segment, query parameter or body field.
+        #[response(status = 400, content_type = "application/problem+json")]
+        Invalid(Problem),
+        /// `backend_unavailable`: the store cannot be reached or timed out.
+        #[response(status = 503, content_type = "application/problem+json")]
+        Unavailable(Problem),
+    }
+
+    /// `unauthorized`: the admin bearer token is missing or wrong (with `WWW-Authenticate`).
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 401, content_type = "application/problem+json")]
+    pub struct Unauthorized(Problem);
+
+    /// `not_found`.
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 404, content_type = "application/problem+json")]
+    pub struct NotFound(Problem);
+
+    /// `payload_too_large`: the body or a batch is over its limit.
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 413, content_type = "application/problem+json")]
+    pub struct TooLarge(Problem);
+
+    /// `unsupported_media_type`: the body is not `application/json`.
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 415, content_type = "application/problem+json")]
+    pub struct NotJson(Problem);
+
+    /// `unprocessable`: well-formed but impossible (a future date, one past retention).
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 422, content_type = "application/problem+json")]
+    pub struct Unprocessable(Problem);
+}

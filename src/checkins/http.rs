@@ -9,7 +9,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
@@ -55,11 +56,10 @@ struct CheckInReply {
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
     responses(
         (status = 200, body = CheckInReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
+        Unprocessable,
     )
 )]
 async fn check_in(
@@ -113,8 +113,7 @@ struct MonthView {
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295"), MonthQuery),
     responses(
         (status = 200, body = MonthView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
     )
 )]
 async fn month_view(
@@ -163,8 +162,7 @@ struct DayStatus {
     ),
     responses(
         (status = 200, body = DayStatus),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
     )
 )]
 async fn day_status(
@@ -220,8 +218,7 @@ struct Stats {
     params(StatsQuery),
     responses(
         (status = 200, body = Stats),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
     )
 )]
 async fn stats(

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use super::logic::{self, Params};
 use super::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::auth::Admin;
+use crate::error::responses::{NotFound, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -142,11 +143,10 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     responses(
         (status = 201, body = FilterView, description = "Created"),
         (status = 200, body = FilterView, description = "Existed with the same parameters"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`conflict`: the filter exists with other parameters"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        Unauthorized,
     )
 )]
 async fn reserve(
@@ -188,9 +188,8 @@ async fn reserve(
     params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
     responses(
         (status = 200, body = FilterView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn info(
@@ -233,11 +232,10 @@ struct AddReply {
     request_body = ItemsBody,
     responses(
         (status = 200, body = AddReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
     )
 )]
 async fn add(
@@ -285,9 +283,8 @@ struct DedupCheckReply {
     request_body = ItemsBody,
     responses(
         (status = 200, body = DedupCheckReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
     )
 )]
 async fn check(
@@ -341,11 +338,10 @@ struct FilterReply {
     request_body = FilterBody,
     responses(
         (status = 200, body = FilterReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
     )
 )]
 async fn filter(

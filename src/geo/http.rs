@@ -13,7 +13,8 @@ use super::{
     logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit, MAX_COUNT,
     MAX_EXTENT_M,
 };
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::types::Name;
@@ -95,10 +96,9 @@ struct PutReply {
     responses(
         (status = 201, body = PutReply, description = "New member"),
         (status = 200, body = PutReply, description = "Moved or unchanged"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn put_place(
@@ -134,9 +134,8 @@ async fn put_place(
     ),
     responses(
         (status = 200, body = PlaceView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn get_place(
@@ -162,9 +161,8 @@ async fn get_place(
     ),
     responses(
         (status = 204, description = "Removed"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn delete_place(
@@ -225,10 +223,9 @@ struct PutManyReply {
     request_body = PlacesBody,
     responses(
         (status = 200, body = PutManyReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn put_places(
@@ -424,9 +421,8 @@ struct NearbyReply {
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
     responses(
         (status = 200, body = NearbyReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn nearby(
@@ -505,9 +501,8 @@ struct DistanceReply {
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
     responses(
         (status = 200, body = DistanceReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn distance(

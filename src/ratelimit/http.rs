@@ -9,7 +9,8 @@ use utoipa_axum::routes;
 
 use super::logic::Gcra;
 use super::{Bucket, RateLimitStore};
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::responses::{NotJson, StoreErrors, TooLarge};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 use crate::types::Name;
@@ -84,10 +85,9 @@ struct RateLimitDecision {
     request_body = RateLimitCheck,
     responses(
         (status = 200, body = RateLimitDecision, description = "The decision, allowed or denied"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn check(

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use super::logic::Seq;
 use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::auth::Admin;
+use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -114,11 +115,10 @@ fn not_found(voucher: &Name) -> ApiError {
     responses(
         (status = 201, body = VoucherView, description = "Created"),
         (status = 200, body = VoucherView, description = "Replaced"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        Unauthorized,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn put_voucher(
@@ -181,12 +181,11 @@ struct RestockBody {
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn restock(
@@ -220,9 +219,8 @@ async fn restock(
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
     responses(
         (status = 200, body = VoucherView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn get_voucher(
@@ -303,13 +301,12 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     request_body = BuyBody,
     responses(
         (status = 201, body = OrderView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn buy(
@@ -385,9 +382,8 @@ struct OrderPage {
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
     responses(
         (status = 200, body = OrderPage),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn list_orders(
@@ -450,9 +446,8 @@ struct UserOrders {
     ),
     responses(
         (status = 200, body = UserOrders),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        NotFound,
     )
 )]
 async fn user_orders(

@@ -9,7 +9,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{days, page, Calendar, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::types::{Day, Name};
@@ -63,11 +64,10 @@ struct VisitReply {
     request_body = VisitBody,
     responses(
         (status = 200, body = VisitReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
+        Unprocessable,
     )
 )]
 async fn record(
@@ -192,8 +192,7 @@ enum PageView {
     params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"), PageQuery),
     responses(
         (status = 200, body = PageView),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
     )
 )]
 async fn page_view(
@@ -279,8 +278,7 @@ struct UnionReply {
     params(UnionQuery),
     responses(
         (status = 200, body = UnionReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
     )
 )]
 async fn union(
@@ -359,10 +357,9 @@ struct MergeReply {
     request_body = MergeBody,
     responses(
         (status = 200, body = MergeReply),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
     )
 )]
 async fn merge(
