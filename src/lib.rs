@@ -7,6 +7,7 @@
 //! - [`store`]: the in-memory and Redis backends behind those traits
 
 pub mod auth;
+mod calendar;
 pub mod checkins;
 pub mod config;
 pub mod dedup;

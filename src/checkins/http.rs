@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::Json;
-use chrono::{Datelike, Duration};
+use chrono::Datelike;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
@@ -68,8 +68,8 @@ async fn check_in(
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
     let cal = Calendar::now(&state);
-    let day = body.date.unwrap_or(cal.today);
-    cal.writable(day)?;
+    let day = body.date.unwrap_or(cal.retention.today);
+    cal.retention.writable(day)?;
     let done = state.store.check_in(user, day, &cal).await?;
     Ok(Json(CheckInReply {
         user_id: user.0,
@@ -122,7 +122,7 @@ async fn month_view(
     ApiQuery(q): ApiQuery<MonthQuery>,
 ) -> ApiResult<Json<MonthView>> {
     let cal = Calendar::now(&state);
-    let month = q.month.unwrap_or(cal.today.month());
+    let month = q.month.unwrap_or(cal.retention.today.month());
     let mut months = cal.window();
     let index = months.iter().position(|m| *m == month).unwrap_or_else(|| {
         months.push(month);
@@ -225,21 +225,7 @@ async fn stats(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> ApiResult<Json<Stats>> {
-    if q.to < q.from {
-        return Err(ApiError::invalid(format!(
-            "to ({}) is before from ({})",
-            q.to, q.from
-        )));
-    }
-    let len = (q.to.0 - q.from.0).num_days() + 1;
-    if len > MAX_STATS_DAYS {
-        return Err(ApiError::invalid(format!(
-            "a range is at most {MAX_STATS_DAYS} days, got {len}"
-        )));
-    }
-    let days: Vec<Day> = (0..len)
-        .map(|i| Day(q.from.0 + Duration::days(i)))
-        .collect();
+    let days = crate::calendar::days_between(q.from, q.to, MAX_STATS_DAYS)?;
     let cohort = state.store.cohort(&days).await?;
     Ok(Json(Stats {
         from: q.from,

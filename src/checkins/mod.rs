@@ -10,11 +10,11 @@ pub mod logic;
 
 use std::collections::HashMap;
 
-use chrono::{Duration, NaiveTime};
+use chrono::Duration;
 
 pub use http::router;
 
-use crate::error::ApiError;
+use crate::calendar::Retention;
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
@@ -67,59 +67,35 @@ pub(crate) trait CheckinStore {
 /// Dates and retention as the gateway sees them right now.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Calendar {
-    pub today: Day,
-    pub retention_days: u32,
+    /// Which days may be checked in, and when their keys expire.
+    pub retention: Retention,
 }
 
 impl Calendar {
     pub fn now(state: &AppState) -> Self {
+        let days = state.settings.checkin_retention_days;
         Self {
-            today: state.today(),
-            retention_days: state.settings.checkin_retention_days,
+            retention: Retention::new(state.today(), days, "check-in"),
         }
-    }
-
-    /// The oldest day still retained.
-    pub fn oldest(&self) -> Day {
-        Day(self.today.0 - Duration::days(i64::from(self.retention_days) - 1))
-    }
-
-    /// Refuses days in the future or past retention with 422.
-    pub fn writable(&self, day: Day) -> Result<(), ApiError> {
-        if day > self.today {
-            return Err(ApiError::Unprocessable(format!(
-                "{day} is in the future (today is {})",
-                self.today
-            )));
-        }
-        if day < self.oldest() {
-            return Err(ApiError::Unprocessable(format!(
-                "{day} is older than the check-in retention of {} days",
-                self.retention_days
-            )));
-        }
-        Ok(())
     }
 
     /// The months a current streak may span, newest first.
     pub fn window(&self) -> Vec<Month> {
-        logic::window(self.today, self.oldest())
+        logic::window(self.retention.today, self.retention.oldest())
     }
 
-    /// Keys expire once their last day leaves retention (with a day of slack for time zones).
+    /// A month's bitmap lives until its last day leaves retention, a day's cohort until the day does.
     pub fn expiry(&self, day: Day) -> Expiry {
-        let keep = Duration::days(i64::from(self.retention_days) + 1);
-        let at = |d: Day| (d.0 + keep).and_time(NaiveTime::MIN).and_utc().timestamp();
         let month_end = Day(day.month().next().first_day().0 - Duration::days(1));
         Expiry {
-            month_at: at(month_end),
-            day_at: at(day),
+            month_at: self.retention.expire_at(month_end),
+            day_at: self.retention.expire_at(day),
         }
     }
 
     pub fn current_streak(&self, window: &[Month], masks: &[u32]) -> u32 {
         let months: HashMap<Month, u32> =
             window.iter().copied().zip(masks.iter().copied()).collect();
-        logic::current_streak(self.today, self.oldest(), &months)
+        logic::current_streak(self.retention.today, self.retention.oldest(), &months)
     }
 }

@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{days, page, Calendar, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
+use super::{days, page, retention, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -106,7 +106,7 @@ async fn record(
             visitors[bad].len()
         )));
     }
-    let cal = Calendar::now(&state);
+    let cal = retention(&state);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
     let done = state
@@ -386,10 +386,10 @@ async fn merge(
     // Folding a page into itself changes nothing.
     sources.retain(|s| *s != into);
     let range = days(body.from, body.to)?;
-    let cal = Calendar::now(&state);
+    let cal = retention(&state);
     let fold: Vec<FoldDay> = range
         .iter()
-        .filter(|d| cal.is_writable(**d))
+        .filter(|d| cal.contains(**d))
         .map(|d| FoldDay {
             day: *d,
             expire_at: cal.expire_at(*d),

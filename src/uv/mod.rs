@@ -9,10 +9,9 @@
 pub mod hll;
 mod http;
 
-use chrono::{Duration, NaiveTime};
-
 pub use http::router;
 
+use crate::calendar::Retention;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store::StoreError;
@@ -89,72 +88,18 @@ pub fn page(name: Name) -> Result<Name, ApiError> {
     Ok(name)
 }
 
-/// The days `from..=to`, refusing a backwards or too long range with 400.
+/// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range with 400.
 pub fn days(from: Day, to: Day) -> Result<Vec<Day>, ApiError> {
-    if to < from {
-        return Err(ApiError::invalid(format!(
-            "to ({to}) is before from ({from})"
-        )));
-    }
-    let len = (to.0 - from.0).num_days() + 1;
-    if len > MAX_RANGE_DAYS {
-        return Err(ApiError::invalid(format!(
-            "a range is at most {MAX_RANGE_DAYS} days, got {len}"
-        )));
-    }
-    Ok((0..len).map(|i| Day(from.0 + Duration::days(i))).collect())
+    crate::calendar::days_between(from, to, MAX_RANGE_DAYS)
 }
 
-/// Today and the retention, as the gateway sees them right now.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Calendar {
-    pub today: Day,
-    pub retention_days: u32,
-}
-
-impl Calendar {
-    pub fn now(state: &AppState) -> Self {
-        Self {
-            today: state.today(),
-            retention_days: state.settings.uv_retention_days,
-        }
-    }
-
-    /// The oldest day still retained.
-    pub fn oldest(&self) -> Day {
-        Day(self.today.0 - Duration::days(i64::from(self.retention_days) - 1))
-    }
-
-    /// Whether visits may be recorded on `day`: not in the future, not past retention.
-    pub fn is_writable(&self, day: Day) -> bool {
-        day <= self.today && day >= self.oldest()
-    }
-
-    /// Refuses days in the future or past retention with 422.
-    pub fn writable(&self, day: Day) -> Result<(), ApiError> {
-        if day > self.today {
-            return Err(ApiError::Unprocessable(format!(
-                "{day} is in the future (today is {})",
-                self.today
-            )));
-        }
-        if day < self.oldest() {
-            return Err(ApiError::Unprocessable(format!(
-                "{day} is older than the unique-visitor retention of {} days",
-                self.retention_days
-            )));
-        }
-        Ok(())
-    }
-
-    /// A day's keys expire once the day leaves retention (with a day of slack for time zones).
-    pub fn expire_at(&self, day: Day) -> i64 {
-        let keep = Duration::days(i64::from(self.retention_days) + 1);
-        (day.0 + keep)
-            .and_time(NaiveTime::MIN)
-            .and_utc()
-            .timestamp()
-    }
+/// Which days visits may be recorded on, and when their keys expire.
+pub(crate) fn retention(state: &AppState) -> Retention {
+    Retention::new(
+        state.today(),
+        state.settings.uv_retention_days,
+        "unique-visitor",
+    )
 }
 
 #[cfg(test)]
@@ -174,26 +119,6 @@ mod tests {
         );
         assert!(days(day("2025-01-01"), day("2026-01-02")).is_err());
         assert!(days(day("2026-01-02"), day("2026-01-01")).is_err());
-    }
-
-    #[test]
-    fn retention_window() {
-        let cal = Calendar {
-            today: day("2026-11-21"),
-            retention_days: 2,
-        };
-        assert!(cal.is_writable(day("2026-11-21")));
-        assert!(cal.is_writable(day("2026-11-20")));
-        assert!(!cal.is_writable(day("2026-11-19")));
-        assert!(!cal.is_writable(day("2026-11-22")));
-        assert_eq!(
-            cal.expire_at(day("2026-11-20")),
-            day("2026-11-23")
-                .0
-                .and_time(NaiveTime::MIN)
-                .and_utc()
-                .timestamp()
-        );
     }
 
     #[test]
