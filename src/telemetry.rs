@@ -1,6 +1,7 @@
 //! Structured logging (`RUST_LOG` filters, default `info`) and the Prometheus metrics recorder.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
@@ -31,6 +32,7 @@ pub fn metrics() -> Option<&'static PrometheusHandle> {
             match builder.install_recorder() {
                 Ok(handle) => {
                     describe();
+                    spawn_upkeep(handle.clone());
                     Some(handle)
                 }
                 Err(e) => {
@@ -40,6 +42,26 @@ pub fn metrics() -> Option<&'static PrometheusHandle> {
             }
         })
         .as_ref()
+}
+
+/// How often recorded histogram samples are folded into their buckets.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The recorder keeps every histogram sample until something drains it; only a scrape or an
+/// upkeep does. `install_recorder` (unlike `install`, which also opens its own listener) runs
+/// no upkeep, so without this a gateway nobody scrapes grows by ~8 bytes per sample, forever.
+/// A plain thread, not a Tokio task: the recorder is process-wide and outlives any one runtime
+/// (tests build many), and the work is a short lock-and-fold every few seconds.
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("metrics-upkeep".to_owned())
+        .spawn(move || loop {
+            std::thread::sleep(UPKEEP_EVERY);
+            handle.run_upkeep();
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "metrics upkeep thread not started; histograms drain only on scrape");
+    }
 }
 
 fn describe() {

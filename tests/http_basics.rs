@@ -232,3 +232,48 @@ async fn bad_names_are_refused_on_every_route() {
         .await;
     assert_eq!(status, 400);
 }
+
+#[tokio::test]
+async fn invented_methods_share_one_metric_label() {
+    let gw = Gateway::start(Backend::Memory).await;
+    for i in 0..20 {
+        let method = reqwest::Method::from_bytes(format!("M{i}X").as_bytes()).unwrap();
+        let r = gw
+            .client
+            .request(method, gw.url("/v1/checkins/1"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 405);
+    }
+    let metrics = gw
+        .client
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains(r#"method="M"#),
+        "a label per invented method"
+    );
+    assert!(metrics.contains(r#"method="other""#));
+}
+
+/// The recorder keeps every latency sample until an upkeep folds it into its buckets; a
+/// gateway nobody scrapes must still run one, or it grows with every request.
+#[tokio::test]
+async fn the_metrics_recorder_runs_its_own_upkeep() {
+    let _gw = Gateway::start(Backend::Memory).await;
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "metrics-upkeep"),
+        "threads: {names:?}"
+    );
+}

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{lock, MemoryStore};
+use super::{lock, reclaim, MemoryStore};
 use crate::ratelimit::logic::{self, Decision, Gcra, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::StoreError;
@@ -18,7 +18,7 @@ pub(super) struct State {
 impl State {
     pub(super) fn purge(&mut self, now: i64) {
         let now = i128::from(now) * 1_000_000;
-        self.buckets.retain(|_, (_, at)| *at > now);
+        reclaim(&mut self.buckets, |_, (_, at)| *at > now);
     }
 }
 
@@ -56,5 +56,40 @@ impl RateLimitStore for MemoryStore {
             }
         }
         Ok(decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    /// The global limiter writes one bucket per client; once they are full again (expired)
+    /// the purge must give their memory back, not only hide them.
+    #[tokio::test]
+    async fn expired_buckets_are_reclaimed() {
+        let store = MemoryStore::new(&Settings::defaults());
+        let gcra = Gcra::new(1, 1, 1);
+        for client in 0..10_000 {
+            let bucket = Bucket::Client(format!("ip:10.0.{}.{}", client / 256, client % 256));
+            store.throttle(&bucket, &gcra, 1).await.unwrap();
+        }
+        let peak = lock(&store.shared.ratelimit).buckets.capacity();
+        assert!(peak >= 10_000);
+        let now = chrono::Utc::now().timestamp();
+        lock(&store.shared.ratelimit).purge(now);
+        assert_eq!(
+            lock(&store.shared.ratelimit).buckets.len(),
+            10_000,
+            "none expired yet"
+        );
+        lock(&store.shared.ratelimit).purge(now + 10);
+        let s = lock(&store.shared.ratelimit);
+        assert!(s.buckets.is_empty());
+        assert!(
+            s.buckets.capacity() < peak / 16,
+            "the table shrinks with its entries (capacity {} after a peak of {peak})",
+            s.buckets.capacity()
+        );
     }
 }

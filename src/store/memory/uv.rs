@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{lock, MemoryStore};
+use super::{lock, reclaim, MemoryStore};
 use crate::store::StoreError;
 use crate::types::{Day, Name};
 use crate::uv::hll::Hll;
@@ -28,7 +28,7 @@ impl State {
         for days in self.pages.values_mut() {
             days.retain(|_, e| e.expires_at > now);
         }
-        self.pages.retain(|_, days| !days.is_empty());
+        reclaim(&mut self.pages, |_, days| !days.is_empty());
     }
 
     fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
