@@ -24,7 +24,8 @@ pub struct Config {
 
     /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port.
     /// Unset: the embedded in-memory backend (state is per process).
-    #[arg(long, env = "REDIS_URL")]
+    // Its value (which may carry a password) is never printed by --help.
+    #[arg(long, env = "REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// Bearer token for admin routes. Unset: one is generated and logged once at start-up.
@@ -96,6 +97,18 @@ pub struct Config {
     /// Longest time one request may take, in milliseconds (then 503).
     #[arg(long, env = "GATEWAY_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
+
+    /// A request's header must arrive whole within this many milliseconds (slow clients).
+    #[arg(long, env = "GATEWAY_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// A kept-alive connection with no traffic for this many milliseconds is closed.
+    #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
 
     /// Connections in the Redis pool (each one auto-pipelines).
     // 2, not more: fewer connections pipeline more commands per write (measured with
@@ -195,6 +208,7 @@ pub struct Settings {
     pub max_batch: usize,
     pub checkin_retention_days: u32,
     pub request_timeout: Duration,
+    pub connections: crate::serve::Guards,
     pub redis_pool_size: usize,
     pub uv_retention_days: u32,
     pub seckill_max_orders: u64,
@@ -246,6 +260,13 @@ impl Config {
                 "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
             );
         }
+        if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 || self.max_connections == 0 {
+            return Err(
+                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS and GATEWAY_MAX_CONNECTIONS \
+                 must be at least 1"
+                    .to_owned(),
+            );
+        }
         if self.store_timeout_ms == 0 || self.request_timeout_ms == 0 {
             return Err("timeouts must be at least 1 ms".to_owned());
         }
@@ -292,6 +313,11 @@ impl Config {
             max_batch: self.max_batch,
             checkin_retention_days: self.checkin_retention_days,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
+            connections: crate::serve::Guards {
+                header_timeout: Duration::from_millis(self.header_timeout_ms),
+                idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+                max_connections: self.max_connections,
+            },
             redis_pool_size: self.redis_pool_size,
             uv_retention_days: self.uv_retention_days,
             seckill_max_orders: self.seckill_max_orders,

@@ -2,7 +2,8 @@
 //!
 //! - [`config`]: settings from flags and environment
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
-//! - [`run`]: serve on a listener until a shutdown future resolves
+//! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
+//!   guards)
 //! - domains (`checkins`, ...): routes, types and store traits per Redis pattern
 //! - [`store`]: the in-memory and Redis backends behind those traits
 
@@ -20,6 +21,7 @@ pub mod openapi;
 pub mod ops;
 pub mod ratelimit;
 pub mod seckill;
+pub mod serve;
 pub mod shutdown;
 pub mod state;
 pub mod store;
@@ -28,7 +30,6 @@ pub mod types;
 pub mod uv;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -89,10 +90,6 @@ pub async fn run(
         }
         backend => tracing::info!(%addr, backend, "serving on Redis"),
     }
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let guards = state.settings.connections;
+    serve::serve(listener, app(state), guards, shutdown).await
 }
