@@ -15,6 +15,7 @@ pub mod dedup;
 pub mod error;
 pub mod extract;
 pub mod geo;
+pub mod healthcheck;
 pub mod ledger;
 pub mod middleware;
 pub mod openapi;

@@ -1,4 +1,5 @@
-//! Structured logging (`RUST_LOG` filters, default `info`) and the Prometheus metrics recorder.
+//! Structured logging (`RUST_LOG` filters, default `info`; text or JSON lines) and the
+//! Prometheus metrics recorder.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -6,13 +7,24 @@ use std::time::Duration;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
+use crate::config::LogFormat;
+
 /// Installs the global `tracing` subscriber; a second call is a no-op so tests may call it freely.
-pub fn init() {
+pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        // One JSON object per line, the event's fields flattened to the top level, so log
+        // pipelines index `status` or `route` without unwrapping; the target tells access lines
+        // (`access`) from the rest.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 /// Latency buckets in seconds: fine-grained below 10 ms, where a healthy gateway lives.

@@ -335,3 +335,39 @@ async fn fail_closed_answers_503_when_redis_is_down() {
     }
     assert_eq!(last, 200);
 }
+
+/// Shadow mode (`GATEWAY_GLOBAL_LIMIT=shadow`): every decision made and its headers sent, the
+/// would-be refusals counted, nothing refused.
+#[tokio::test]
+async fn shadow_mode_decides_counts_and_refuses_nothing() {
+    let mut s = limited(Backend::Memory);
+    s.global.shadow = true;
+    let gw = Gateway::with_settings(s).await;
+    let shadow_count = |metrics: &str| -> u64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("gateway_limiter_shadow_refusals_total{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    let scrape = || async {
+        gw.client
+            .get(gw.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let before = shadow_count(&scrape().await);
+    for i in 0..8 {
+        let r = get(&gw, CHEAP, &[]).await;
+        assert_eq!(r.status, 200, "request {i} served: {r:?}");
+        assert_eq!(r.header("ratelimit-limit"), Some("5"));
+        assert_eq!(r.remaining(), (4 - i).max(0), "request {i}");
+    }
+    // Requests 6, 7 and 8 would have been refused. Other tests in this process may add
+    // their own, never fewer.
+    assert!(shadow_count(&scrape().await) >= before + 3);
+}

@@ -31,6 +31,14 @@ use crate::store::{Store, StoreError};
 /// future change mounts them under it.
 const EXEMPT: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
+/// Who the limiter charged and what it decided, left in the response's extensions for the
+/// access log.
+#[derive(Debug, Clone)]
+pub struct LimiterNote {
+    pub client: String,
+    pub outcome: &'static str,
+}
+
 /// Applies the global limiter to every request of the services it wraps.
 #[derive(Debug, Clone)]
 pub struct GlobalRateLimitLayer {
@@ -42,6 +50,8 @@ struct Limiter {
     store: Store,
     gcra: Gcra,
     fail: FailPolicy,
+    /// Refusals are counted and logged as `would_limit`, and the request is served.
+    shadow: bool,
     clients: ClientKey,
     /// `RateLimit-Policy`, the same on every response.
     policy: HeaderValue,
@@ -62,6 +72,7 @@ impl GlobalRateLimitLayer {
                 store,
                 gcra,
                 fail: policy.fail,
+                shadow: policy.shadow,
                 clients: ClientKey::default(),
                 policy: HeaderValue::try_from(header)
                     .expect("digits and quotes are a valid header"),
@@ -146,19 +157,20 @@ impl Limiter {
             Ok(client) => client,
             Err(e) => return Ok(e.into_response()),
         };
-        match self
-            .store
-            .throttle(&Bucket::Client(client), &self.gcra, 1)
-            .await
-        {
+        let bucket = Bucket::Client(client);
+        let (mut response, outcome) = match self.store.throttle(&bucket, &self.gcra, 1).await {
             Ok(decision) if decision.allowed => {
-                count("allowed");
                 let mut response = pass(inner, req).await?;
                 self.set_headers(&decision, response.headers_mut());
-                Ok(response)
+                (response, "allowed")
+            }
+            Ok(decision) if self.shadow => {
+                shadow_refusal();
+                let mut response = pass(inner, req).await?;
+                self.set_headers(&decision, response.headers_mut());
+                (response, "would_limit")
             }
             Ok(decision) => {
-                count("limited");
                 let retry_after = decision
                     .retry_after_secs()
                     .unwrap_or(self.gcra.window_secs());
@@ -167,10 +179,17 @@ impl Limiter {
                 }
                 .into_response();
                 self.set_headers(&decision, response.headers_mut());
-                Ok(response)
+                (response, "limited")
             }
-            Err(e) => self.store_failed(e, inner, req).await,
+            Err(e) => self.store_failed(e, inner, req).await?,
+        };
+        count(outcome);
+        if let Bucket::Client(client) = bucket {
+            response
+                .extensions_mut()
+                .insert(LimiterNote { client, outcome });
         }
+        Ok(response)
     }
 
     async fn store_failed<S>(
@@ -178,29 +197,30 @@ impl Limiter {
         e: StoreError,
         inner: S,
         req: Request,
-    ) -> Result<Response, Infallible>
+    ) -> Result<(Response, &'static str), Infallible>
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
         match self.fail {
             FailPolicy::Open => {
-                count("fail_open");
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
                 if self.warned_at.swap(now, Ordering::Relaxed) != now {
                     tracing::warn!(error = %e, "global limiter cannot reach the store; serving unlimited (GATEWAY_GLOBAL_FAIL=open)");
                 }
-                pass(inner, req).await
+                Ok((pass(inner, req).await?, "fail_open"))
             }
             FailPolicy::Closed => {
-                count("fail_closed");
                 // Whatever went wrong, the client sees the store as unavailable: 503, not 500.
                 let e = match e {
                     StoreError::Internal(msg) => StoreError::Unavailable(msg),
                     other => other,
                 };
-                Ok(ApiError::BackendUnavailable(e).into_response())
+                Ok((
+                    ApiError::BackendUnavailable(e).into_response(),
+                    "fail_closed",
+                ))
             }
         }
     }
@@ -217,6 +237,13 @@ impl Limiter {
         headers.insert("ratelimit-remaining", HeaderValue::from(d.remaining));
         headers.insert("ratelimit-reset", HeaderValue::from(reset));
     }
+}
+
+/// Would-be refusals in shadow mode, per client. The label must stay bounded whatever clients
+/// send, so it is never the raw client key or address: every anonymous caller is `anonymous`.
+fn shadow_refusal() {
+    metrics::counter!("gateway_limiter_shadow_refusals_total", "client" => "anonymous")
+        .increment(1);
 }
 
 fn count(outcome: &'static str) {
@@ -339,6 +366,7 @@ mod tests {
         let settings = Settings::defaults();
         let policy = GlobalLimit {
             enabled: true,
+            shadow: false,
             max_burst: 0,
             count_per_period: 1,
             period: 60,
@@ -437,6 +465,7 @@ mod tests {
         for (fail, status) in [(FailPolicy::Open, 200), (FailPolicy::Closed, 503)] {
             let policy = GlobalLimit {
                 enabled: true,
+                shadow: false,
                 max_burst: 0,
                 count_per_period: 1,
                 period: 60,
