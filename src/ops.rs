@@ -61,6 +61,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         }
         Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
     }
+    crate::telemetry::process().collect();
     let body = crate::telemetry::metrics()
         .map(|h| h.render())
         .unwrap_or_default();

@@ -44,6 +44,7 @@ pub fn metrics() -> Option<&'static PrometheusHandle> {
             match builder.install_recorder() {
                 Ok(handle) => {
                     describe();
+                    process().describe();
                     spawn_upkeep(handle.clone());
                     Some(handle)
                 }
@@ -54,6 +55,13 @@ pub fn metrics() -> Option<&'static PrometheusHandle> {
             }
         })
         .as_ref()
+}
+
+/// The standard `process_*` metrics (CPU seconds, resident memory, open file descriptors,
+/// threads, start time), read from `/proc` at each scrape.
+pub fn process() -> &'static metrics_process::Collector {
+    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(metrics_process::Collector::default)
 }
 
 /// How often recorded histogram samples are folded into their buckets.

@@ -69,4 +69,7 @@ async fn metric_series_stay_fixed_under_invented_input() {
         assert!(!after.contains(raw), "{raw} reached a label");
     }
     assert!(after.contains("gateway_http_requests_in_flight"));
+    for process in ["process_cpu_seconds_total", "process_resident_memory_bytes"] {
+        assert!(after.contains(process), "{process} missing");
+    }
 }
