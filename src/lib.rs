@@ -67,13 +67,13 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
-    let (api, document) = openapi::split();
+    let (api, ops, document) = openapi::split();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let api = middleware::global_limit(api, &state);
-    let router = api.merge(ops::router());
+    let router = api.merge(ops);
     middleware::stack(router, &state).with_state(state)
 }
 

@@ -51,6 +51,7 @@ struct CheckInReply {
 #[utoipa::path(
     post,
     path = "/v1/checkins/{user_id}",
+    operation_id = "checkIn",
     tag = "checkins",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295")),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
@@ -109,6 +110,7 @@ struct MonthView {
 #[utoipa::path(
     get,
     path = "/v1/checkins/{user_id}",
+    operation_id = "checkinMonth",
     tag = "checkins",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295"), MonthQuery),
     responses(
@@ -144,6 +146,7 @@ async fn month_view(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinDayStatus)]
 struct DayStatus {
     user_id: u32,
     #[schema(value_type = String, format = Date)]
@@ -155,6 +158,7 @@ struct DayStatus {
 #[utoipa::path(
     get,
     path = "/v1/checkins/{user_id}/{date}",
+    operation_id = "checkinDay",
     tag = "checkins",
     params(
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
@@ -191,6 +195,7 @@ struct StatsQuery {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinDailyCount)]
 struct DailyCount {
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -198,6 +203,7 @@ struct DailyCount {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinStats)]
 struct Stats {
     #[schema(value_type = String, format = Date)]
     from: Day,
@@ -214,6 +220,7 @@ struct Stats {
 #[utoipa::path(
     get,
     path = "/v1/checkins/stats",
+    operation_id = "checkinStats",
     tag = "checkins",
     params(StatsQuery),
     responses(

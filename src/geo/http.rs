@@ -73,6 +73,7 @@ impl PlaceView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacePutReply)]
 struct PutReply {
     #[serde(flatten)]
     place: PlaceView,
@@ -87,6 +88,7 @@ struct PutReply {
 #[utoipa::path(
     put,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoPutPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -127,6 +129,7 @@ async fn put_place(
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoGetPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -154,6 +157,7 @@ async fn get_place(
 #[utoipa::path(
     delete,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoDeletePlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -204,6 +208,7 @@ struct PlacesBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacesPutReply)]
 struct PutManyReply {
     /// Members new to the layer.
     added: u64,
@@ -218,6 +223,7 @@ struct PutManyReply {
 #[utoipa::path(
     post,
     path = "/v1/geo/{layer}",
+    operation_id = "geoPutPlaces",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]")),
     request_body = PlacesBody,
@@ -417,6 +423,7 @@ struct NearbyReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/nearby",
+    operation_id = "geoNearby",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
     responses(
@@ -497,6 +504,7 @@ struct DistanceReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/distance",
+    operation_id = "geoDistance",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
     responses(

@@ -30,6 +30,7 @@ pub const MAX_EXTENT_M: f64 = 40_000_000.0;
 /// Distance units, with the factors Redis uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = DistanceUnit)]
 pub enum Unit {
     M,
     #[default]

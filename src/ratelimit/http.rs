@@ -81,6 +81,7 @@ struct RateLimitDecision {
 #[utoipa::path(
     post,
     path = "/v1/ratelimit/check",
+    operation_id = "ratelimitCheck",
     tag = "ratelimit",
     request_body = RateLimitCheck,
     responses(

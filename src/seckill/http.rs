@@ -108,6 +108,7 @@ fn not_found(voucher: &Name) -> ApiError {
 #[utoipa::path(
     put,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillPutVoucher",
     tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
@@ -175,6 +176,7 @@ struct RestockBody {
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/restock",
+    operation_id = "seckillRestock",
     tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
@@ -215,6 +217,7 @@ async fn restock(
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillGetVoucher",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
     responses(
@@ -296,6 +299,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillBuy",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
     request_body = BuyBody,
@@ -378,6 +382,7 @@ struct OrderPage {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillListOrders",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
     responses(
@@ -439,6 +444,7 @@ struct UserOrders {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
+    operation_id = "seckillUserOrders",
     tag = "seckill",
     params(
         ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),

@@ -59,6 +59,7 @@ struct VisitReply {
 #[utoipa::path(
     post,
     path = "/v1/uv/{page}",
+    operation_id = "uvRecord",
     tag = "uv",
     params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`")),
     request_body = VisitBody,
@@ -138,6 +139,7 @@ struct PageQuery {
 
 /// One day of one page.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvDayView)]
 struct DayView {
     #[schema(value_type = String)]
     page: Name,
@@ -150,6 +152,7 @@ struct DayView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvDailyFigures)]
 struct DailyFigures {
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -159,6 +162,7 @@ struct DailyFigures {
 
 /// A range of days of one page.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvRangeView)]
 struct RangeView {
     #[schema(value_type = String)]
     page: Name,
@@ -175,6 +179,7 @@ struct RangeView {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
+#[schema(as = UvPageView)]
 enum PageView {
     Day(DayView),
     Range(RangeView),
@@ -188,6 +193,7 @@ enum PageView {
 #[utoipa::path(
     get,
     path = "/v1/uv/{page}",
+    operation_id = "uvPage",
     tag = "uv",
     params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"), PageQuery),
     responses(
@@ -254,6 +260,7 @@ struct UnionQuery {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvUnionReply)]
 struct UnionReply {
     /// The pages asked, in the order given.
     #[schema(value_type = Vec<String>)]
@@ -274,6 +281,7 @@ struct UnionReply {
 #[utoipa::path(
     get,
     path = "/v1/uv",
+    operation_id = "uvUnion",
     tag = "uv",
     params(UnionQuery),
     responses(
@@ -318,6 +326,7 @@ async fn union(
 /// Pages to fold into another, day by day.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = UvMergeBody)]
 struct MergeBody {
     /// Pages whose visitors are folded in (1 to 20; more is 400 — merge them in several calls).
     #[schema(value_type = Vec<String>, example = json!(["home-v1", "home-v2"]))]
@@ -334,6 +343,7 @@ struct MergeBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvMergeReply)]
 struct MergeReply {
     #[schema(value_type = String)]
     into: Name,
@@ -353,6 +363,7 @@ struct MergeReply {
 #[utoipa::path(
     post,
     path = "/v1/uv/merge",
+    operation_id = "uvMerge",
     tag = "uv",
     request_body = MergeBody,
     responses(
