@@ -68,6 +68,10 @@ pub struct Problem {
     /// Stable snake_case code that clients switch on.
     #[schema(example = "sold_out")]
     pub code: String,
+    /// The W3C trace id of the request when traces are exported (OTLP): quote it to find the
+    /// request's trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// Extra members some problems carry (e.g. `order_ids` for `already_ordered`).
     #[serde(flatten)]
     #[schema(value_type = Object)]
@@ -146,6 +150,7 @@ pub fn problem_response(
         status: status.as_u16(),
         detail,
         code: code.to_owned(),
+        trace_id: crate::telemetry::current_trace_id(),
         extra,
     };
     let body = serde_json::to_vec(&problem).unwrap_or_default();

@@ -21,7 +21,7 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {}
     }
-    redis_gateway::telemetry::init(config.log_format);
+    let _telemetry = redis_gateway::telemetry::init(config.log_format);
     let settings = config
         .settings()
         .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;

@@ -211,3 +211,106 @@ async fn the_healthcheck_subcommand_tells_up_from_down() {
     assert_eq!(down.status.code(), Some(1), "{down:?}");
     assert!(String::from_utf8_lossy(&down.stderr).contains("unhealthy"));
 }
+
+/// Traces over OTLP/HTTP to a real receiver this test runs: the caller's `traceparent` is
+/// continued, the request and its store call arrive as spans of that trace, and the trace id
+/// is echoed in the access log and in problem documents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_reach_an_otlp_receiver() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ExportTraceServiceRequest>();
+    let receiver = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(ExportTraceServiceRequest::decode(body).expect("OTLP protobuf"));
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let gw = Binary::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+        ("OTEL_SERVICE_NAME", "gw-under-test"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("GATEWAY_LOG_FORMAT", "json"),
+    ]);
+    let client = reqwest::Client::new();
+    gw.wait_ready(&client).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{trace}-00f067aa0ba902b7-01");
+    let r = client
+        .post(gw.url("/v1/uv/traced"))
+        .header("traceparent", &traceparent)
+        .header("x-request-id", "traced-1")
+        .json(&json!({"visitor": "v1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let problem: Value = client
+        .post(gw.url("/v1/uv/traced"))
+        .header("traceparent", &traceparent)
+        .json(&json!({"visitor": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(problem["status"], 400);
+    assert_eq!(problem["trace_id"], trace, "{problem}");
+    let access: Value = serde_json::from_str(&gw.line(|l| l.contains("traced-1"))).unwrap();
+    assert_eq!(access["trace_id"], trace);
+
+    // Spans arrive in batches; collect until both the request and its store call are in.
+    let mut spans = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !(spans
+        .iter()
+        .any(|(n, _, _): &(String, String, String)| n == "POST /v1/uv/{page}")
+        && spans.iter().any(|(n, _, _)| n == "uv.record"))
+    {
+        let batch = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("spans within 20 s")
+            .unwrap();
+        for resource in batch.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.as_ref())
+                .map(|v| format!("{:?}", v.value))
+                .unwrap_or_default();
+            assert!(service.contains("gw-under-test"), "{service}");
+            for scope in resource.scope_spans {
+                for span in scope.spans {
+                    let trace_id: String =
+                        span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
+                    let parent: String = span
+                        .parent_span_id
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    spans.push((span.name, trace_id, parent));
+                }
+            }
+        }
+    }
+    let request = spans
+        .iter()
+        .find(|(n, _, _)| n == "POST /v1/uv/{page}")
+        .unwrap();
+    assert_eq!(request.1, trace, "the caller's trace is continued");
+    assert_eq!(request.2, "00f067aa0ba902b7", "under the caller's span");
+    let store = spans.iter().find(|(n, _, _)| n == "uv.record").unwrap();
+    assert_eq!(store.1, trace, "the store call belongs to the same trace");
+}

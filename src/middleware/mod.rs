@@ -51,15 +51,7 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router.layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-            .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-                let request_id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("-");
-                let route = req.extensions().get::<MatchedPath>().map_or("-", MatchedPath::as_str);
-                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), route, request_id)
-            }))
+            .layer(TraceLayer::new_for_http().make_span_with(request_span))
             .layer(PropagateRequestIdLayer::x_request_id())
             .layer(axum::middleware::from_fn_with_state(
                 settings.access_log,
@@ -69,6 +61,41 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
+}
+
+/// The span every request runs in. With traces exported it continues the caller's W3C
+/// `traceparent` and carries the trace id, so log lines and problem documents name the trace.
+fn request_span(req: &Request) -> tracing::Span {
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("-", MatchedPath::as_str);
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method(),
+        path = %req.uri().path(),
+        route,
+        request_id,
+        trace_id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+    );
+    if crate::telemetry::tracing_on() {
+        use opentelemetry::trace::TraceContextExt;
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let parent = opentelemetry::global::get_text_map_propagator(|p| {
+            p.extract(&opentelemetry_http::HeaderExtractor(req.headers()))
+        });
+        let _ = span.set_parent(parent);
+        span.record("otel.name", format!("{} {route}", req.method()));
+        let trace_id = span.context().span().span_context().trace_id();
+        span.record("trace_id", tracing::field::display(trace_id));
+    }
+    span
 }
 
 /// Puts the global limiter (when enabled, or in shadow mode) on `api`; `GATEWAY_GLOBAL_LIMIT=off`

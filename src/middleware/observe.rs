@@ -24,6 +24,9 @@ pub async fn record(State(access_log): State<bool>, req: Request, next: Next) ->
             .unwrap_or("-")
             .to_owned()
     });
+    let trace_id = access_log
+        .then(crate::telemetry::current_trace_id)
+        .flatten();
     let started = Instant::now();
     let response = {
         let _in_flight = InFlight::enter();
@@ -45,6 +48,7 @@ pub async fn record(State(access_log): State<bool>, req: Request, next: Next) ->
             request_id = %request_id,
             client = note.map_or("-", |n| n.client.as_str()),
             limiter = note.map_or("-", |n| n.outcome),
+            trace_id = trace_id.as_deref().unwrap_or("-"),
             "request"
         );
     }

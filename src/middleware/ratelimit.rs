@@ -239,15 +239,19 @@ impl Limiter {
     }
 }
 
-/// Would-be refusals in shadow mode, per client. The label must stay bounded whatever clients
-/// send, so it is never the raw client key or address: every anonymous caller is `anonymous`.
+/// The `client` label of the limiter's metrics. It must stay bounded whatever callers send, so
+/// it is never the raw key or address: every caller without a configured API client is
+/// `anonymous` (and today, with no client configuration yet, that is every caller).
+const ANONYMOUS: &str = "anonymous";
+
+/// Would-be refusals in shadow mode, per client.
 fn shadow_refusal() {
-    metrics::counter!("gateway_limiter_shadow_refusals_total", "client" => "anonymous")
-        .increment(1);
+    metrics::counter!("gateway_limiter_shadow_refusals_total", "client" => ANONYMOUS).increment(1);
 }
 
 fn count(outcome: &'static str) {
-    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome).increment(1);
+    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome, "client" => ANONYMOUS)
+        .increment(1);
 }
 
 /// Who a request comes from, for the global limiter.

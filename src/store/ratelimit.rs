@@ -11,6 +11,6 @@ impl RateLimitStore for Store {
         gcra: &Gcra,
         quantity: u64,
     ) -> Result<Decision, StoreError> {
-        dispatch!(self, s => s.throttle(bucket, gcra, quantity).await)
+        dispatch!(self, "ratelimit.throttle", s => s.throttle(bucket, gcra, quantity).await)
     }
 }
