@@ -111,6 +111,11 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 
+    /// TOML file of API clients (id, SHA-256 of the key, optional burst/count/period). Unset:
+    /// no API clients, every caller is limited by its address and any X-Api-Key is refused.
+    #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
+    pub clients_file: Option<std::path::PathBuf>,
+
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "GATEWAY_LOG_FORMAT", default_value = "text")]
     pub log_format: LogFormat,
@@ -241,6 +246,7 @@ pub struct Settings {
     pub request_timeout: Duration,
     pub connections: crate::serve::Guards,
     pub access_log: bool,
+    pub clients_file: Option<std::path::PathBuf>,
     pub redis_pool_size: usize,
     pub uv_retention_days: u32,
     pub seckill_max_orders: u64,
@@ -347,6 +353,7 @@ impl Config {
             checkin_retention_days: self.checkin_retention_days,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             access_log: self.access_log == OnOff::On,
+            clients_file: self.clients_file.clone(),
             connections: crate::serve::Guards {
                 header_timeout: Duration::from_millis(self.header_timeout_ms),
                 idle_timeout: Duration::from_millis(self.idle_timeout_ms),

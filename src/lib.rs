@@ -10,6 +10,7 @@
 pub mod auth;
 mod calendar;
 pub mod checkins;
+pub mod clients;
 pub mod config;
 pub mod dedup;
 pub mod error;
@@ -55,12 +56,23 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
             token.into()
         }
     };
+    let global = clients::Limits {
+        burst: settings.global.max_burst,
+        count: settings.global.count_per_period,
+        period: settings.global.period,
+    };
+    let clients = Arc::new(match &settings.clients_file {
+        Some(file) => clients::Clients::load(file, global).map_err(StoreError::Internal)?,
+        None => clients::Clients::none(global),
+    });
+    clients.watch();
     let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
     Ok(AppState {
         store,
         settings: Arc::new(settings),
         admin_token,
         ledger,
+        clients,
     })
 }
 
@@ -73,6 +85,11 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let api = middleware::global_limit(api, &state);
+    // Outside the limiter, so it knows the caller's client before charging anyone.
+    let api = api.layer(axum::middleware::from_fn_with_state(
+        state.clients.clone(),
+        clients::identify,
+    ));
     let router = api.merge(ops);
     middleware::stack(router, &state).with_state(state)
 }

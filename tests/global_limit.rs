@@ -17,9 +17,13 @@ use common::{Backend, Gateway, RedisProcess};
 const CHEAP: &str = "/v1/checkins/7/2026-01-01";
 
 /// Test settings with the limiter on: burst 4, one per minute, so the limit is 5 and the
-/// bucket refills one unit a minute (nothing refills during a test).
+/// bucket refills one unit a minute (nothing refills during a test). The API clients the tests
+/// use are configured, each with its name as its key.
 fn limited(backend: Backend) -> Settings {
     let mut s = common::settings(backend);
+    let names = ["alice", "bob", "carol", "dave", "erin"];
+    let clients: Vec<_> = names.iter().map(|n| (*n, *n, None)).collect();
+    s.clients_file = Some(common::clients_file(&clients));
     s.global.enabled = true;
     s.global.max_burst = 4;
     s.global.count_per_period = 1;
@@ -131,6 +135,11 @@ async fn over_budget(backend: Backend) {
     }
     let r = get(&gw, CHEAP, &key("bob")).await;
     assert_eq!(r.remaining(), 3);
+
+    // An invented key is refused: it buys no budget of its own.
+    let mallory = get(&gw, CHEAP, &key("mallory")).await;
+    assert_eq!(mallory.status, 401);
+    assert_eq!(mallory.body["code"], "unauthorized");
 
     // A malformed API key is a 400, not a free pass nor a new bucket.
     let long = "k".repeat(129);
