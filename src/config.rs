@@ -116,6 +116,23 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
     pub clients_file: Option<std::path::PathBuf>,
 
+    /// Verify end-user JWTs signed with this HS256 secret on user routes. Unset (and no key
+    /// file): user ids are trusted as given.
+    #[arg(long, env = "GATEWAY_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// Verify end-user JWTs (RS256 or ES256) with this PEM public key on user routes.
+    #[arg(long, env = "GATEWAY_JWT_PUBLIC_KEY_FILE")]
+    pub jwt_public_key_file: Option<std::path::PathBuf>,
+
+    /// Required `iss` of end-user JWTs.
+    #[arg(long, env = "GATEWAY_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// Required `aud` of end-user JWTs.
+    #[arg(long, env = "GATEWAY_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "GATEWAY_LOG_FORMAT", default_value = "text")]
     pub log_format: LogFormat,
@@ -247,6 +264,7 @@ pub struct Settings {
     pub connections: crate::serve::Guards,
     pub access_log: bool,
     pub clients_file: Option<std::path::PathBuf>,
+    pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
     pub uv_retention_days: u32,
     pub seckill_max_orders: u64,
@@ -354,6 +372,7 @@ impl Config {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             access_log: self.access_log == OnOff::On,
             clients_file: self.clients_file.clone(),
+            jwt: self.jwt()?,
             connections: crate::serve::Guards {
                 header_timeout: Duration::from_millis(self.header_timeout_ms),
                 idle_timeout: Duration::from_millis(self.idle_timeout_ms),
@@ -374,6 +393,70 @@ impl Config {
                 .map(str::to_owned),
             ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
         })
+    }
+}
+
+/// How end-user JWTs are verified (API.md "Clients and abuse").
+#[derive(Clone)]
+pub struct JwtSettings {
+    pub key: JwtKey,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+/// The verification key of end-user JWTs.
+#[derive(Clone)]
+pub enum JwtKey {
+    /// HS256 with this shared secret.
+    Secret(String),
+    /// RS256 or ES256 with this PEM public key (its type picks the algorithm).
+    PublicKeyPem(Vec<u8>),
+}
+
+// By hand, so the secret never reaches a log line through `{:?}`.
+impl std::fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = match self.key {
+            JwtKey::Secret(_) => "HS256 secret",
+            JwtKey::PublicKeyPem(_) => "PEM public key",
+        };
+        f.debug_struct("JwtSettings")
+            .field("key", &key)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for JwtKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JwtKey(..)")
+    }
+}
+
+impl Config {
+    fn jwt(&self) -> Result<Option<JwtSettings>, String> {
+        let key = match (&self.jwt_secret, &self.jwt_public_key_file) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => {
+                return Err(
+                    "set GATEWAY_JWT_SECRET or GATEWAY_JWT_PUBLIC_KEY_FILE, not both".to_owned(),
+                )
+            }
+            (Some(secret), None) if secret.len() < 32 => {
+                return Err("GATEWAY_JWT_SECRET: at least 32 bytes".to_owned())
+            }
+            (Some(secret), None) => JwtKey::Secret(secret.clone()),
+            (None, Some(file)) => JwtKey::PublicKeyPem(
+                std::fs::read(file)
+                    .map_err(|e| format!("GATEWAY_JWT_PUBLIC_KEY_FILE {}: {e}", file.display()))?,
+            ),
+        };
+        Ok(Some(JwtSettings {
+            key,
+            issuer: self.jwt_issuer.clone(),
+            audience: self.jwt_audience.clone(),
+        }))
     }
 }
 

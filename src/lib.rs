@@ -66,6 +66,12 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         None => clients::Clients::none(global),
     });
     clients.watch();
+    let user_tokens = match &settings.jwt {
+        Some(jwt) => Some(Arc::new(
+            auth::UserTokens::new(jwt).map_err(StoreError::Internal)?,
+        )),
+        None => None,
+    };
     let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
     Ok(AppState {
         store,
@@ -73,6 +79,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         admin_token,
         ledger,
         clients,
+        user_tokens,
     })
 }
 

@@ -17,6 +17,8 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     /// The order ledger (off unless `DATABASE_URL` is set).
     pub ledger: Ledger,
+    /// End-user JWT verification (`None`: user ids are trusted as given).
+    pub user_tokens: Option<Arc<crate::auth::UserTokens>>,
     /// The API clients of `GATEWAY_CLIENTS_FILE` (none when unset).
     pub clients: Arc<Clients>,
 }

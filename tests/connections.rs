@@ -144,6 +144,7 @@ fn help_hides_secret_values() {
         .env("REDIS_URL", "redis://:hunter2-redis@127.0.0.1:6379")
         .env("DATABASE_URL", "postgres://u:hunter2-pg@127.0.0.1/db")
         .env("GATEWAY_ADMIN_TOKEN", "hunter2-admin")
+        .env("GATEWAY_JWT_SECRET", "hunter2-jwt-hunter2-jwt-hunter2-jwt")
         .env("GATEWAY_KEY_PREFIX", "visible-prefix:")
         .output()
         .unwrap();

@@ -41,7 +41,10 @@ pub async fn identify(
             }
             match clients.find(bytes) {
                 Some(client) => Caller(Some(client)),
-                None => return ApiError::Unauthorized.into_response(),
+                None => {
+                    return ApiError::Unauthorized("the X-Api-Key matches no configured client")
+                        .into_response()
+                }
             }
         }
     };

@@ -13,8 +13,9 @@ use utoipa_axum::routes;
 
 use super::logic::Seq;
 use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use crate::auth::Acting;
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -304,6 +305,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
     request_body = BuyBody,
     responses(
+        UserAuth,
         (status = 201, body = OrderView),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
@@ -315,9 +317,11 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 )]
 async fn buy(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<BuyBody>,
 ) -> ApiResult<(StatusCode, Json<OrderView>)> {
+    acting.for_user(body.user_id)?;
     let cap = state.settings.seckill_max_orders;
     match state.store.buy(&voucher, body.user_id, cap).await? {
         Ok(order) => Ok((
@@ -451,6 +455,7 @@ struct UserOrders {
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
     ),
     responses(
+        UserAuth,
         (status = 200, body = UserOrders),
         StoreErrors,
         NotFound,
@@ -458,8 +463,10 @@ struct UserOrders {
 )]
 async fn user_orders(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
 ) -> ApiResult<Json<UserOrders>> {
+    acting.for_user(user)?;
     let seqs = state
         .store
         .user_orders(&voucher, user)
