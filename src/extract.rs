@@ -108,3 +108,18 @@ impl From<QueryRejection> for ApiError {
         from_status(r.status(), r.body_text())
     }
 }
+
+/// The one batch rule of every route that takes a batch (API.md "Conventions"): an empty
+/// batch is `400 invalid_argument`, one over `cap` (`GATEWAY_MAX_BATCH`) is
+/// `413 payload_too_large`. `what` names the field in the message.
+pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {
+    if len == 0 {
+        return Err(ApiError::invalid(format!("{what} is empty")));
+    }
+    if len > cap {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "at most {cap} {what} per request, got {len}"
+        )));
+    }
+    Ok(())
+}

@@ -48,6 +48,18 @@ impl TryFrom<serde_json::Value> for UserId {
     }
 }
 
+/// A `user_id` in a JSON body: a number only. JSON fields take only their declared type, so
+/// `"7"` is a 400 here; path segments arrive as text and go through [`UserId`]'s own parsing.
+pub fn json_user_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<UserId, D::Error> {
+    use serde::de::Error;
+    let n = u64::deserialize(d)?;
+    u32::try_from(n).map(UserId).map_err(|_| {
+        D::Error::custom(format!(
+            "user_id must be an integer 0..=4294967295, got {n}"
+        ))
+    })
+}
+
 impl fmt::Display for UserId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

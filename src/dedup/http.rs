@@ -40,15 +40,7 @@ fn policy(state: &AppState) -> Policy {
 fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
     let max_batch = state.settings.max_batch;
     let max_bytes = state.settings.max_item_bytes;
-    if items.is_empty() {
-        return Err(ApiError::invalid("items must not be empty"));
-    }
-    if items.len() > max_batch {
-        return Err(ApiError::invalid(format!(
-            "at most {max_batch} items per request, got {}",
-            items.len()
-        )));
-    }
+    crate::extract::batch_size(items.len(), max_batch, "items")?;
     for (i, item) in items.iter().enumerate() {
         if item.is_empty() {
             return Err(ApiError::invalid(format!("items[{i}] is empty")));

@@ -239,16 +239,7 @@ async fn put_places(
     ApiPath(layer): ApiPath<Name>,
     ApiJson(body): ApiJson<PlacesBody>,
 ) -> ApiResult<Json<PutManyReply>> {
-    if body.places.is_empty() {
-        return Err(ApiError::invalid("places is empty"));
-    }
-    let cap = state.settings.max_batch;
-    if body.places.len() > cap {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "at most {cap} places per batch, got {}",
-            body.places.len()
-        )));
-    }
+    crate::extract::batch_size(body.places.len(), state.settings.max_batch, "places")?;
     let places = body
         .places
         .into_iter()
@@ -323,7 +314,11 @@ impl NearbyQuery {
         }
         let center = match (self.lon, self.lat, self.member) {
             (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
-            (None, None, Some(member)) => Center::Member(member),
+            (None, None, Some(member)) => {
+                // A reserved name is a 400 wherever a member is named, not a 404.
+                writable_member(&member)?;
+                Center::Member(member)
+            }
             (None, None, None) => {
                 return Err(ApiError::invalid("give lon and lat, or member"));
             }
@@ -518,6 +513,8 @@ async fn distance(
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DistanceQuery>,
 ) -> ApiResult<Json<DistanceReply>> {
+    writable_member(&q.from)?;
+    writable_member(&q.to)?;
     let unit = q.unit.unwrap_or_default();
     let d = state
         .store

@@ -244,6 +244,7 @@ async fn get_voucher(
 struct BuyBody {
     /// The buyer, 0..=4294967295.
     #[schema(value_type = u32, example = 42)]
+    #[serde(deserialize_with = "crate::types::json_user_id")]
     user_id: UserId,
 }
 
@@ -413,6 +414,9 @@ async fn list_orders(
         .map(str::parse::<Seq>)
         .transpose()
         .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+    if after.is_some_and(|a| a.successor().is_none()) {
+        return Err(ApiError::invalid("after: out of range"));
+    }
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store

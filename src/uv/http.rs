@@ -87,16 +87,7 @@ async fn record(
         }
     };
     let settings = &state.settings;
-    if visitors.is_empty() {
-        return Err(ApiError::invalid("visitors is empty"));
-    }
-    if visitors.len() > settings.max_batch {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "at most {} visitors per request, got {}",
-            settings.max_batch,
-            visitors.len()
-        )));
-    }
+    crate::extract::batch_size(visitors.len(), settings.max_batch, "visitors")?;
     if let Some(bad) = visitors
         .iter()
         .position(|v| v.is_empty() || v.len() > settings.max_item_bytes)

@@ -473,6 +473,14 @@ async fn bad_inputs_are_problems(backend: Backend) {
         gw.get(&format!("{path}/orders?limit=1001")).await,
         gw.get(&format!("{path}/orders?after=xyz")).await,
         gw.get(&format!("{path}/orders?after=1-2-3")).await,
+        gw.get(&format!(
+            "{path}/orders?after=18446744073709551615-18446744073709551615"
+        ))
+        .await,
+        gw.get(&format!("{path}/orders?after=18446744073709551616-0"))
+            .await,
+        gw.post(&format!("{path}/orders"), json!({"user_id": "7"}))
+            .await,
         gw.get(&format!("{path}/orders/abc")).await,
         gw.get(&format!("{}/orders", voucher_path(&"x".repeat(129))))
             .await,

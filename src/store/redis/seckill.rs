@@ -190,10 +190,11 @@ impl SeckillStore for RedisStore {
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError> {
         // XRANGE's start is inclusive: begin at the id right after the cursor.
-        let start = match after {
+        let start = match after.map(Seq::successor) {
             None => "-".to_owned(),
-            Some(Seq { ms, n: u64::MAX }) => Seq { ms: ms + 1, n: 0 }.to_string(),
-            Some(Seq { ms, n }) => Seq { ms, n: n + 1 }.to_string(),
+            Some(Some(first)) => first.to_string(),
+            // Nothing can come after the largest id (the HTTP layer refuses such a cursor).
+            Some(None) => return Ok(Some(Vec::new())),
         };
         let reply: Vec<Value> = ORDERS
             .evalsha_with_reload(
