@@ -48,6 +48,16 @@ impl TryFrom<serde_json::Value> for UserId {
     }
 }
 
+/// SHA-256 of `bytes` as lowercase hex: how credentials and client-chosen keys are named in
+/// configuration and in the store, never in clear.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A `user_id` in a JSON body: a number only. JSON fields take only their declared type, so
 /// `"7"` is a 400 here; path segments arrive as text and go through [`UserId`]'s own parsing.
 pub fn json_user_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<UserId, D::Error> {

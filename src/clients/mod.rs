@@ -124,10 +124,7 @@ fn parse_digest(hex: &str) -> Option<[u8; 32]> {
 
 /// The SHA-256 of `key` as lowercase hex: what a clients file lists for it.
 pub fn key_digest_hex(key: &[u8]) -> String {
-    Sha256::digest(key)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::types::sha256_hex(key)
 }
 
 /// The registered clients, or none when `GATEWAY_CLIENTS_FILE` is unset.

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat};
 use serde::{Deserialize, Serialize};
@@ -12,12 +13,14 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::logic::Seq;
-use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use super::{
+    Bought, Idempotency, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER,
+};
 use crate::auth::Acting;
 use crate::auth::Admin;
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
 use crate::types::{Name, UserId};
 
@@ -298,12 +301,20 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 /// is left and the user holds fewer than `per_user_limit` orders; then stock goes down and the
 /// order is recorded. Refusals: 404 `not_found`, 409 `not_started`, `ended`, `sold_out`, or
 /// `already_ordered` with the user's `order_ids`.
+///
+/// Retries are safe with an `Idempotency-Key`: a repeat with the same key and the same buyer
+/// within 24 h gets the first reply again (same status and body, plus `Idempotency-Replayed:
+/// true`) and buys nothing; the same key for another buyer is 422. A purchase whose outcome
+/// the gateway cannot know (the store timed out) is a 503: retry it with the same key.
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
     operation_id = "seckillBuy",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(
+        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
+    ),
     request_body = BuyBody,
     responses(
         UserAuth,
@@ -314,23 +325,46 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another buyer"),
     )
 )]
 async fn buy(
     State(state): State<AppState>,
     acting: Acting,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<BuyBody>,
-) -> ApiResult<(StatusCode, Json<OrderView>)> {
+) -> Result<Response, ApiError> {
     acting.for_user(body.user_id)?;
     let cap = state.settings.seckill_max_orders;
-    match state.store.buy(&voucher, body.user_id, cap).await? {
-        Ok(order) => Ok((
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: body.user_id.to_string(),
+    });
+    let reply = |outcome: Result<Order, Refusal>| match outcome {
+        Ok(order) => (
             StatusCode::CREATED,
             Json(OrderView::new(&voucher, order.seq, order.user)),
-        )),
-        Err(refusal) => Err(refused(&voucher, body.user_id, refusal)),
-    }
+        )
+            .into_response(),
+        Err(refusal) => refused(&voucher, body.user_id, refusal).into_response(),
+    };
+    Ok(
+        match state
+            .store
+            .buy(&voucher, body.user_id, cap, idem.as_ref())
+            .await?
+        {
+            Bought::Now(outcome) => reply(outcome),
+            Bought::Replayed(outcome) => replayed(reply(outcome)),
+            Bought::KeyReused => {
+                return Err(ApiError::Unprocessable(
+                    "this Idempotency-Key was used for a different request".to_owned(),
+                ))
+            }
+        },
+    )
 }
 
 fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {

@@ -66,6 +66,29 @@ pub enum Refusal {
     AlreadyOrdered(Vec<Seq>),
 }
 
+/// A purchase made under an `Idempotency-Key` (API.md "Conventions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// SHA-256 (hex) of the client's key: the key itself never reaches the store.
+    pub key: String,
+    /// What the request asked for (the buyer): a repeat must ask the same.
+    pub fingerprint: String,
+}
+
+/// How long the first reply to an idempotent purchase is kept.
+pub const IDEMPOTENCY_SECS: u64 = 86_400;
+
+/// What a purchase came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bought {
+    /// Done now: a sale, or a refusal.
+    Now(Result<Order, Refusal>),
+    /// The key was seen with the same request: its first outcome, nothing changed.
+    Replayed(Result<Order, Refusal>),
+    /// The key was seen with a different request: nothing changed.
+    KeyReused,
+}
+
 /// What a create-or-replace did.
 #[derive(Debug, Clone, Copy)]
 pub enum Put {
@@ -99,13 +122,17 @@ pub(crate) trait SeckillStore {
         -> Result<Restock, StoreError>;
     /// The voucher, or `None` when unknown.
     async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
-    /// Window, stock and per-user checks, then the sale, as one step.
+    /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
+    /// step first looks for the key's earlier outcome and records this one (kept
+    /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it
+    /// happened" and "its reply is recorded" never disagree.
     async fn buy(
         &self,
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError>;
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError>;
     /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
     async fn orders(
         &self,

@@ -106,6 +106,12 @@ impl Keys {
         format!("{}sk:{{{voucher}}}:orders", self.prefix)
     }
 
+    /// The first outcome of a purchase under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the voucher's slot so the purchase script records it atomically.
+    pub fn voucher_idempotency(&self, voucher: &Name, digest: &str) -> String {
+        format!("{}sk:{{{voucher}}}:idem:{digest}", self.prefix)
+    }
+
     /// Order entries the ledger gave up on: a stream of copies with the reason.
     pub fn voucher_dead_letters(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:dead", self.prefix)

@@ -2,7 +2,7 @@
 
 use super::{Store, StoreError};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{Bought, Idempotency, Order, Put, Restock, SeckillStore, Spec, Voucher};
 use crate::types::{Name, UserId};
 
 impl SeckillStore for Store {
@@ -25,8 +25,9 @@ impl SeckillStore for Store {
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError> {
-        dispatch!(self, "seckill.buy", s => s.buy(voucher, user, cap).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError> {
+        dispatch!(self, "seckill.buy", s => s.buy(voucher, user, cap, idem).await)
     }
     async fn orders(
         &self,

@@ -8,7 +8,10 @@ use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{
+    Bought, Idempotency, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    IDEMPOTENCY_SECS,
+};
 use crate::store::StoreError;
 use crate::types::{Name, UserId};
 
@@ -157,30 +160,42 @@ impl SeckillStore for RedisStore {
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError> {
+        let mut keys = self.voucher_keys(voucher).to_vec();
+        keys.push(
+            self.keys
+                .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
+        );
         let reply: Vec<Value> = BUY
             .evalsha_with_reload(
                 self.pool.next(),
-                self.voucher_keys(voucher).to_vec(),
-                vec![user.to_string(), voucher.to_string(), cap.to_string()],
+                keys,
+                vec![
+                    user.to_string(),
+                    voucher.to_string(),
+                    cap.to_string(),
+                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+                    IDEMPOTENCY_SECS.to_string(),
+                ],
             )
             .await
             .map_err(map_err)?;
-        let arg = reply.get(1).and_then(text).unwrap_or_default();
-        Ok(match tag(&reply).as_str() {
-            "ok" => Ok(Order {
-                seq: arg
-                    .parse()
-                    .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))?,
+        match tag(&reply).as_str() {
+            "key_reused" => Ok(Bought::KeyReused),
+            "replay" => Ok(Bought::Replayed(purchase(
                 user,
-            }),
-            "not_found" => Err(Refusal::NotFound),
-            "not_started" => Err(Refusal::NotStarted),
-            "ended" => Err(Refusal::Ended),
-            "sold_out" => Err(Refusal::SoldOut),
-            "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(&arg)?)),
-            _ => return Err(bad("buy", &reply)),
-        })
+                &reply.get(1).and_then(text).unwrap_or_default(),
+                &reply.get(2).and_then(text).unwrap_or_default(),
+                &reply,
+            )?)),
+            tag => Ok(Bought::Now(purchase(
+                user,
+                tag,
+                &reply.get(1).and_then(text).unwrap_or_default(),
+                &reply,
+            )?)),
+        }
     }
 
     async fn orders(
@@ -263,5 +278,28 @@ pub(super) fn parse_entry(entry: &Value) -> Option<Order> {
     Some(Order {
         seq,
         user: UserId::parse(&user).ok()?,
+    })
+}
+
+/// One purchase outcome from the script's tag and argument (`reply` only for the error text).
+fn purchase(
+    user: UserId,
+    tag: &str,
+    arg: &str,
+    reply: &[Value],
+) -> Result<Result<Order, Refusal>, StoreError> {
+    Ok(match tag {
+        "ok" => Ok(Order {
+            seq: arg
+                .parse()
+                .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))?,
+            user,
+        }),
+        "not_found" => Err(Refusal::NotFound),
+        "not_started" => Err(Refusal::NotStarted),
+        "ended" => Err(Refusal::Ended),
+        "sold_out" => Err(Refusal::SoldOut),
+        "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(arg)?)),
+        _ => return Err(bad("buy", reply)),
     })
 }
