@@ -545,3 +545,25 @@ async fn ledger_is_off_without_a_database_or_redis() {
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
 }
+
+/// The stream cap is the voucher's own, fixed when it was admitted: a gateway restarted (or a
+/// second instance run) with a lower `GATEWAY_SECKILL_MAX_ORDERS` trims no order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lower_cap_setting_trims_no_order() {
+    let s = settings(Backend::Redis);
+    let a = Gateway::with_settings(s.clone()).await;
+    let (status, _) = a.admin_put("/v1/seckill/vouchers/capped", open(30)).await;
+    assert_eq!(status, 201);
+    for u in 0..10 {
+        assert_eq!(buy(&a, "capped", u).await.0, 201);
+    }
+    let mut low = s;
+    low.seckill_max_orders = 5;
+    let b = Gateway::with_settings(low).await;
+    for u in 10..20 {
+        assert_eq!(buy(&b, "capped", u).await.0, 201);
+    }
+    let (status, page) = b.get("/v1/seckill/vouchers/capped/orders?limit=100").await;
+    assert_eq!(status, 200);
+    assert_eq!(page["orders"].as_array().unwrap().len(), 20, "{page}");
+}

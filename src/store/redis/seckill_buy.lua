@@ -8,8 +8,9 @@
 --          the user's n-th order of this voucher, which the ledger keeps unique)
 -- KEYS[5]  sk:{voucher}:idem:<sha256 of the key>  string "fingerprint\ntag\narg" (only read or
 --          written when ARGV[4] is not empty)
--- ARGV[1]  user id   ARGV[2] voucher id   ARGV[3] stream cap (MAXLEN; stock + sold never
---          exceeds it, so trimming never removes an order)
+-- ARGV[1]  user id   ARGV[2] voucher id   ARGV[3] stream cap for a voucher that has none of
+--          its own (made before caps were stored): MAXLEN is the voucher's field 'cap', which
+--          stock + sold never exceeds, so trimming never removes an order
 -- ARGV[4]  the request's fingerprint under an idempotency key, or ''   ARGV[5] its TTL (s)
 -- Returns  {'ok', stream id} | {'not_found'} | {'not_started'} | {'ended'} | {'sold_out'}
 --          | {'already_ordered', 'id id ...'}
@@ -35,9 +36,10 @@ local function answer(tag, arg)
   return { tag, arg }
 end
 
-local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit')
+local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'cap')
 local stock, b, e = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
 local limit = tonumber(v[4]) or 1
+local cap = v[5] or ARGV[3]
 if not stock or not b or not e then
   return answer('not_found')
 end
@@ -56,7 +58,7 @@ local held = tonumber(redis.call('HGET', KEYS[2], ARGV[1])) or 0
 if held >= limit then
   return answer('already_ordered', redis.call('HGET', KEYS[3], ARGV[1]) or '')
 end
-local id = redis.call('XADD', KEYS[4], 'MAXLEN', ARGV[3], '*', 'user', ARGV[1], 'voucher', ARGV[2],
+local id = redis.call('XADD', KEYS[4], 'MAXLEN', cap, '*', 'user', ARGV[1], 'voucher', ARGV[2],
   'nth', held + 1)
 redis.call('HINCRBY', KEYS[1], 'stock', -1)
 redis.call('HINCRBY', KEYS[1], 'sold', 1)
