@@ -48,6 +48,29 @@ impl TryFrom<serde_json::Value> for UserId {
     }
 }
 
+/// A write made under an `Idempotency-Key` (API.md "Conventions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// SHA-256 (hex) of the client's key: the key itself never reaches the store.
+    pub key: String,
+    /// What the request asked for: a repeat under the same key must ask the same.
+    pub fingerprint: String,
+}
+
+/// How long the first reply to an idempotent write is kept (API.md: 24 h).
+pub const IDEMPOTENCY_SECS: u64 = 86_400;
+
+/// What an idempotent write came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Once<T> {
+    /// Done now.
+    Now(T),
+    /// The key was seen with the same request: its first outcome; nothing changed.
+    Replayed(T),
+    /// The key was seen with a different request: nothing changed.
+    KeyReused,
+}
+
 /// SHA-256 of `bytes` as lowercase hex: how credentials and client-chosen keys are named in
 /// configuration and in the store, never in clear.
 pub fn sha256_hex(bytes: &[u8]) -> String {

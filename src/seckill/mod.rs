@@ -66,28 +66,10 @@ pub enum Refusal {
     AlreadyOrdered(Vec<Seq>),
 }
 
-/// A purchase made under an `Idempotency-Key` (API.md "Conventions").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Idempotency {
-    /// SHA-256 (hex) of the client's key: the key itself never reaches the store.
-    pub key: String,
-    /// What the request asked for (the buyer): a repeat must ask the same.
-    pub fingerprint: String,
-}
+pub use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
 
-/// How long the first reply to an idempotent purchase is kept.
-pub const IDEMPOTENCY_SECS: u64 = 86_400;
-
-/// What a purchase came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bought {
-    /// Done now: a sale, or a refusal.
-    Now(Result<Order, Refusal>),
-    /// The key was seen with the same request: its first outcome, nothing changed.
-    Replayed(Result<Order, Refusal>),
-    /// The key was seen with a different request: nothing changed.
-    KeyReused,
-}
+/// What a purchase came to: a sale or a refusal, done now or replayed.
+pub type Bought = Once<Result<Order, Refusal>>;
 
 /// What a create-or-replace did.
 #[derive(Debug, Clone, Copy)]

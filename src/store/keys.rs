@@ -80,6 +80,12 @@ impl Keys {
         }
     }
 
+    /// The first decision of a check under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the bucket's slot so the GCRA script records it atomically.
+    pub fn ratelimit_idempotency(&self, bucket: &Bucket, digest: &str) -> String {
+        format!("{}:idem:{digest}", self.ratelimit(bucket))
+    }
+
     /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
     /// operation is single-key.
     pub fn geo(&self, layer: &Name) -> String {
