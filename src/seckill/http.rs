@@ -14,7 +14,8 @@ use utoipa_axum::routes;
 
 use super::logic::Seq;
 use super::{
-    Bought, Idempotency, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER,
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    MAX_PER_USER,
 };
 use crate::auth::Acting;
 use crate::auth::Admin;
@@ -183,7 +184,10 @@ struct RestockBody {
     operation_id = "seckillRestock",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(
+        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; a retry within 24 h replays the first reply and adds nothing"),
+    ),
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
@@ -192,14 +196,17 @@ struct RestockBody {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
 )]
 async fn restock(
     _: Admin,
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<RestockBody>,
-) -> ApiResult<Json<VoucherView>> {
+) -> Result<Response, ApiError> {
     let cap = state.settings.seckill_max_orders;
     if body.quantity == 0 || body.quantity > cap {
         return Err(ApiError::invalid(format!(
@@ -207,13 +214,31 @@ async fn restock(
             body.quantity
         )));
     }
-    match state.store.restock(&voucher, body.quantity, cap).await? {
-        Restock::Done(v) => Ok(Json(VoucherView::new(&voucher, &v))),
-        Restock::NotFound => Err(not_found(&voucher)),
-        Restock::OverCap { stock, sold } => Err(ApiError::invalid(format!(
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!("restock|{}", body.quantity),
+    });
+    let reply = |outcome: Restock| {
+        match outcome {
+        Restock::Done(v) => Json(VoucherView::new(&voucher, &v)).into_response(),
+        Restock::NotFound => not_found(&voucher).into_response(),
+        Restock::OverCap { stock, sold } => ApiError::invalid(format!(
             "stock {stock} + sold {sold} + quantity {} would exceed GATEWAY_SECKILL_MAX_ORDERS {cap}",
             body.quantity
-        ))),
+        ))
+        .into_response(),
+    }
+    };
+    match state
+        .store
+        .restock(&voucher, body.quantity, cap, idem.as_ref())
+        .await?
+    {
+        Once::Now(outcome) => Ok(reply(outcome)),
+        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
     }
 }
 
@@ -340,7 +365,7 @@ async fn buy(
     let cap = state.settings.seckill_max_orders;
     let idem = key.map(|key| Idempotency {
         key,
-        fingerprint: body.user_id.to_string(),
+        fingerprint: format!("buy|{}", body.user_id),
     });
     let reply = |outcome: Result<Order, Refusal>| match outcome {
         Ok(order) => (

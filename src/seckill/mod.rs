@@ -99,9 +99,14 @@ pub enum Restock {
 pub(crate) trait SeckillStore {
     /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
     async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
-    /// Adds `quantity` to the stock left.
-    async fn restock(&self, voucher: &Name, quantity: u64, cap: u64)
-        -> Result<Restock, StoreError>;
+    /// Adds `quantity` to the stock left. Under `idem`, like [`Self::buy`].
+    async fn restock(
+        &self,
+        voucher: &Name,
+        quantity: u64,
+        cap: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError>;
     /// The voucher, or `None` when unknown.
     async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
     /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same

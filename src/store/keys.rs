@@ -59,6 +59,12 @@ impl Keys {
         format!("{}uv:{{{page}}}:{day}", self.prefix)
     }
 
+    /// The first outcome of a visit under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the page's slot so the record script keeps it atomically.
+    pub fn uv_idempotency(&self, page: &Name, digest: &str) -> String {
+        format!("{}uv:{{{page}}}:idem:{digest}", self.prefix)
+    }
+
     /// A page's views on one day (a counter), in the same slot as [`Self::uv_day`].
     pub fn pv_day(&self, page: &Name, day: Day) -> String {
         format!("{}pv:{{{page}}}:{day}", self.prefix)

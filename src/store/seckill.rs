@@ -2,7 +2,7 @@
 
 use super::{Store, StoreError};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Bought, Idempotency, Order, Put, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{Bought, Idempotency, Once, Order, Put, Restock, SeckillStore, Spec, Voucher};
 use crate::types::{Name, UserId};
 
 impl SeckillStore for Store {
@@ -14,8 +14,9 @@ impl SeckillStore for Store {
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
-        dispatch!(self, "seckill.restock", s => s.restock(voucher, quantity, cap).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
+        dispatch!(self, "seckill.restock", s => s.restock(voucher, quantity, cap, idem).await)
     }
     async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         dispatch!(self, "seckill.voucher", s => s.voucher(voucher).await)

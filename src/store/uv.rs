@@ -1,7 +1,7 @@
 //! Unique-visitor store calls, dispatched to the active backend.
 
 use super::{Store, StoreError};
-use crate::types::{Day, Name};
+use crate::types::{Day, Idempotency, Name, Once};
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 impl UvStore for Store {
@@ -11,8 +11,9 @@ impl UvStore for Store {
         day: Day,
         visitors: &[String],
         expire_at: i64,
-    ) -> Result<Recorded, StoreError> {
-        dispatch!(self, "uv.record", s => s.record(page, day, visitors, expire_at).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Recorded>, StoreError> {
+        dispatch!(self, "uv.record", s => s.record(page, day, visitors, expire_at, idem).await)
     }
     async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         dispatch!(self, "uv.page_counts", s => s.page_counts(page, days).await)

@@ -1,6 +1,7 @@
 //! Unique-visitor routes (API.md "Unique visitors").
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -8,12 +9,14 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{days, page, retention, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
+use super::{
+    days, page, retention, FoldDay, Recorded, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE,
+};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::{Day, Name};
+use crate::types::{Day, Idempotency, Name, Once};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -62,6 +65,7 @@ struct VisitReply {
     operation_id = "uvRecord",
     tag = "uv",
     params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)")),
     request_body = VisitBody,
     responses(
         (status = 200, body = VisitReply),
@@ -73,9 +77,10 @@ struct VisitReply {
 )]
 async fn record(
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(name): ApiPath<Name>,
     ApiJson(body): ApiJson<VisitBody>,
-) -> ApiResult<Json<VisitReply>> {
+) -> ApiResult<Response> {
     let name = page(name)?;
     let visitors = match (body.visitor, body.visitors) {
         (Some(one), None) => vec![one],
@@ -101,16 +106,36 @@ async fn record(
     let cal = retention(&state);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
-    let done = state
+    // The request as sent (a date left to "today" stays unset), so a retry the next day still
+    // matches and replays the first reply, day included.
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: crate::types::sha256_hex(
+            serde_json::to_string(&(body.date.map(|d| d.to_string()), &visitors))
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
+    });
+    let reply = |done: Recorded| {
+        Json(VisitReply {
+            page: name.clone(),
+            date: done.day,
+            changed: done.changed,
+            pv: done.pv,
+        })
+        .into_response()
+    };
+    match state
         .store
-        .record(&name, day, &visitors, cal.expire_at(day))
-        .await?;
-    Ok(Json(VisitReply {
-        page: name,
-        date: day,
-        changed: done.changed,
-        pv: done.pv,
-    }))
+        .record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
+        .await?
+    {
+        Once::Now(done) => Ok(reply(done)),
+        Once::Replayed(done) => Ok(replayed(reply(done))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
+    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -557,6 +557,40 @@ async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
     assert_eq!(orders[0]["order_id"], first["order_id"]);
     assert_eq!(buy_once(&gw, "idem", 9, "retry-3").await.0, 201);
 
+    // A restock retried under its key adds its stock once.
+    let restock = |key: &'static str, quantity: u64| {
+        let gw = &gw;
+        async move {
+            let r = gw
+                .client
+                .post(gw.url(&format!("{}/restock", voucher_path("idem"))))
+                .bearer_auth(crate::common::ADMIN_TOKEN)
+                .header("idempotency-key", key)
+                .json(&json!({ "quantity": quantity }))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let replayed = r.headers().contains_key("idempotency-replayed");
+            (status, replayed, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, before) = gw.get(&voucher_path("idem")).await;
+    let (status, replayed, first) = restock("restock-1", 3).await;
+    assert_eq!((status, replayed), (200, false), "{first}");
+    let (status, replayed, again) = restock("restock-1", 3).await;
+    assert_eq!((status, replayed), (200, true));
+    assert_eq!(again, first);
+    let (_, after) = gw.get(&voucher_path("idem")).await;
+    assert_eq!(
+        after["stock"].as_u64().unwrap(),
+        before["stock"].as_u64().unwrap() + 3,
+        "added once"
+    );
+    assert_eq!(restock("restock-1", 4).await.0, 422);
+    // One key, two routes: a purchase under a restock's key is another request.
+    assert_eq!(buy_once(&gw, "idem", 11, "restock-1").await.0, 422);
+
     // Malformed keys are 400.
     let long = "k".repeat(129);
     for bad in ["has space", long.as_str()] {

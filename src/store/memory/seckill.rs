@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use super::{lock, MemoryStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{
-    Bought, Idempotency, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
     IDEMPOTENCY_SECS,
 };
 use crate::store::StoreError;
@@ -33,13 +33,20 @@ impl State {
     }
 }
 
-/// The first outcome of a purchase under one idempotency key.
+/// The first outcome of a write under one idempotency key. Purchases and restocks of a voucher
+/// share the keys (as on Redis), so a key reused across them is a different request.
 #[derive(Debug)]
 struct Reply {
     fingerprint: String,
-    outcome: Result<Order, Refusal>,
+    outcome: Outcome,
     /// Unix seconds.
     expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    Bought(Result<Order, Refusal>),
+    Restocked(Restock),
 }
 
 /// One voucher with its orders.
@@ -104,24 +111,49 @@ impl SeckillStore for MemoryStore {
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
         let Some(sale) = self.sale(voucher, false) else {
-            return Ok(Restock::NotFound);
+            return Ok(Once::Now(Restock::NotFound));
         };
         let mut sale = lock(&sale);
+        if sale.spec.is_none() {
+            return Ok(Once::Now(Restock::NotFound));
+        }
+        let now_s = chrono::Utc::now().timestamp();
+        if let Some(idem) = idem {
+            if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
+                return Ok(match first.outcome {
+                    Outcome::Restocked(outcome) if first.fingerprint == idem.fingerprint => {
+                        Once::Replayed(outcome)
+                    }
+                    _ => Once::KeyReused,
+                });
+            }
+        }
         let sold = sale.sold;
-        let Some(spec) = sale.spec.as_mut() else {
-            return Ok(Restock::NotFound);
-        };
-        if spec.stock.saturating_add(sold).saturating_add(quantity) > cap {
-            return Ok(Restock::OverCap {
+        let spec = sale.spec.as_mut().expect("checked above");
+        let outcome = if spec.stock.saturating_add(sold).saturating_add(quantity) > cap {
+            Restock::OverCap {
                 stock: spec.stock,
                 sold,
-            });
+            }
+        } else {
+            spec.stock += quantity;
+            let spec = *spec;
+            Restock::Done(sale.view(spec))
+        };
+        if let Some(idem) = idem {
+            sale.replies.insert(
+                idem.key.clone(),
+                Reply {
+                    fingerprint: idem.fingerprint.clone(),
+                    outcome: Outcome::Restocked(outcome),
+                    expires_at: now_s + IDEMPOTENCY_SECS as i64,
+                },
+            );
         }
-        spec.stock += quantity;
-        let spec = *spec;
-        Ok(Restock::Done(sale.view(spec)))
+        Ok(Once::Now(outcome))
     }
 
     async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
@@ -149,10 +181,11 @@ impl SeckillStore for MemoryStore {
         let now_s = chrono::Utc::now().timestamp();
         if let Some(idem) = idem {
             if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
-                return Ok(if first.fingerprint == idem.fingerprint {
-                    Bought::Replayed(first.outcome.clone())
-                } else {
-                    Bought::KeyReused
+                return Ok(match &first.outcome {
+                    Outcome::Bought(outcome) if first.fingerprint == idem.fingerprint => {
+                        Bought::Replayed(outcome.clone())
+                    }
+                    _ => Bought::KeyReused,
                 });
             }
         }
@@ -162,7 +195,7 @@ impl SeckillStore for MemoryStore {
                 idem.key.clone(),
                 Reply {
                     fingerprint: idem.fingerprint.clone(),
-                    outcome: outcome.clone(),
+                    outcome: Outcome::Bought(outcome.clone()),
                     expires_at: now_s + IDEMPOTENCY_SECS as i64,
                 },
             );

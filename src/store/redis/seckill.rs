@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{
-    Bought, Idempotency, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
     IDEMPOTENCY_SECS,
 };
 use crate::store::StoreError;
@@ -116,30 +116,29 @@ impl SeckillStore for RedisStore {
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
         let reply: Vec<Value> = RESTOCK
             .evalsha_with_reload(
                 self.pool.next(),
-                vec![self.keys.voucher(voucher)],
-                vec![quantity.to_string(), cap.to_string()],
+                vec![
+                    self.keys.voucher(voucher),
+                    self.keys
+                        .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
+                ],
+                vec![
+                    quantity.to_string(),
+                    cap.to_string(),
+                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+                    IDEMPOTENCY_SECS.to_string(),
+                ],
             )
             .await
             .map_err(map_err)?;
-        let n = |i: usize| {
-            int(reply.get(i))
-                .and_then(|s| u64::try_from(s).ok())
-                .unwrap_or(0)
-        };
         match tag(&reply).as_str() {
-            "not_found" => Ok(Restock::NotFound),
-            "over_cap" => Ok(Restock::OverCap {
-                stock: n(1),
-                sold: n(2),
-            }),
-            "ok" => view(&reply)
-                .map(Restock::Done)
-                .ok_or_else(|| bad("restock", &reply)),
-            _ => Err(bad("restock", &reply)),
+            "key_reused" => Ok(Once::KeyReused),
+            "replay" => restocked(&reply[1..]).map(Once::Replayed),
+            _ => restocked(&reply).map(Once::Now),
         }
     }
 
@@ -302,4 +301,24 @@ fn purchase(
         "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(arg)?)),
         _ => return Err(bad("buy", reply)),
     })
+}
+
+/// A restock outcome from the script's reply (`{'ok', stock, sold, ...}` and the refusals).
+fn restocked(reply: &[Value]) -> Result<Restock, StoreError> {
+    let n = |i: usize| {
+        int(reply.get(i))
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(0)
+    };
+    match tag(reply).as_str() {
+        "not_found" => Ok(Restock::NotFound),
+        "over_cap" => Ok(Restock::OverCap {
+            stock: n(1),
+            sold: n(2),
+        }),
+        "ok" => view(reply)
+            .map(Restock::Done)
+            .ok_or_else(|| bad("restock", reply)),
+        _ => Err(bad("restock", reply)),
+    }
 }
