@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit, MAX_COUNT,
-    MAX_EXTENT_M,
+    logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit,
+    UnknownCentre, MAX_COUNT, MAX_EXTENT_M,
 };
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
@@ -437,10 +437,7 @@ async fn nearby(
         .store
         .geo_search(&layer, &search)
         .await?
-        .ok_or_else(|| match &search.center {
-            Center::Member(m) => not_found(&layer, m),
-            Center::Point(_) => ApiError::Internal("a point search found no centre".to_owned()),
-        })?;
+        .map_err(|UnknownCentre(member)| not_found(&layer, &member))?;
     let mut hits = found.hits;
     if drop_self {
         if let Center::Member(me) = &search.center {

@@ -108,6 +108,10 @@ pub fn writable_member(member: &Name) -> Result<(), Refused> {
     Ok(())
 }
 
+/// A search around a member the layer does not hold (only a by-member search can be refused so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownCentre(pub Name);
+
 /// One place of a batch.
 #[derive(Debug, Clone)]
 pub struct Place {
@@ -175,6 +179,10 @@ pub(crate) trait GeoStore {
         to: &Name,
         unit: Unit,
     ) -> Result<Option<f64>, StoreError>;
-    /// Runs a search; None when the centre member does not exist.
-    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError>;
+    /// Runs a search; a search around a member the layer does not hold is [`UnknownCentre`].
+    async fn geo_search(
+        &self,
+        layer: &Name,
+        search: &Search,
+    ) -> Result<Result<Found, UnknownCentre>, StoreError>;
 }

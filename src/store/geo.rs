@@ -1,7 +1,7 @@
 //! Geo store calls, dispatched to the active backend.
 
 use super::{Store, StoreError};
-use crate::geo::{Found, GeoStore, Place, Point, Search, Unit};
+use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCentre};
 use crate::types::Name;
 
 impl GeoStore for Store {
@@ -26,7 +26,11 @@ impl GeoStore for Store {
     ) -> Result<Option<f64>, StoreError> {
         dispatch!(self, "geo.geo_distance", s => s.geo_distance(layer, from, to, unit).await)
     }
-    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError> {
+    async fn geo_search(
+        &self,
+        layer: &Name,
+        search: &Search,
+    ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         dispatch!(self, "geo.geo_search", s => s.geo_search(layer, search).await)
     }
 }
