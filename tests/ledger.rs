@@ -30,6 +30,11 @@ fn shared_pg() -> &'static Postgres {
 
 /// A fresh database on `pg`; returns its URL.
 async fn database(pg: &Postgres) -> String {
+    named_database(pg).await.0
+}
+
+/// A fresh database on `pg`; returns its URL and name.
+async fn named_database(pg: &Postgres) -> (String, String) {
     static N: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "t{}_{}",
@@ -46,7 +51,52 @@ async fn database(pg: &Postgres) -> String {
         .await
         .expect("create a test database");
     admin.close().await;
-    pg.url(&name)
+    (pg.url(&name), name)
+}
+
+/// Runs `sql` as the superuser on the `postgres` database (database-wide settings).
+async fn superuser(pg: &Postgres, sql: &str) {
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&pg.url("postgres"))
+        .await
+        .expect("connect to the test PostgreSQL");
+    sqlx::query(sql).execute(&admin).await.expect(sql);
+    admin.close().await;
+}
+
+/// Cuts every session on database `name`, as a failover or maintenance does: the gateway's
+/// connections come back with the database's current defaults.
+async fn cut_sessions(pg: &Postgres, name: &str) {
+    superuser(
+        pg,
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ),
+    )
+    .await;
+}
+
+/// Polls `/readyz` until `pred` holds for the ledger object; returns it.
+async fn ledger_until(gw: &Gateway, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let (_, ready) = gw.get("/readyz").await;
+        let ledger = ready["ledger"].clone();
+        if pred(&ledger) {
+            return ledger;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {ledger}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn admin_get(gw: &Gateway, path: &str) -> (u16, Value) {
+    let (status, body) = gw
+        .send(gw.client.get(gw.url(path)).bearer_auth(common::ADMIN_TOKEN))
+        .await;
+    (status.as_u16(), body)
 }
 
 async fn pool(url: &str) -> PgPool {
@@ -146,7 +196,8 @@ macro_rules! on_redis_and_cluster {
 
 on_redis_and_cluster!(
     sold_out_voucher_lands_exactly,
-    two_instances_no_duplicates_no_gaps
+    two_instances_no_duplicates_no_gaps,
+    refused_orders_are_dead_lettered_and_replayed
 );
 
 async fn sold_out_voucher_lands_exactly(backend: Backend) {
@@ -309,12 +360,18 @@ fn is_stream_id(s: &str) -> bool {
     })
 }
 
-/// PostgreSQL stops mid-sale and comes back: the ingester backs off (dead-lettering nothing),
-/// then catches up, each order once.
+/// Long enough for more than 5 claim cycles at the tests' 300 ms claim idle time: under the
+/// old delivery counting every pending order would have been dead-lettered by then.
+const OVER_FIVE_CLAIM_CYCLES: Duration = Duration::from_millis(3_500);
+
+/// PostgreSQL stops mid-sale for longer than 5 claim cycles, comes back read-only (a promoted
+/// replica, read-only maintenance) for longer than 5 more, then writable: nothing is
+/// dead-lettered, every order lands once, and `/readyz` tells the truth throughout (true lag
+/// during the outage, `failing` with `read_only` while writes are refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_outage_backs_off_and_recovers() {
+async fn outage_then_read_only_dead_letters_nothing() {
     let mut pg = Postgres::start();
-    let url = database(&pg).await;
+    let (url, name) = named_database(&pg).await;
     let gw = Gateway::with_settings(ledger_settings(Backend::Redis, &url)).await;
     let (status, _) = gw.admin_put("/v1/seckill/vouchers/out", open(40)).await;
     assert_eq!(status, 201);
@@ -332,6 +389,12 @@ async fn postgres_outage_backs_off_and_recovers() {
         caught_up(&gw, &db, "out", 10).await;
         db.close().await;
     }
+    // Sessions opened after the outage are read-only; those before it are cut by it.
+    superuser(
+        &pg,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
+    )
+    .await;
 
     pg.stop();
     for u in 10..30 {
@@ -339,32 +402,60 @@ async fn postgres_outage_backs_off_and_recovers() {
         assert_eq!(status, 201, "sales go on without the ledger: {body}");
         won.insert(body["order_id"].as_str().unwrap().to_owned());
     }
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["state"] == "backing_off" {
-            assert!(ready["ledger"]["last_error"].is_string());
-            break;
-        }
-        assert!(Instant::now() < deadline, "never backed off: {ready}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let ledger = ledger_until(&gw, "backing off with the true lag", |l| {
+        l["state"] == "backing_off" && l["lag"] == 20
+    })
+    .await;
+    assert_eq!(ledger["reason"], "unavailable", "{ledger}");
+    assert!(
+        ledger.get("last_error").is_none(),
+        "no raw error text: {ledger}"
+    );
     // Listings still answer; the orders sold during the outage are not ingested yet.
     let (status, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["orders"].as_array().unwrap().len(), 30);
     assert!(page["orders"][29]["ingested"] != true, "{page}");
-    // Long enough for several claim rounds: an outage must not dead-letter anything.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["lag"], 20, "{ready}");
+    assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
 
     pg.restart();
+    let ledger = ledger_until(&gw, "failing read-only", |l| l["state"] == "failing").await;
+    assert_eq!(ledger["reason"], "read_only", "{ledger}");
+    for u in 30..35 {
+        let (status, body) = buy(&gw, "out", u).await;
+        assert_eq!(status, 201, "{body}");
+        won.insert(body["order_id"].as_str().unwrap().to_owned());
+    }
+    tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
+    let ledger = ledger_until(&gw, "counting the read-only backlog", |l| l["lag"] == 25).await;
+    assert_eq!(ledger["state"], "failing", "{ledger}");
+    assert_eq!(ledger["reason"], "read_only", "{ledger}");
+    assert_eq!(
+        ledger["dead_lettered"], 0,
+        "read-only is not the orders' fault: {ledger}"
+    );
+    assert!(ledger.get("last_error").is_none(), "{ledger}");
+
+    superuser(
+        &pg,
+        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
+    )
+    .await;
+    cut_sessions(&pg, &name).await;
     let db = pool(&url).await;
-    let ids = caught_up(&gw, &db, "out", 30).await;
-    assert_eq!(ids.len(), 30);
+    let ids = caught_up(&gw, &db, "out", 35).await;
+    assert_eq!(ids.len(), 35, "each order exactly once");
     assert_eq!(ids.into_iter().collect::<HashSet<_>>(), won);
     let (_, ready) = gw.get("/readyz").await;
-    assert_eq!(ready["ledger"]["state"], "running");
+    assert_eq!(ready["ledger"]["state"], "running", "{ready}");
+    assert!(ready["ledger"].get("reason").is_none(), "{ready}");
     assert_eq!(ready["ledger"]["dead_lettered"], 0);
+    let (status, dead) = admin_get(&gw, "/v1/seckill/vouchers/out/dead-letters").await;
+    assert_eq!(status, 200, "{dead}");
+    assert_eq!(dead, json!({"dead_letters": [], "next": null}));
     let (_, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
     assert!(page["orders"]
         .as_array()
@@ -373,10 +464,61 @@ async fn postgres_outage_backs_off_and_recovers() {
         .all(|o| o["ingested"] == true));
 }
 
-/// An order the database keeps refusing (here: the same user's first order is already there
-/// under another id) is retried, then dead-lettered; the others land.
+/// A migration gone wrong (the table renamed away) refuses every insert: the ledger says
+/// `failing` with `undefined_table` and waits, dead-lettering nothing, however many claim
+/// cycles pass; renamed back, every order lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refused_orders_are_dead_lettered() {
+async fn renamed_table_dead_letters_nothing() {
+    let url = database(shared_pg()).await;
+    let gw = Gateway::with_settings(ledger_settings(Backend::Redis, &url)).await;
+    let db = pool(&url).await;
+    let (status, _) = gw.admin_put("/v1/seckill/vouchers/mv", open(20)).await;
+    assert_eq!(status, 201);
+    let mut won = HashSet::new();
+    for u in 0..5 {
+        won.insert(
+            buy(&gw, "mv", u).await.1["order_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    caught_up(&gw, &db, "mv", 5).await;
+
+    sqlx::query("ALTER TABLE seckill_orders RENAME TO seckill_orders_moved")
+        .execute(&db)
+        .await
+        .unwrap();
+    for u in 5..10 {
+        won.insert(
+            buy(&gw, "mv", u).await.1["order_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let ledger = ledger_until(&gw, "failing", |l| l["state"] == "failing").await;
+    assert_eq!(ledger["reason"], "undefined_table", "{ledger}");
+    tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
+    let ledger = ledger_until(&gw, "counting the backlog", |l| l["lag"] == 5).await;
+    assert_eq!(ledger["state"], "failing", "{ledger}");
+    assert_eq!(ledger["dead_lettered"], 0, "{ledger}");
+
+    sqlx::query("ALTER TABLE seckill_orders_moved RENAME TO seckill_orders")
+        .execute(&db)
+        .await
+        .unwrap();
+    let ids = caught_up(&gw, &db, "mv", 10).await;
+    assert_eq!(ids.into_iter().collect::<HashSet<_>>(), won);
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["state"], "running", "{ready}");
+    assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
+}
+
+/// An order the database keeps refusing for its own row (here: the same user's first order is
+/// already there under another id) is retried, then dead-lettered with a reason code; the
+/// others land. An admin lists it, fixes the cause and replays it: it lands once.
+async fn refused_orders_are_dead_lettered_and_replayed(backend: Backend) {
     let url = database(shared_pg()).await;
     let db = pool(&url).await;
     sqlx::migrate!("./migrations").run(&db).await.unwrap();
@@ -387,38 +529,88 @@ async fn refused_orders_are_dead_lettered() {
     .execute(&db)
     .await
     .unwrap();
-    let s = ledger_settings(Backend::Redis, &url);
-    let prefix = s.key_prefix.clone();
-    let gw = Gateway::with_settings(s).await;
+    let gw = Gateway::with_settings(ledger_settings(backend, &url)).await;
     let (status, _) = gw.admin_put("/v1/seckill/vouchers/dl", open(5)).await;
     assert_eq!(status, 201);
     let mut good = HashSet::new();
+    let mut refused = String::new();
     for u in [5, 6, 7, 8] {
         let (status, body) = buy(&gw, "dl", u).await;
         assert_eq!(status, 201);
-        if u != 7 {
-            good.insert(body["order_id"].as_str().unwrap().to_owned());
+        let id = body["order_id"].as_str().unwrap().to_owned();
+        if u == 7 {
+            refused = id;
+        } else {
+            good.insert(id);
         }
     }
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["dead_lettered"] == 1 && ready["ledger"]["pending"] == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never dead-lettered: {ready}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ledger = ledger_until(&gw, "dead-lettered", |l| {
+        l["dead_lettered"] == 1 && l["pending"] == 0
+    })
+    .await;
+    assert_eq!(
+        ledger["state"], "running",
+        "a row's fault is not the database's: {ledger}"
+    );
     let ids: HashSet<String> = ledger_ids(&db, "dl").await.into_iter().collect();
     good.insert("dl/1-0".to_owned());
     assert_eq!(ids, good);
-    let dead = shared_redis()
-        .cli(&["XRANGE", &format!("{prefix}sk:{{dl}}:dead"), "-", "+"])
+
+    // Listed for an admin, with the order and a reason code (never the server's text).
+    let path = "/v1/seckill/vouchers/dl/dead-letters";
+    let (status, _) = gw.get(path).await;
+    assert_eq!(status, 401);
+    let (status, page) = admin_get(&gw, path).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["next"], Value::Null, "{page}");
+    let letters = page["dead_letters"].as_array().unwrap();
+    assert_eq!(letters.len(), 1, "{page}");
+    assert_eq!(letters[0]["order_id"], refused.as_str());
+    assert_eq!(letters[0]["order"]["order_id"], refused.as_str());
+    assert_eq!(letters[0]["order"]["user_id"], 7);
+    assert_eq!(letters[0]["reason"], "unique_violation");
+    assert_eq!(letters[0]["attempts"], 5);
+    let (status, _) = admin_get(&gw, "/v1/seckill/vouchers/nope/dead-letters").await;
+    assert_eq!(status, 404);
+    let (status, _) = admin_get(&gw, &format!("{path}?limit=0")).await;
+    assert_eq!(status, 400);
+
+    // The cause fixed, the replay hands it back and it lands, once.
+    sqlx::query("DELETE FROM seckill_orders WHERE order_id = 'dl/1-0'")
+        .execute(&db)
+        .await
         .unwrap();
-    assert!(
-        dead.contains("reason") && dead.contains("duplicate key"),
-        "{dead}"
-    );
+    let (status, body) = gw
+        .admin_post("/v1/seckill/vouchers/dl/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"replayed": 1}));
+    let ledger = ledger_until(&gw, "replayed", |l| {
+        l["dead_lettered"] == 0 && l["pending"] == 0 && l["lag"] == 0
+    })
+    .await;
+    assert_eq!(ledger["state"], "running", "{ledger}");
+    let deadline = Instant::now() + CATCH_UP;
+    while !ledger_ids(&db, "dl").await.contains(&refused) {
+        assert!(Instant::now() < deadline, "the replayed order never landed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, body) = gw
+        .admin_post("/v1/seckill/vouchers/dl/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!((status.as_u16(), body), (200, json!({"replayed": 0})));
+    let (_, page) = admin_get(&gw, path).await;
+    assert_eq!(page["dead_letters"], json!([]));
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM seckill_orders WHERE order_id = $1")
+        .bind(&refused)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "lands once");
+    let (status, body) = gw
+        .admin_post("/v1/seckill/vouchers/nope/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!(status, 404, "{body}");
 }
 
 /// Without DATABASE_URL (or on the memory backend) the ledger is off and says so.
@@ -432,4 +624,18 @@ async fn ledger_is_off_without_a_database_or_redis() {
     let gw = Gateway::with_settings(s).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
+    // The admin routes answer alike without a ledger: nothing dead-lettered, nothing to replay.
+    let (status, _) = gw.admin_put("/v1/seckill/vouchers/m", open(5)).await;
+    assert_eq!(status, 201);
+    let (status, page) = admin_get(&gw, "/v1/seckill/vouchers/m/dead-letters").await;
+    assert_eq!(
+        (status, page),
+        (200, json!({"dead_letters": [], "next": null}))
+    );
+    let (status, body) = gw
+        .admin_post("/v1/seckill/vouchers/m/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!((status.as_u16(), body), (200, json!({"replayed": 0})));
+    let (status, _) = admin_get(&gw, "/v1/seckill/vouchers/none/dead-letters").await;
+    assert_eq!(status, 404);
 }

@@ -1,10 +1,11 @@
-//! The ingester loop: take a batch per voucher, insert, ack; back off when a side is down.
+//! The ingester: take a batch per voucher, insert, ack; back off while the database as a whole
+//! fails; measure the backlog on its own timer.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::db::{Db, DbError};
-use super::{LedgerStatus, Row, Taken, BATCH, MAX_DELIVERIES};
+use super::db::{Db, DbError, Fault};
+use super::{LedgerState, LedgerStatus, Row, Taken, BATCH, MAX_ATTEMPTS};
 use crate::config::Settings;
 use crate::seckill::logic::Seq;
 use crate::store::redis::RedisStore;
@@ -13,18 +14,34 @@ use crate::types::Name;
 
 /// Pause after a round that found nothing to do.
 const IDLE_POLL: Duration = Duration::from_millis(200);
-/// Back-off bounds while PostgreSQL or Redis is down.
+/// Back-off bounds while PostgreSQL or Redis is down or refusing.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often the backlog (lag, pending, dead letters) is re-measured.
 const BACKLOG_EVERY: Duration = Duration::from_secs(1);
+/// Reason code of an entry whose fields cannot be read.
+const UNREADABLE: &str = "unreadable_entry";
 
+/// Why a round stopped. Never a row's fault: those are handled inside the round.
 #[derive(Debug, thiserror::Error)]
 enum RoundError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Db(#[from] DbError),
+}
+
+impl RoundError {
+    /// The state and reason code `/readyz` shows for it.
+    fn state(&self) -> (LedgerState, &'static str) {
+        match self {
+            Self::Store(_) => (LedgerState::BackingOff, "store_unavailable"),
+            Self::Db(e) => match e.fault {
+                Fault::Unreachable(_) => (LedgerState::BackingOff, e.fault.reason()),
+                Fault::Refusing(_) | Fault::Row(_) => (LedgerState::Failing, e.fault.reason()),
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -63,43 +80,67 @@ impl Ingester {
             .unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 
+    fn set_state(&self, state: LedgerState, reason: Option<&'static str>) {
+        self.update(|s| {
+            s.state = state;
+            s.reason = reason;
+        });
+        metrics::gauge!("gateway_ledger_up").set(if state == LedgerState::Running {
+            1.0
+        } else {
+            0.0
+        });
+    }
+
+    /// Ingests and measures until aborted.
     pub async fn run(self) {
+        tokio::join!(self.ingest_forever(), self.measure_forever());
+    }
+
+    async fn ingest_forever(&self) {
         let mut backoff = BACKOFF_MIN;
         while let Err(e) = self.db.migrate().await {
-            tracing::warn!(error = %e, "ledger migrations failed; retrying");
-            self.update(|s| s.last_error = Some(e));
+            let (state, reason) = RoundError::from(e).state();
+            tracing::warn!(
+                reason,
+                retry_in_ms = backoff.as_millis() as u64,
+                "ledger migrations failed"
+            );
+            self.set_state(state, Some(reason));
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
         tracing::info!(consumer = %self.consumer, "ledger migrations applied; ingesting");
-        self.update(|s| s.state = "running");
         let mut backoff = BACKOFF_MIN;
-        let mut measured = Instant::now() - BACKLOG_EVERY;
+        // Until a write succeeded, each round first proves the database takes one: then no
+        // entry is handed out (and kept pending for a claim cycle) while it would not, and
+        // "running" and "recovered" are only said after a real write.
+        let mut writing = false;
+        let mut fault: Option<&'static str> = None;
         loop {
-            match self.round(backoff != BACKOFF_MIN).await {
+            match self.round(!writing).await {
                 Ok(done) => {
-                    if backoff != BACKOFF_MIN {
-                        tracing::info!("ledger recovered");
+                    if !writing {
+                        if let Some(reason) = fault.take() {
+                            tracing::info!(
+                                after = reason,
+                                "ledger recovered: writes succeed again"
+                            );
+                        }
+                        writing = true;
+                        self.set_state(LedgerState::Running, None);
                     }
                     backoff = BACKOFF_MIN;
-                    self.update(|s| {
-                        s.state = "running";
-                        s.last_error = None;
-                    });
-                    if measured.elapsed() >= BACKLOG_EVERY {
-                        measured = Instant::now();
-                        let _ = self.measure().await;
-                    }
                     if done == 0 {
                         tokio::time::sleep(IDLE_POLL).await;
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "ledger backing off");
-                    self.update(|s| {
-                        s.state = "backing_off";
-                        s.last_error = Some(e.to_string());
-                    });
+                    let (state, reason) = e.state();
+                    tracing::warn!(error = %e, reason, retry_in_ms = backoff.as_millis() as u64, "ledger cannot write; backing off");
+                    writing = false;
+                    fault = Some(reason);
+                    self.set_state(state, Some(reason));
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
@@ -108,10 +149,9 @@ impl Ingester {
     }
 
     /// One pass over every voucher; returns how many entries were handled.
-    async fn round(&self, recovering: bool) -> Result<usize, RoundError> {
-        // A round with nothing to insert would not notice that PostgreSQL is still down.
-        if recovering {
-            self.db.ping().await?;
+    async fn round(&self, probe: bool) -> Result<usize, RoundError> {
+        if probe {
+            self.db.insert(&[]).await?;
         }
         let mut done = 0;
         for voucher in self.store.ledger_vouchers().await? {
@@ -134,10 +174,14 @@ impl Ingester {
         if !unreadable.is_empty() {
             let ids: Vec<Seq> = unreadable.iter().map(|t| t.id).collect();
             tracing::error!(%voucher, count = ids.len(), "unreadable order entries dead-lettered");
-            self.store
-                .ledger_dead_letter(voucher, &ids, "unreadable entry")
+            let n = self
+                .store
+                .ledger_refuse(voucher, &ids, UNREADABLE, 1)
                 .await?;
-            metrics::counter!("gateway_ledger_dead_lettered_total").increment(ids.len() as u64);
+            metrics::counter!("gateway_ledger_dead_lettered_total").increment(n);
+        }
+        if good.is_empty() {
+            return Ok(());
         }
         let rows: Vec<Row> = good.iter().filter_map(|t| t.order.clone()).collect();
         match self.db.insert(&rows).await {
@@ -147,9 +191,12 @@ impl Ingester {
                 self.ingested(new);
                 Ok(())
             }
-            Err(DbError::Unavailable(e)) => Err(DbError::Unavailable(e).into()),
             // The batch holds at least one row the database refuses: find which, one by one.
-            Err(DbError::Refused(_)) => self.one_by_one(voucher, &good).await,
+            Err(DbError {
+                fault: Fault::Row(_),
+                ..
+            }) => self.one_by_one(voucher, &good).await,
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -161,23 +208,42 @@ impl Ingester {
                     self.store.ledger_ack(voucher, &[t.id]).await?;
                     self.ingested(new);
                 }
-                Err(DbError::Unavailable(e)) => return Err(DbError::Unavailable(e).into()),
-                Err(DbError::Refused(reason)) if t.deliveries >= MAX_DELIVERIES => {
-                    tracing::error!(%voucher, order_id = %row.order_id, %reason, "order dead-lettered");
-                    self.store
-                        .ledger_dead_letter(voucher, &[t.id], &reason)
+                // Only here is an attempt counted: the database took writes and refused this
+                // row's own data. Left pending below the limit, claimed again after the idle
+                // time.
+                Err(
+                    e @ DbError {
+                        fault: Fault::Row(reason),
+                        ..
+                    },
+                ) => {
+                    let dead = self
+                        .store
+                        .ledger_refuse(voucher, &[t.id], reason, MAX_ATTEMPTS)
                         .await?;
-                    metrics::counter!("gateway_ledger_dead_lettered_total").increment(1);
+                    if dead > 0 {
+                        tracing::error!(%voucher, order_id = %row.order_id, reason, error = %e, "order dead-lettered");
+                        metrics::counter!("gateway_ledger_dead_lettered_total").increment(dead);
+                    } else {
+                        tracing::warn!(%voucher, order_id = %row.order_id, attempt = t.attempts + 1, reason, error = %e, "order refused; will retry");
+                    }
                 }
-                // Left pending: claimed again after the idle time, up to MAX_DELIVERIES.
-                Err(DbError::Refused(reason)) => {
-                    tracing::warn!(%voucher, order_id = %row.order_id, deliveries = t.deliveries, %reason, "order refused; will retry");
-                }
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(())
     }
 
+    async fn measure_forever(&self) {
+        loop {
+            if let Err(e) = self.measure().await {
+                tracing::debug!(error = %e, "ledger backlog not measured");
+            }
+            tokio::time::sleep(BACKLOG_EVERY).await;
+        }
+    }
+
+    /// Reads the backlog from Redis alone, so it is true while PostgreSQL is down.
     async fn measure(&self) -> Result<(), StoreError> {
         let mut total = super::Backlog::default();
         for voucher in self.store.ledger_vouchers().await? {

@@ -10,16 +10,28 @@
 //!   after its row is committed, so a crash between the two re-delivers and the insert is a
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
-//!   attempt) are taken over with `XAUTOCLAIM`; an entry the database refuses
-//!   [`MAX_DELIVERIES`] times is moved to the voucher's dead-letter stream;
-//! - batches are bounded ([`BATCH`]); when PostgreSQL or Redis is down the ingester backs off
-//!   exponentially and nothing is dead-lettered for it.
+//!   attempt, a replayed dead letter) are taken over with `XAUTOCLAIM`;
+//! - failures are classified by SQLSTATE ([`db::Fault`]): only an error of the row's own data
+//!   (class 22, 23) counts as an attempt on that order, and an order refused [`MAX_ATTEMPTS`]
+//!   times goes to the voucher's dead-letter stream with the reason code. The database being
+//!   unreachable, read-only, missing a table, out of resources or timing out stalls every
+//!   order alike: the ingester backs off and waits it out, counting nothing, for however long;
+//! - attempts are counted explicitly (a hash per voucher), not taken from the stream's
+//!   delivery counter, which also grows when an entry is merely handed out in a round where
+//!   the database then turned out to be down;
+//! - the backlog (`lag`, `pending`, dead letters) is measured from Redis on its own timer, so
+//!   it stays true while PostgreSQL is down;
+//! - dead letters can be listed and handed back ([`Ledger::replay`]); a replayed order is
+//!   pending again and lands once like any other.
 //!
 //! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
 //! gateway says so at start-up.
 
 mod db;
+mod http;
 mod ingest;
+
+pub use http::router;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -30,15 +42,16 @@ use utoipa::ToSchema;
 
 use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
-use crate::store::Store;
+use crate::store::redis::RedisStore;
+use crate::store::{Store, StoreError};
 use crate::types::{Name, UserId};
 
 /// The consumer group every gateway instance reads the order streams with.
 pub const GROUP: &str = "ledger";
 /// Most entries handled per voucher per round.
 pub const BATCH: usize = 200;
-/// Deliveries after which an entry the database keeps refusing is dead-lettered.
-pub const MAX_DELIVERIES: u64 = 5;
+/// Times the database may refuse one order's own row before it is dead-lettered.
+pub const MAX_ATTEMPTS: u64 = 5;
 
 /// One order as the ledger stores it.
 #[derive(Debug, Clone)]
@@ -56,8 +69,8 @@ pub(crate) struct Taken {
     pub id: Seq,
     /// `None` when the entry's fields cannot be read (it is dead-lettered at once).
     pub order: Option<Row>,
-    /// How often it has been delivered, this time included.
-    pub deliveries: u64,
+    /// Times the database refused this row so far (not deliveries).
+    pub attempts: u64,
 }
 
 /// How far behind the ledger is on one voucher.
@@ -70,11 +83,52 @@ pub(crate) struct Backlog {
     pub dead_lettered: u64,
 }
 
-/// The ledger's state as `/readyz` reports it.
+/// An order the ledger gave up on.
+#[derive(Debug, Clone)]
+pub struct DeadLetter {
+    /// Its place in the dead-letter stream (a listing's cursor); its time is when it was
+    /// given up on.
+    pub at: Seq,
+    /// The order's entry in the voucher's order stream: the order id is `<voucher>/<entry>`.
+    pub entry: Seq,
+    /// The buyer; `None` when the entry's fields could not be read.
+    pub user: Option<UserId>,
+    /// A snake_case reason code (`unique_violation`, `unreadable_entry`, ...).
+    pub reason: String,
+    /// Times the database refused the row.
+    pub attempts: u64,
+}
+
+/// What the ledger is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerState {
+    /// No `DATABASE_URL`, or the memory backend.
+    Off,
+    /// Applying migrations, before the first one succeeded or failed.
+    Starting,
+    /// Writing orders.
+    Running,
+    /// Cannot reach PostgreSQL (or Redis); retrying with exponential back-off.
+    BackingOff,
+    /// PostgreSQL answers but refuses every write (read-only, missing table, out of resources,
+    /// timing out...); retrying with back-off, nothing is dead-lettered for it.
+    Failing,
+}
+
+/// The ledger's state as `/readyz` reports it. Counts come from Redis and stay true while
+/// PostgreSQL is down.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LedgerStatus {
-    /// `off`, `starting` (migrating), `running` or `backing_off` (PostgreSQL or Redis down).
-    pub state: &'static str,
+    pub state: LedgerState,
+    /// With `backing_off` and `failing`: why, as a code (`unavailable`, `authentication_failed`,
+    /// `unknown_database`, `too_many_connections`, `store_unavailable`, `read_only`,
+    /// `undefined_table`, `undefined_column`, `permission_denied`, `schema_mismatch`,
+    /// `insufficient_resources`, `timeout`, `operator_intervention`, `system_error`,
+    /// `internal_error`, `migration_failed`, ...). Details go to the log, never here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "read_only")]
+    pub reason: Option<&'static str>,
     /// Orders not in the ledger yet (undelivered + pending), as of the last check.
     pub lag: u64,
     /// Delivered to an ingester, not yet acknowledged.
@@ -83,19 +137,17 @@ pub struct LedgerStatus {
     pub ingested: u64,
     /// Entries in the dead-letter streams.
     pub dead_lettered: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
 }
 
 impl LedgerStatus {
-    fn new(state: &'static str) -> Self {
+    fn new(state: LedgerState) -> Self {
         Self {
             state,
+            reason: None,
             lag: 0,
             pending: 0,
             ingested: 0,
             dead_lettered: 0,
-            last_error: None,
         }
     }
 }
@@ -107,6 +159,9 @@ pub struct Ledger {
     status: Arc<Mutex<LedgerStatus>>,
     /// `None` when the ledger is off.
     db: Option<db::Db>,
+    /// The Redis side, whenever the store is Redis: dead letters stay listable and replayable
+    /// from an instance without `DATABASE_URL` (another instance ingests them).
+    redis: Option<RedisStore>,
     _task: Option<Arc<AbortOnDrop>>,
 }
 
@@ -123,32 +178,37 @@ impl Ledger {
     /// Starts the ingester when `DATABASE_URL` is set and the store is Redis; otherwise the
     /// ledger is off, and the log says why.
     pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
-        let off = || Self {
-            status: Arc::new(Mutex::new(LedgerStatus::new("off"))),
+        let redis = match (store, &settings.store) {
+            (Store::Redis(redis), StoreChoice::Redis(_)) => Some(redis.clone()),
+            _ => None,
+        };
+        let off = |redis| Self {
+            status: Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Off))),
             db: None,
+            redis,
             _task: None,
         };
         let Some(url) = settings.database_url.as_deref() else {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
-            return Ok(off());
+            return Ok(off(redis));
         };
-        let (Store::Redis(redis), StoreChoice::Redis(_)) = (store, &settings.store) else {
+        let Some(redis) = redis else {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
-            return Ok(off());
+            return Ok(off(None));
         };
         let db = db::Db::connect_lazy(
             url,
-            settings
-                .store_timeout
-                .max(std::time::Duration::from_secs(2)),
+            settings.store_timeout.max(Duration::from_secs(2)),
+            settings.store_timeout,
         )?;
-        let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
+        let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
         let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
         let task = tokio::spawn(ingester.run());
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {
             status,
             db: Some(db),
+            redis: Some(redis),
             _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
         })
     }
@@ -178,4 +238,43 @@ impl Ledger {
             Err(_) => None,
         }
     }
+
+    /// Up to `limit` of `voucher`'s dead letters after the cursor `after`, oldest first
+    /// (none without Redis).
+    pub async fn dead_letters(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(Vec::new());
+        };
+        let mut letters = redis.ledger_dead_letters(voucher, after, limit).await?;
+        // Dead letters of older versions carried the server's raw text: never shown.
+        for d in &mut letters {
+            if !is_code(&d.reason) {
+                d.reason = "unknown".to_owned();
+            }
+        }
+        Ok(letters)
+    }
+
+    /// Hands every dead letter of `voucher` back to the ledger; returns how many. Each order
+    /// is pending again, so it lands once whichever instance ingests it.
+    pub async fn replay(&self, voucher: &Name) -> Result<u64, StoreError> {
+        let Some(redis) = &self.redis else {
+            return Ok(0);
+        };
+        let n = redis.ledger_replay(voucher).await?;
+        if n > 0 {
+            tracing::info!(%voucher, replayed = n, "dead letters handed back to the ledger");
+        }
+        Ok(n)
+    }
+}
+
+/// A snake_case reason code, as opposed to free text.
+fn is_code(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }

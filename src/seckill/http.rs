@@ -32,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(restock))
         .routes(routes!(buy, list_orders))
         .routes(routes!(user_orders))
+        .merge(crate::ledger::router())
 }
 
 /// A voucher's definition.

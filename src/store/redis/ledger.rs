@@ -1,5 +1,5 @@
 //! The order ledger's Redis side: the voucher registry, and per-voucher consumer-group reads,
-//! acks, dead letters and backlog, each a single-slot call on the voucher's hash tag.
+//! acks, refusals, dead letters and backlog, each a single-slot call on the voucher's hash tag.
 
 use std::sync::LazyLock;
 
@@ -7,20 +7,27 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::StoreError;
 use crate::types::{Name, UserId};
 
 static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_take.lua")));
-static DEAD_LETTER: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("ledger_dead_letter.lua")));
+static ACK: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_ack.lua")));
+static REFUSE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ledger_refuse.lua")));
+static REPLAY: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ledger_replay.lua")));
 static BACKLOG: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ledger_backlog.lua")));
 
 /// A consumer with nothing pending and idle this long is deleted from the group: it belonged
 /// to an instance that stopped (a live one is simply recreated by its next read).
 const RETIRE_CONSUMER_MS: u64 = 60 * 60 * 1000;
+/// Where replayed entries wait in the group until an ingester claims them.
+const REPLAY_CONSUMER: &str = "replayed";
+/// Dead letters one replay script call handles, so a large replay never blocks Redis long.
+const REPLAY_CHUNK: usize = 500;
 
 impl RedisStore {
     /// Adds `voucher` to the registry the ledger reads (idempotent).
@@ -58,7 +65,10 @@ impl RedisStore {
         let reply: Vec<Value> = TAKE
             .evalsha_with_reload(
                 self.pool.next(),
-                vec![self.keys.voucher_orders(voucher)],
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
+                ],
                 vec![
                     GROUP.to_owned(),
                     consumer.to_owned(),
@@ -76,39 +86,106 @@ impl RedisStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = ids.iter().map(Seq::to_string).collect();
-        let _: i64 = self
-            .pool
-            .xack(self.keys.voucher_orders(voucher), GROUP, ids)
-            .await
-            .map_err(map_err)?;
-        Ok(())
-    }
-
-    /// Moves entries to the voucher's dead-letter stream and acks them.
-    pub(crate) async fn ledger_dead_letter(
-        &self,
-        voucher: &Name,
-        ids: &[Seq],
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let mut args = vec![GROUP.to_owned(), reason.to_owned()];
+        let mut args = vec![GROUP.to_owned()];
         args.extend(ids.iter().map(Seq::to_string));
-        let _: i64 = DEAD_LETTER
+        let _: i64 = ACK
             .evalsha_with_reload(
                 self.pool.next(),
                 vec![
                     self.keys.voucher_orders(voucher),
-                    self.keys.voucher_dead_letters(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
                 ],
                 args,
             )
             .await
             .map_err(map_err)?;
         Ok(())
+    }
+
+    /// Counts one refusal of each entry's row (`reason` is a code); an entry refused
+    /// `max_attempts` times is moved to the dead-letter stream and acked. Returns how many
+    /// were dead-lettered.
+    pub(crate) async fn ledger_refuse(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+        reason: &str,
+        max_attempts: u64,
+    ) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut args = vec![
+            GROUP.to_owned(),
+            reason.to_owned(),
+            max_attempts.to_string(),
+        ];
+        args.extend(ids.iter().map(Seq::to_string));
+        let n: i64 = REFUSE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_dead_letters(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
+                ],
+                args,
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Up to `limit` dead letters of `voucher` after `after`, oldest first.
+    pub(crate) async fn ledger_dead_letters(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let start = after.map_or_else(|| "-".to_owned(), |s| format!("({s}"));
+        let reply: Vec<Value> = self
+            .pool
+            .xrange(
+                self.keys.voucher_dead_letters(voucher),
+                start,
+                "+",
+                Some(limit as u64),
+            )
+            .await
+            .map_err(map_err)?;
+        reply.iter().map(dead_letter).collect()
+    }
+
+    /// Makes every dead letter's order pending in the group again (claimed by the next round
+    /// of any ingester) and removes the dead letter. Returns how many were handed back.
+    pub(crate) async fn ledger_replay(&self, voucher: &Name) -> Result<u64, StoreError> {
+        let mut replayed = 0;
+        let mut cursor = String::new();
+        loop {
+            let (n, last): (i64, String) = REPLAY
+                .evalsha_with_reload(
+                    self.pool.next(),
+                    vec![
+                        self.keys.voucher_orders(voucher),
+                        self.keys.voucher_dead_letters(voucher),
+                        self.keys.voucher_ledger_attempts(voucher),
+                    ],
+                    vec![
+                        GROUP.to_owned(),
+                        REPLAY_CONSUMER.to_owned(),
+                        REPLAY_CHUNK.to_string(),
+                        cursor,
+                    ],
+                )
+                .await
+                .map_err(map_err)?;
+            replayed += n.max(0) as u64;
+            if last.is_empty() {
+                return Ok(replayed);
+            }
+            cursor = last;
+        }
     }
 
     /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
@@ -134,31 +211,38 @@ impl RedisStore {
     }
 }
 
-/// `{id, {field, value, ...}, deliveries}` → what the ingester needs; an entry whose fields
-/// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
-fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
-    let bad = || StoreError::Internal(format!("unexpected ledger entry: {entry:?}"));
-    let Value::Array(parts) = entry else {
-        return Err(bad());
+/// A stream entry `{id, {field, value, ...}}` as its id and a field lookup.
+fn entry(value: &Value) -> Option<(Seq, &[Value])> {
+    let Value::Array(parts) = value else {
+        return None;
     };
-    let id: Seq = parts
-        .first()
+    let id = parts.first()?.as_string()?.parse().ok()?;
+    let fields = match parts.get(1) {
+        Some(Value::Array(fields)) => fields.as_slice(),
+        _ => &[],
+    };
+    Some((id, fields))
+}
+
+fn field(fields: &[Value], name: &str) -> Option<String> {
+    fields
+        .chunks(2)
+        .find(|kv| kv[0].as_string().as_deref() == Some(name))
+        .and_then(|kv| kv.get(1))
         .and_then(Value::as_string)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    let deliveries = parts.get(2).and_then(Value::as_u64).unwrap_or(1);
-    let field = |name: &str| -> Option<String> {
-        let Some(Value::Array(fields)) = parts.get(1) else {
-            return None;
-        };
-        fields
-            .chunks(2)
-            .find(|kv| kv[0].as_string().as_deref() == Some(name))
-            .and_then(|kv| kv.get(1))
-            .and_then(Value::as_string)
+}
+
+/// `{id, {field, value, ...}, attempts}` → what the ingester needs; an entry whose fields
+/// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
+fn taken(voucher: &Name, value: &Value) -> Result<Taken, StoreError> {
+    let bad = || StoreError::Internal(format!("unexpected ledger entry: {value:?}"));
+    let (id, fields) = entry(value).ok_or_else(bad)?;
+    let attempts = match value {
+        Value::Array(parts) => parts.get(2).and_then(Value::as_u64).unwrap_or(0),
+        _ => 0,
     };
-    let user = field("user").and_then(|u| UserId::parse(&u).ok());
-    let nth = field("nth").and_then(|n| n.parse::<u32>().ok());
+    let user = field(fields, "user").and_then(|u| UserId::parse(&u).ok());
+    let nth = field(fields, "nth").and_then(|n| n.parse::<u32>().ok());
     let order = match (user, nth) {
         (Some(user), Some(nth)) => Some(crate::ledger::Row {
             order_id: format!("{voucher}/{id}"),
@@ -172,6 +256,25 @@ fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
     Ok(Taken {
         id,
         order,
-        deliveries,
+        attempts,
+    })
+}
+
+/// One entry of the dead-letter stream: `id` (the order's entry), `reason`, `attempts`, then
+/// the order entry's own fields.
+fn dead_letter(value: &Value) -> Result<DeadLetter, StoreError> {
+    let bad = || StoreError::Internal(format!("unexpected dead letter: {value:?}"));
+    let (at, fields) = entry(value).ok_or_else(bad)?;
+    let entry = field(fields, "id")
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    Ok(DeadLetter {
+        at,
+        entry,
+        user: field(fields, "user").and_then(|u| UserId::parse(&u).ok()),
+        reason: field(fields, "reason").unwrap_or_default(),
+        attempts: field(fields, "attempts")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(0),
     })
 }
