@@ -100,8 +100,10 @@ impl Ingester {
     async fn ingest_forever(&self) {
         let mut backoff = BACKOFF_MIN;
         while let Err(e) = self.db.migrate().await {
-            let (state, reason) = RoundError::from(e).state();
+            let e = RoundError::from(e);
+            let (state, reason) = e.state();
             tracing::warn!(
+                error = %e,
                 reason,
                 retry_in_ms = backoff.as_millis() as u64,
                 "ledger migrations failed"
