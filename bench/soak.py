@@ -135,6 +135,7 @@ def main():
             sys.exit("soak: %s is missing (./scripts/bench installs it)" % tool)
 
     started, load_start = time.time(), driver.loadavg()
+    commit = driver.sh("git", "-C", driver.ROOT, "rev-parse", "--short", "HEAD")
     logdir = tempfile.mkdtemp(prefix="gateway-soak-")
     procs = Procs(logdir)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -190,7 +191,7 @@ def main():
             "touches one fixed-size piece of data, so the growth is the gateway's own. Goal: "
             "≤ %.0f MB per million requests." % (
                 args.command, now, time.time() - started, load,
-                driver.sh("git", "-C", driver.ROOT, "rev-parse", "--short", "HEAD"),
+                commit,
                 "{:,}".format(args.requests), args.warmup, args.connections, GOAL_MB_PER_M), "",
             "| backend | /metrics scraped | route | requests | req/s | RSS start → end (peak) MB "
             "| growth MB per million |",

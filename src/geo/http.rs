@@ -73,6 +73,7 @@ impl PlaceView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacePutReply)]
 struct PutReply {
     #[serde(flatten)]
     place: PlaceView,
@@ -87,6 +88,7 @@ struct PutReply {
 #[utoipa::path(
     put,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoPutPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -127,6 +129,7 @@ async fn put_place(
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoGetPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -154,6 +157,7 @@ async fn get_place(
 #[utoipa::path(
     delete,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoDeletePlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
@@ -204,6 +208,7 @@ struct PlacesBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacesPutReply)]
 struct PutManyReply {
     /// Members new to the layer.
     added: u64,
@@ -218,6 +223,7 @@ struct PutManyReply {
 #[utoipa::path(
     post,
     path = "/v1/geo/{layer}",
+    operation_id = "geoPutPlaces",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]")),
     request_body = PlacesBody,
@@ -233,16 +239,7 @@ async fn put_places(
     ApiPath(layer): ApiPath<Name>,
     ApiJson(body): ApiJson<PlacesBody>,
 ) -> ApiResult<Json<PutManyReply>> {
-    if body.places.is_empty() {
-        return Err(ApiError::invalid("places is empty"));
-    }
-    let cap = state.settings.max_batch;
-    if body.places.len() > cap {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "at most {cap} places per batch, got {}",
-            body.places.len()
-        )));
-    }
+    crate::extract::batch_size(body.places.len(), state.settings.max_batch, "places")?;
     let places = body
         .places
         .into_iter()
@@ -317,7 +314,11 @@ impl NearbyQuery {
         }
         let center = match (self.lon, self.lat, self.member) {
             (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
-            (None, None, Some(member)) => Center::Member(member),
+            (None, None, Some(member)) => {
+                // A reserved name is a 400 wherever a member is named, not a 404.
+                writable_member(&member)?;
+                Center::Member(member)
+            }
             (None, None, None) => {
                 return Err(ApiError::invalid("give lon and lat, or member"));
             }
@@ -417,6 +418,7 @@ struct NearbyReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/nearby",
+    operation_id = "geoNearby",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
     responses(
@@ -497,6 +499,7 @@ struct DistanceReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/distance",
+    operation_id = "geoDistance",
     tag = "geo",
     params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
     responses(
@@ -510,6 +513,8 @@ async fn distance(
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DistanceQuery>,
 ) -> ApiResult<Json<DistanceReply>> {
+    writable_member(&q.from)?;
+    writable_member(&q.to)?;
     let unit = q.unit.unwrap_or_default();
     let d = state
         .store

@@ -30,6 +30,7 @@ pub const MAX_EXTENT_M: f64 = 40_000_000.0;
 /// Distance units, with the factors Redis uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = DistanceUnit)]
 pub enum Unit {
     M,
     #[default]
@@ -97,7 +98,8 @@ impl Point {
     }
 }
 
-/// A member name that may be written: a [`Name`] other than the reserved ones.
+/// A member name the API accepts anywhere a member is named (path, query, body): a [`Name`]
+/// other than the reserved ones, which are 400 everywhere.
 pub fn writable_member(member: &Name) -> Result<(), ApiError> {
     if RESERVED_MEMBERS.contains(&member.as_str()) {
         return Err(ApiError::invalid(format!(

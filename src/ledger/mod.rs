@@ -10,7 +10,7 @@
 //!   after its row is committed, so a crash between the two re-delivers and the insert is a
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
-//!   attempt, a replayed dead letter) are taken over with `XAUTOCLAIM`;
+//!   attempt) are taken over with `XAUTOCLAIM`;
 //! - failures are classified by SQLSTATE ([`db::Fault`]): only an error of the row's own data
 //!   (class 22, 23) counts as an attempt on that order, and an order refused [`MAX_ATTEMPTS`]
 //!   times goes to the voucher's dead-letter stream with the reason code. The database being
@@ -21,17 +21,14 @@
 //!   the database then turned out to be down;
 //! - the backlog (`lag`, `pending`, dead letters) is measured from Redis on its own timer, so
 //!   it stays true while PostgreSQL is down;
-//! - dead letters can be listed and handed back ([`Ledger::replay`]); a replayed order is
-//!   pending again and lands once like any other.
+//! - dead letters can be listed and replayed ([`Ledger::replay`]): each order is inserted
+//!   like the ingester does (a no-op when it is there already, so it lands once).
 //!
 //! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
 //! gateway says so at start-up.
 
 mod db;
-mod http;
 mod ingest;
-
-pub use http::router;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -42,7 +39,6 @@ use utoipa::ToSchema;
 
 use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
-use crate::store::redis::RedisStore;
 use crate::store::{Store, StoreError};
 use crate::types::{Name, UserId};
 
@@ -83,20 +79,28 @@ pub(crate) struct Backlog {
     pub dead_lettered: u64,
 }
 
-/// An order the ledger gave up on.
+/// An order the ledger gave up on, as its dead-letter stream holds it.
 #[derive(Debug, Clone)]
-pub struct DeadLetter {
-    /// Its place in the dead-letter stream (a listing's cursor); its time is when it was
-    /// given up on.
-    pub at: Seq,
-    /// The order's entry in the voucher's order stream: the order id is `<voucher>/<entry>`.
-    pub entry: Seq,
-    /// The buyer; `None` when the entry's fields could not be read.
-    pub user: Option<UserId>,
-    /// A snake_case reason code (`unique_violation`, `unreadable_entry`, ...).
+pub(crate) struct DeadLetter {
+    /// Its id in the dead-letter stream (the listing's cursor; its time is when the ledger
+    /// gave up).
+    pub dead_id: Seq,
+    /// `None` when the entry could not be read at all.
+    pub order: Option<Row>,
+    /// The reason code (`unique_violation`, `unreadable_entry`, …).
     pub reason: String,
-    /// Times the database refused the row.
-    pub attempts: u64,
+    /// Times the database refused the row (`None` in dead letters of older versions).
+    pub attempts: Option<u64>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The database as a whole cannot take orders now (reason code).
+    #[error("the ledger database cannot take orders now ({0})")]
+    Database(&'static str),
 }
 
 /// What the ledger is doing.
@@ -159,9 +163,6 @@ pub struct Ledger {
     status: Arc<Mutex<LedgerStatus>>,
     /// `None` when the ledger is off.
     db: Option<db::Db>,
-    /// The Redis side, whenever the store is Redis: dead letters stay listable and replayable
-    /// from an instance without `DATABASE_URL` (another instance ingests them).
-    redis: Option<RedisStore>,
     _task: Option<Arc<AbortOnDrop>>,
 }
 
@@ -178,23 +179,18 @@ impl Ledger {
     /// Starts the ingester when `DATABASE_URL` is set and the store is Redis; otherwise the
     /// ledger is off, and the log says why.
     pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
-        let redis = match (store, &settings.store) {
-            (Store::Redis(redis), StoreChoice::Redis(_)) => Some(redis.clone()),
-            _ => None,
-        };
-        let off = |redis| Self {
+        let off = || Self {
             status: Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Off))),
             db: None,
-            redis,
             _task: None,
         };
         let Some(url) = settings.database_url.as_deref() else {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
-            return Ok(off(redis));
+            return Ok(off());
         };
-        let Some(redis) = redis else {
+        let (Store::Redis(redis), StoreChoice::Redis(_)) = (store, &settings.store) else {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
-            return Ok(off(None));
+            return Ok(off());
         };
         let db = db::Db::connect_lazy(
             url,
@@ -208,7 +204,6 @@ impl Ledger {
         Ok(Self {
             status,
             db: Some(db),
-            redis: Some(redis),
             _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
         })
     }
@@ -239,18 +234,18 @@ impl Ledger {
         }
     }
 
-    /// Up to `limit` of `voucher`'s dead letters after the cursor `after`, oldest first
-    /// (none without Redis).
-    pub async fn dead_letters(
-        &self,
+    /// Up to `limit` dead letters of `voucher` after `after`; none when the ledger is not on
+    /// Redis (it never dead-letters anything then).
+    pub(crate) async fn dead_letters(
+        store: &Store,
         voucher: &Name,
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Vec<DeadLetter>, StoreError> {
-        let Some(redis) = &self.redis else {
-            return Ok(Vec::new());
+        let mut letters = match store {
+            Store::Redis(redis) => redis.ledger_dead_letters(voucher, after, limit).await?,
+            Store::Memory(_) => Vec::new(),
         };
-        let mut letters = redis.ledger_dead_letters(voucher, after, limit).await?;
         // Dead letters of older versions carried the server's raw text: never shown.
         for d in &mut letters {
             if !is_code(&d.reason) {
@@ -260,17 +255,47 @@ impl Ledger {
         Ok(letters)
     }
 
-    /// Hands every dead letter of `voucher` back to the ledger; returns how many. Each order
-    /// is pending again, so it lands once whichever instance ingests it.
-    pub async fn replay(&self, voucher: &Name) -> Result<u64, StoreError> {
-        let Some(redis) = &self.redis else {
+    /// Hands every dead letter of `voucher` back to the ledger: each order is inserted (a no-op
+    /// when it is there already, so it lands once) and its dead letter removed; an order the
+    /// database still refuses for its own data stays dead-lettered. Returns how many were
+    /// handed back; stops with [`ReplayError::Database`] when the database as a whole cannot
+    /// take orders (nothing is lost: replay again later).
+    pub(crate) async fn replay(&self, store: &Store, voucher: &Name) -> Result<u64, ReplayError> {
+        let (Some(db), Store::Redis(redis)) = (&self.db, store) else {
             return Ok(0);
         };
-        let n = redis.ledger_replay(voucher).await?;
-        if n > 0 {
-            tracing::info!(%voucher, replayed = n, "dead letters handed back to the ledger");
+        let mut replayed = 0;
+        let mut after = None;
+        loop {
+            let page = redis.ledger_dead_letters(voucher, after, BATCH).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.dead_id);
+            for dead in &page {
+                let Some(row) = &dead.order else { continue };
+                match db.insert(std::slice::from_ref(row)).await {
+                    Ok(_) => {
+                        redis.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
+                        replayed += 1;
+                    }
+                    Err(
+                        e @ db::DbError {
+                            fault: db::Fault::Row(_),
+                            ..
+                        },
+                    ) => {
+                        tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
+                        return Err(ReplayError::Database(e.fault.reason()));
+                    }
+                }
+            }
         }
-        Ok(n)
+        if replayed > 0 {
+            tracing::info!(%voucher, replayed, "dead letters replayed into the ledger");
+        }
+        Ok(replayed)
     }
 }
 

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat};
 use serde::{Deserialize, Serialize};
@@ -12,11 +13,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::logic::Seq;
-use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use super::{
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    MAX_PER_USER,
+};
+use crate::auth::Acting;
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
+use crate::ledger::{Ledger, ReplayError};
 use crate::state::AppState;
 use crate::types::{Name, UserId};
 
@@ -32,7 +38,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(restock))
         .routes(routes!(buy, list_orders))
         .routes(routes!(user_orders))
-        .merge(crate::ledger::router())
+        .routes(routes!(dead_letters))
+        .routes(routes!(replay_dead_letters))
 }
 
 /// A voucher's definition.
@@ -109,6 +116,7 @@ fn not_found(voucher: &Name) -> ApiError {
 #[utoipa::path(
     put,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillPutVoucher",
     tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
@@ -176,9 +184,13 @@ struct RestockBody {
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/restock",
+    operation_id = "seckillRestock",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(
+        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; a retry within 24 h replays the first reply and adds nothing"),
+    ),
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
@@ -187,14 +199,17 @@ struct RestockBody {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
 )]
 async fn restock(
     _: Admin,
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<RestockBody>,
-) -> ApiResult<Json<VoucherView>> {
+) -> Result<Response, ApiError> {
     let cap = state.settings.seckill_max_orders;
     if body.quantity == 0 || body.quantity > cap {
         return Err(ApiError::invalid(format!(
@@ -202,13 +217,31 @@ async fn restock(
             body.quantity
         )));
     }
-    match state.store.restock(&voucher, body.quantity, cap).await? {
-        Restock::Done(v) => Ok(Json(VoucherView::new(&voucher, &v))),
-        Restock::NotFound => Err(not_found(&voucher)),
-        Restock::OverCap { stock, sold } => Err(ApiError::invalid(format!(
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!("restock|{}", body.quantity),
+    });
+    let reply = |outcome: Restock| {
+        match outcome {
+        Restock::Done(v) => Json(VoucherView::new(&voucher, &v)).into_response(),
+        Restock::NotFound => not_found(&voucher).into_response(),
+        Restock::OverCap { stock, sold } => ApiError::invalid(format!(
             "stock {stock} + sold {sold} + quantity {} would exceed GATEWAY_SECKILL_MAX_ORDERS {cap}",
             body.quantity
-        ))),
+        ))
+        .into_response(),
+    }
+    };
+    match state
+        .store
+        .restock(&voucher, body.quantity, cap, idem.as_ref())
+        .await?
+    {
+        Once::Now(outcome) => Ok(reply(outcome)),
+        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
     }
 }
 
@@ -216,6 +249,7 @@ async fn restock(
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillGetVoucher",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
     responses(
@@ -241,6 +275,7 @@ async fn get_voucher(
 struct BuyBody {
     /// The buyer, 0..=4294967295.
     #[schema(value_type = u32, example = 42)]
+    #[serde(deserialize_with = "crate::types::json_user_id")]
     user_id: UserId,
 }
 
@@ -294,13 +329,23 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 /// is left and the user holds fewer than `per_user_limit` orders; then stock goes down and the
 /// order is recorded. Refusals: 404 `not_found`, 409 `not_started`, `ended`, `sold_out`, or
 /// `already_ordered` with the user's `order_ids`.
+///
+/// Retries are safe with an `Idempotency-Key`: a repeat with the same key and the same buyer
+/// within 24 h gets the first reply again (same status and body, plus `Idempotency-Replayed:
+/// true`) and buys nothing; the same key for another buyer is 422. A purchase whose outcome
+/// the gateway cannot know (the store timed out) is a 503: retry it with the same key.
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillBuy",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(
+        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
+    ),
     request_body = BuyBody,
     responses(
+        UserAuth,
         (status = 201, body = OrderView),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
@@ -308,21 +353,46 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another buyer"),
     )
 )]
 async fn buy(
     State(state): State<AppState>,
+    acting: Acting,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<BuyBody>,
-) -> ApiResult<(StatusCode, Json<OrderView>)> {
+) -> Result<Response, ApiError> {
+    acting.for_user(body.user_id)?;
     let cap = state.settings.seckill_max_orders;
-    match state.store.buy(&voucher, body.user_id, cap).await? {
-        Ok(order) => Ok((
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!("buy|{}", body.user_id),
+    });
+    let reply = |outcome: Result<Order, Refusal>| match outcome {
+        Ok(order) => (
             StatusCode::CREATED,
             Json(OrderView::new(&voucher, order.seq, order.user)),
-        )),
-        Err(refusal) => Err(refused(&voucher, body.user_id, refusal)),
-    }
+        )
+            .into_response(),
+        Err(refusal) => refused(&voucher, body.user_id, refusal).into_response(),
+    };
+    Ok(
+        match state
+            .store
+            .buy(&voucher, body.user_id, cap, idem.as_ref())
+            .await?
+        {
+            Bought::Now(outcome) => reply(outcome),
+            Bought::Replayed(outcome) => replayed(reply(outcome)),
+            Bought::KeyReused => {
+                return Err(ApiError::Unprocessable(
+                    "this Idempotency-Key was used for a different request".to_owned(),
+                ))
+            }
+        },
+    )
 }
 
 fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {
@@ -379,6 +449,7 @@ struct OrderPage {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillListOrders",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
     responses(
@@ -392,19 +463,7 @@ async fn list_orders(
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<OrdersQuery>,
 ) -> ApiResult<Json<OrderPage>> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::invalid(format!(
-            "limit must be within 1..={MAX_LIMIT}, got {limit}"
-        )));
-    }
-    let after = q
-        .after
-        .as_deref()
-        .filter(|a| !a.is_empty())
-        .map(str::parse::<Seq>)
-        .transpose()
-        .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+    let (limit, after) = q.page()?;
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store
@@ -421,6 +480,164 @@ async fn list_orders(
         orders,
         next: next.flatten(),
     }))
+}
+
+impl OrdersQuery {
+    /// The page size and the cursor, both checked (a cursor naming the largest id there can
+    /// be is out of range: nothing can follow it).
+    fn page(&self) -> Result<(usize, Option<Seq>), ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::invalid(format!(
+                "limit must be within 1..={MAX_LIMIT}, got {limit}"
+            )));
+        }
+        let after = self
+            .after
+            .as_deref()
+            .filter(|a| !a.is_empty())
+            .map(str::parse::<Seq>)
+            .transpose()
+            .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+        if after.is_some_and(|a| a.successor().is_none()) {
+            return Err(ApiError::invalid("after: out of range"));
+        }
+        Ok((limit, after))
+    }
+}
+
+/// One order the ledger gave up on.
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterView {
+    /// The order as sold (absent fields when the stream entry could not be read).
+    #[serde(flatten)]
+    order: Option<OrderView>,
+    /// Why the ledger gave up: `unique_violation`, `data_exception`, `unreadable_entry`, …
+    #[schema(example = "unique_violation")]
+    reason: String,
+    /// Times the database refused the order's row (absent in dead letters of older versions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u64>,
+    /// When the ledger gave up on it.
+    #[schema(value_type = String, format = DateTime)]
+    dead_lettered_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterPage {
+    /// Oldest first.
+    dead_letters: Vec<DeadLetterView>,
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page.
+    next: Option<String>,
+}
+
+/// Orders the ledger gave up on (admin), paged, each with its reason code.
+///
+/// Only an order the database refused for its own data ends here (a duplicate, a bad value);
+/// fix the cause, then replay them. Always empty on the memory backend (no ledger).
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters",
+    operation_id = "seckillDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
+    responses(
+        (status = 200, body = DeadLetterPage),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<OrdersQuery>,
+) -> ApiResult<Json<DeadLetterPage>> {
+    let (limit, after) = q.page()?;
+    state
+        .store
+        .voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let mut dead = Ledger::dead_letters(&state.store, &voucher, after, limit + 1).await?;
+    let next = (dead.len() > limit).then(|| {
+        dead.truncate(limit);
+        dead.last().map(|d| d.dead_id.to_string())
+    });
+    let dead_letters = dead
+        .into_iter()
+        .map(|d| DeadLetterView {
+            order: d.order.map(|row| {
+                let seq = row
+                    .order_id
+                    .rsplit('/')
+                    .next()
+                    .and_then(|s| s.parse::<Seq>().ok())
+                    .unwrap_or(Seq {
+                        ms: row.created_at_ms,
+                        n: 0,
+                    });
+                OrderView::new(&voucher, seq, row.user)
+            }),
+            reason: d.reason,
+            attempts: d.attempts,
+            dead_lettered_at: rfc3339(i64::try_from(d.dead_id.ms).unwrap_or(i64::MAX)),
+        })
+        .collect();
+    Ok(Json(DeadLetterPage {
+        dead_letters,
+        next: next.flatten(),
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ReplayReply {
+    /// Dead letters handed back to the ledger (each order lands once).
+    replayed: u64,
+}
+
+/// Hand every dead letter of a voucher back to the ledger (admin).
+///
+/// Each order is inserted (a no-op when it is there already, so it lands once) and its dead
+/// letter removed; one the database still refuses stays. 0 while the ledger is off; 503 when
+/// the database as a whole cannot take orders (nothing is lost: replay again later).
+#[utoipa::path(
+    post,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
+    operation_id = "seckillReplayDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    responses(
+        (status = 200, body = ReplayReply),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn replay_dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+) -> ApiResult<Json<ReplayReply>> {
+    state
+        .store
+        .voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let replayed = state
+        .ledger
+        .replay(&state.store, &voucher)
+        .await
+        .map_err(|e| match e {
+            ReplayError::Store(e) => ApiError::from(e),
+            ReplayError::Database(reason) => ApiError::BackendUnavailable(
+                crate::store::StoreError::Unavailable(format!("ledger database: {reason}")),
+            ),
+        })?;
+    Ok(Json(ReplayReply { replayed }))
 }
 
 fn views(voucher: &Name, orders: &[Order]) -> Vec<OrderView> {
@@ -440,12 +657,14 @@ struct UserOrders {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
+    operation_id = "seckillUserOrders",
     tag = "seckill",
     params(
         ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
     ),
     responses(
+        UserAuth,
         (status = 200, body = UserOrders),
         StoreErrors,
         NotFound,
@@ -453,8 +672,10 @@ struct UserOrders {
 )]
 async fn user_orders(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
 ) -> ApiResult<Json<UserOrders>> {
+    acting.for_user(user)?;
     let seqs = state
         .store
         .user_orders(&voucher, user)

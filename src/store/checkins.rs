@@ -11,12 +11,12 @@ impl CheckinStore for Store {
         day: Day,
         cal: &Calendar,
     ) -> Result<CheckIn, StoreError> {
-        dispatch!(self, s => s.check_in(user, day, cal).await)
+        dispatch!(self, "checkins.check_in", s => s.check_in(user, day, cal).await)
     }
     async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
-        dispatch!(self, s => s.months(user, months).await)
+        dispatch!(self, "checkins.months", s => s.months(user, months).await)
     }
     async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
-        dispatch!(self, s => s.cohort(days).await)
+        dispatch!(self, "checkins.cohort", s => s.cohort(days).await)
     }
 }

@@ -12,7 +12,7 @@ impl DedupStore for Store {
         params: Params,
         policy: Policy,
     ) -> Result<Reserved, StoreError> {
-        dispatch!(self, s => s.reserve_filter(filter, params, policy).await)
+        dispatch!(self, "dedup.reserve_filter", s => s.reserve_filter(filter, params, policy).await)
     }
     async fn add_to_filter(
         &self,
@@ -20,7 +20,7 @@ impl DedupStore for Store {
         items: &[String],
         policy: Policy,
     ) -> Result<Added, StoreError> {
-        dispatch!(self, s => s.add_to_filter(filter, items, policy).await)
+        dispatch!(self, "dedup.add_to_filter", s => s.add_to_filter(filter, items, policy).await)
     }
     async fn check_in_filter(
         &self,
@@ -28,9 +28,9 @@ impl DedupStore for Store {
         items: &[String],
         policy: Policy,
     ) -> Result<Vec<bool>, StoreError> {
-        dispatch!(self, s => s.check_in_filter(filter, items, policy).await)
+        dispatch!(self, "dedup.check_in_filter", s => s.check_in_filter(filter, items, policy).await)
     }
     async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
-        dispatch!(self, s => s.filter_info(filter).await)
+        dispatch!(self, "dedup.filter_info", s => s.filter_info(filter).await)
     }
 }

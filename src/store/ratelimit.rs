@@ -3,14 +3,16 @@
 use super::{Store, StoreError};
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::types::{Idempotency, Once};
 
 impl RateLimitStore for Store {
-    async fn throttle(
+    async fn throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,
         quantity: u64,
-    ) -> Result<Decision, StoreError> {
-        dispatch!(self, s => s.throttle(bucket, gcra, quantity).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Decision>, StoreError> {
+        dispatch!(self, "ratelimit.throttle", s => s.throttle_once(bucket, gcra, quantity, idem).await)
     }
 }

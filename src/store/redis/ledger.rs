@@ -7,7 +7,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, DeadLetter, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, Row, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::StoreError;
 use crate::types::{Name, UserId};
@@ -16,18 +16,12 @@ static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("
 static ACK: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_ack.lua")));
 static REFUSE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ledger_refuse.lua")));
-static REPLAY: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("ledger_replay.lua")));
 static BACKLOG: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ledger_backlog.lua")));
 
 /// A consumer with nothing pending and idle this long is deleted from the group: it belonged
 /// to an instance that stopped (a live one is simply recreated by its next read).
 const RETIRE_CONSUMER_MS: u64 = 60 * 60 * 1000;
-/// Where replayed entries wait in the group until an ingester claims them.
-const REPLAY_CONSUMER: &str = "replayed";
-/// Dead letters one replay script call handles, so a large replay never blocks Redis long.
-const REPLAY_CHUNK: usize = 500;
 
 impl RedisStore {
     /// Adds `voucher` to the registry the ledger reads (idempotent).
@@ -154,38 +148,28 @@ impl RedisStore {
             )
             .await
             .map_err(map_err)?;
-        reply.iter().map(dead_letter).collect()
+        reply.iter().map(|e| dead_letter(voucher, e)).collect()
     }
 
-    /// Makes every dead letter's order pending in the group again (claimed by the next round
-    /// of any ingester) and removes the dead letter. Returns how many were handed back.
-    pub(crate) async fn ledger_replay(&self, voucher: &Name) -> Result<u64, StoreError> {
-        let mut replayed = 0;
-        let mut cursor = String::new();
-        loop {
-            let (n, last): (i64, String) = REPLAY
-                .evalsha_with_reload(
-                    self.pool.next(),
-                    vec![
-                        self.keys.voucher_orders(voucher),
-                        self.keys.voucher_dead_letters(voucher),
-                        self.keys.voucher_ledger_attempts(voucher),
-                    ],
-                    vec![
-                        GROUP.to_owned(),
-                        REPLAY_CONSUMER.to_owned(),
-                        REPLAY_CHUNK.to_string(),
-                        cursor,
-                    ],
-                )
-                .await
-                .map_err(map_err)?;
-            replayed += n.max(0) as u64;
-            if last.is_empty() {
-                return Ok(replayed);
-            }
-            cursor = last;
+    /// Removes dead letters (by their dead-letter stream ids) once their orders are in the
+    /// ledger.
+    pub(crate) async fn ledger_forget_dead(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
         }
+        let _: i64 = self
+            .pool
+            .xdel(
+                self.keys.voucher_dead_letters(voucher),
+                ids.iter().map(Seq::to_string).collect::<Vec<_>>(),
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(())
     }
 
     /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
@@ -232,49 +216,45 @@ fn field(fields: &[Value], name: &str) -> Option<String> {
         .and_then(Value::as_string)
 }
 
+/// The order an order-stream entry `id` with these `user` and `nth` fields stands for.
+fn row(voucher: &Name, id: Seq, user: Option<String>, nth: Option<String>) -> Option<Row> {
+    Some(Row {
+        order_id: format!("{voucher}/{id}"),
+        voucher: voucher.clone(),
+        user: UserId::parse(&user?).ok()?,
+        nth: nth?.parse().ok()?,
+        created_at_ms: id.ms,
+    })
+}
+
 /// `{id, {field, value, ...}, attempts}` → what the ingester needs; an entry whose fields
 /// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
 fn taken(voucher: &Name, value: &Value) -> Result<Taken, StoreError> {
-    let bad = || StoreError::Internal(format!("unexpected ledger entry: {value:?}"));
-    let (id, fields) = entry(value).ok_or_else(bad)?;
+    let (id, fields) = entry(value)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected ledger entry: {value:?}")))?;
     let attempts = match value {
         Value::Array(parts) => parts.get(2).and_then(Value::as_u64).unwrap_or(0),
         _ => 0,
     };
-    let user = field(fields, "user").and_then(|u| UserId::parse(&u).ok());
-    let nth = field(fields, "nth").and_then(|n| n.parse::<u32>().ok());
-    let order = match (user, nth) {
-        (Some(user), Some(nth)) => Some(crate::ledger::Row {
-            order_id: format!("{voucher}/{id}"),
-            voucher: voucher.clone(),
-            user,
-            nth,
-            created_at_ms: id.ms,
-        }),
-        _ => None,
-    };
     Ok(Taken {
         id,
-        order,
+        order: row(voucher, id, field(fields, "user"), field(fields, "nth")),
         attempts,
     })
 }
 
-/// One entry of the dead-letter stream: `id` (the order's entry), `reason`, `attempts`, then
-/// the order entry's own fields.
-fn dead_letter(value: &Value) -> Result<DeadLetter, StoreError> {
-    let bad = || StoreError::Internal(format!("unexpected dead letter: {value:?}"));
-    let (at, fields) = entry(value).ok_or_else(bad)?;
-    let entry = field(fields, "id")
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
+/// A dead-letter stream entry `{dead id, {id, <entry id>, reason, <code>, attempts, <n>,
+/// user, .., nth, ..}}` (`attempts` absent in those of older versions).
+fn dead_letter(voucher: &Name, value: &Value) -> Result<DeadLetter, StoreError> {
+    let (dead_id, fields) = entry(value)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected dead letter: {value:?}")))?;
+    let order = field(fields, "id")
+        .and_then(|id| id.parse::<Seq>().ok())
+        .and_then(|id| row(voucher, id, field(fields, "user"), field(fields, "nth")));
     Ok(DeadLetter {
-        at,
-        entry,
-        user: field(fields, "user").and_then(|u| UserId::parse(&u).ok()),
+        dead_id,
+        order,
         reason: field(fields, "reason").unwrap_or_default(),
-        attempts: field(fields, "attempts")
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(0),
+        attempts: field(fields, "attempts").and_then(|a| a.parse().ok()),
     })
 }

@@ -1,6 +1,5 @@
 -- Hand the ledger a batch of one voucher's orders: entries left pending too long by any
--- consumer (a crashed instance, an earlier failed attempt, a replayed dead letter) first, then
--- new ones.
+-- consumer (a crashed instance, or an earlier failed attempt) first, then new ones.
 -- KEYS[1]  sk:{voucher}:orders (stream)   KEYS[2] sk:{voucher}:attempts (hash)
 -- ARGV[1]  consumer group   ARGV[2] this consumer   ARGV[3] idle ms before a pending entry is
 --          taken over   ARGV[4] most entries to return
