@@ -134,6 +134,15 @@ impl ApiError {
     }
 }
 
+impl From<crate::types::Refused> for ApiError {
+    fn from(r: crate::types::Refused) -> Self {
+        match r {
+            crate::types::Refused::Invalid(detail) => Self::InvalidArgument(detail),
+            crate::types::Refused::Unprocessable(detail) => Self::Unprocessable(detail),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {

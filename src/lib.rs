@@ -4,8 +4,15 @@
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards)
-//! - domains (`checkins`, ...): routes, types and store traits per Redis pattern
-//! - [`store`]: the in-memory and Redis backends behind those traits
+//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`): each a folder whose
+//!   core (types, rules, store trait) imports no axum, no app state and no HTTP error type —
+//!   refusals are [`types::Refused`] or the domain's own types, mapped to problems by its
+//!   `http.rs` (`tests/architecture.rs` keeps it so)
+//! - [`store`]: the in-memory and Redis backends behind those traits; [`ledger`]: the order
+//!   ledger (PostgreSQL)
+//! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
+//!   (the stack, the global limiter and its route costs), [`ops`], [`telemetry`] (logs,
+//!   traces, metrics), [`healthcheck`]
 
 pub mod auth;
 mod calendar;

@@ -48,6 +48,18 @@ impl TryFrom<serde_json::Value> for UserId {
     }
 }
 
+/// Input a domain refuses, in the domain's own terms; the HTTP layer maps it to a problem
+/// document (`From<Refused> for ApiError`), so domain cores never name the HTTP error type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// Malformed or out of range: 400 `invalid_argument`.
+    #[error("{0}")]
+    Invalid(String),
+    /// Well-formed but impossible (a future date): 422 `unprocessable`.
+    #[error("{0}")]
+    Unprocessable(String),
+}
+
 /// A write made under an `Idempotency-Key` (API.md "Conventions").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Idempotency {

@@ -15,7 +15,6 @@ use chrono::Duration;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::state::AppState;
 use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
 
@@ -72,10 +71,10 @@ pub(crate) struct Calendar {
 }
 
 impl Calendar {
-    pub fn now(state: &AppState) -> Self {
-        let days = state.settings.checkin_retention_days;
+    /// The calendar of `today`, keeping `retention_days` days.
+    pub fn at(today: Day, retention_days: u32) -> Self {
         Self {
-            retention: Retention::new(state.today(), days, "check-in"),
+            retention: Retention::new(today, retention_days, "check-in"),
         }
     }
 

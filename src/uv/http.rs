@@ -105,7 +105,7 @@ async fn record(
             visitors[bad].len()
         )));
     }
-    let cal = retention(&state);
+    let cal = retention(state.today(), state.settings.uv_retention_days);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
     // The request as sent (a date left to "today" stays unset), so a retry the next day still
@@ -317,7 +317,7 @@ async fn union(
         .map(|p| {
             Name::try_from(p.to_owned())
                 .map_err(ApiError::InvalidArgument)
-                .and_then(page)
+                .and_then(|p| page(p).map_err(ApiError::from))
         })
         .collect::<Result<Vec<Name>, ApiError>>()?;
     if pages.len() > MAX_PAGES {
@@ -400,7 +400,7 @@ async fn merge(
         .sources
         .into_iter()
         .map(page)
-        .collect::<Result<Vec<Name>, ApiError>>()?;
+        .collect::<Result<Vec<Name>, _>>()?;
     if sources.is_empty() {
         return Err(ApiError::invalid("sources is empty"));
     }
@@ -415,7 +415,7 @@ async fn merge(
     // Folding a page into itself changes nothing.
     sources.retain(|s| *s != into);
     let range = days(body.from, body.to)?;
-    let cal = retention(&state);
+    let cal = retention(state.today(), state.settings.uv_retention_days);
     let fold: Vec<FoldDay> = range
         .iter()
         .filter(|d| cal.contains(**d))

@@ -12,10 +12,8 @@ mod http;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::error::ApiError;
-use crate::state::AppState;
 use crate::store::StoreError;
-use crate::types::{Day, Idempotency, Name, Once};
+use crate::types::{Day, Idempotency, Name, Once, Refused};
 
 /// Longest range, in days, inclusive (API.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
@@ -84,9 +82,9 @@ pub(crate) trait UvStore {
 }
 
 /// Refuses the reserved page name.
-pub fn page(name: Name) -> Result<Name, ApiError> {
+pub fn page(name: Name) -> Result<Name, Refused> {
     if name.as_str() == RESERVED_PAGE {
-        return Err(ApiError::invalid(format!(
+        return Err(Refused::Invalid(format!(
             "page name {RESERVED_PAGE:?} is reserved"
         )));
     }
@@ -94,17 +92,14 @@ pub fn page(name: Name) -> Result<Name, ApiError> {
 }
 
 /// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range with 400.
-pub fn days(from: Day, to: Day) -> Result<Vec<Day>, ApiError> {
+pub fn days(from: Day, to: Day) -> Result<Vec<Day>, Refused> {
     crate::calendar::days_between(from, to, MAX_RANGE_DAYS)
 }
 
-/// Which days visits may be recorded on, and when their keys expire.
-pub(crate) fn retention(state: &AppState) -> Retention {
-    Retention::new(
-        state.today(),
-        state.settings.uv_retention_days,
-        "unique-visitor",
-    )
+/// Which days visits may be recorded on (`retention_days` ending `today`), and when their keys
+/// expire.
+pub(crate) fn retention(today: Day, retention_days: u32) -> Retention {
+    Retention::new(today, retention_days, "unique-visitor")
 }
 
 #[cfg(test)]
