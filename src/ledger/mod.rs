@@ -11,7 +11,7 @@
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
 //!   attempt) are taken over with `XAUTOCLAIM`;
-//! - failures are classified by SQLSTATE ([`db::Fault`]): only an error of the row's own data
+//! - failures are classified by SQLSTATE (`db::Fault`): only an error of the row's own data
 //!   (class 22, 23) counts as an attempt on that order, and an order refused [`MAX_ATTEMPTS`]
 //!   times goes to the voucher's dead-letter stream with the reason code. The database being
 //!   unreachable, read-only, missing a table, out of resources or timing out stalls every
@@ -21,7 +21,7 @@
 //!   the database then turned out to be down;
 //! - the backlog (`lag`, `pending`, dead letters) is measured from Redis on its own timer, so
 //!   it stays true while PostgreSQL is down;
-//! - dead letters can be listed and replayed ([`Ledger::replay`]): each order is inserted
+//! - dead letters can be listed and replayed (`Ledger::replay`): each order is inserted
 //!   like the ingester does (a no-op when it is there already, so it lands once).
 //!
 //! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
