@@ -15,7 +15,7 @@ use chrono::Duration;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
 
 /// Longest stats range, in days (API.md).

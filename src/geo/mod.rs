@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 pub use http::router;
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, Refused};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.

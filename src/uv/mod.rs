@@ -12,7 +12,7 @@ mod http;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Idempotency, Name, Once, Refused};
 
 /// Longest range, in days, inclusive (API.md).
