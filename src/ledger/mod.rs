@@ -10,13 +10,19 @@
 //!   after its row is committed, so a crash between the two re-delivers and the insert is a
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
-//!   attempt) are taken over with `XAUTOCLAIM`; an entry the database refuses for its own
-//!   data (SQLSTATE class 22 or 23) [`MAX_DELIVERIES`] times is moved to the voucher's
-//!   dead-letter stream with a reason code;
-//! - batches are bounded ([`BATCH`]); when PostgreSQL or Redis is down, or PostgreSQL refuses
-//!   every insert (read-only, a table missing, …), the ingester backs off exponentially, says
-//!   so in `/readyz` (`backing_off` / `failing` with a reason code) and nothing is
-//!   dead-lettered for it.
+//!   attempt) are taken over with `XAUTOCLAIM`;
+//! - failures are classified by SQLSTATE (`db::Fault`): only an error of the row's own data
+//!   (class 22, 23) counts as an attempt on that order, and an order refused [`MAX_ATTEMPTS`]
+//!   times goes to the voucher's dead-letter stream with the reason code. The database being
+//!   unreachable, read-only, missing a table, out of resources or timing out stalls every
+//!   order alike: the ingester backs off and waits it out, counting nothing, for however long;
+//! - attempts are counted explicitly (a hash per voucher), not taken from the stream's
+//!   delivery counter, which also grows when an entry is merely handed out in a round where
+//!   the database then turned out to be down;
+//! - the backlog (`lag`, `pending`, dead letters) is measured from Redis on its own timer, so
+//!   it stays true while PostgreSQL is down;
+//! - dead letters can be listed and replayed (`Ledger::replay`): each order is inserted
+//!   like the ingester does (a no-op when it is there already, so it lands once).
 //!
 //! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
 //! gateway says so at start-up.
@@ -33,19 +39,15 @@ use utoipa::ToSchema;
 
 use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::types::{Name, UserId};
 
 /// The consumer group every gateway instance reads the order streams with.
 pub const GROUP: &str = "ledger";
 /// Most entries handled per voucher per round.
 pub const BATCH: usize = 200;
-/// Attempts after which an entry the database keeps refusing for its own data is
-/// dead-lettered (database-wide failures never count).
-pub const MAX_DELIVERIES: u64 = 5;
-/// PostgreSQL connections of the ingester, and of request-path reads (listings).
-const INGEST_CONNECTIONS: u32 = 4;
-const READ_CONNECTIONS: u32 = 2;
+/// Times the database may refuse one order's own row before it is dead-lettered.
+pub const MAX_ATTEMPTS: u64 = 5;
 
 /// One order as the ledger stores it.
 #[derive(Debug, Clone)]
@@ -63,19 +65,8 @@ pub(crate) struct Taken {
     pub id: Seq,
     /// `None` when the entry's fields cannot be read (it is dead-lettered at once).
     pub order: Option<Row>,
-    /// How often it has been delivered, this time included.
-    pub deliveries: u64,
-}
-
-/// An order the ledger gave up on, as its dead-letter stream holds it.
-#[derive(Debug, Clone)]
-pub(crate) struct DeadLetter {
-    /// Its id in the dead-letter stream (the listing's cursor).
-    pub dead_id: Seq,
-    /// `None` when the entry could not be read at all.
-    pub order: Option<Row>,
-    /// The reason code (`unique_violation`, `unreadable_entry`, …).
-    pub reason: String,
+    /// Times the database refused this row so far (not deliveries).
+    pub attempts: u64,
 }
 
 /// How far behind the ledger is on one voucher.
@@ -88,18 +79,59 @@ pub(crate) struct Backlog {
     pub dead_lettered: u64,
 }
 
-/// The ledger's state as `/readyz` reports it.
+/// An order the ledger gave up on, as its dead-letter stream holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct DeadLetter {
+    /// Its id in the dead-letter stream (the listing's cursor; its time is when the ledger
+    /// gave up).
+    pub dead_id: Seq,
+    /// `None` when the entry could not be read at all.
+    pub order: Option<Row>,
+    /// The reason code (`unique_violation`, `unreadable_entry`, …).
+    pub reason: String,
+    /// Times the database refused the row (`None` in dead letters of older versions).
+    pub attempts: Option<u64>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The database as a whole cannot take orders now (reason code).
+    #[error("the ledger database cannot take orders now ({0})")]
+    Database(&'static str),
+}
+
+/// What the ledger is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerState {
+    /// No `DATABASE_URL`, or the memory backend.
+    Off,
+    /// Applying migrations, before the first one succeeded or failed.
+    Starting,
+    /// Writing orders.
+    Running,
+    /// Cannot reach PostgreSQL (or Redis); retrying with exponential back-off.
+    BackingOff,
+    /// PostgreSQL answers but refuses every write (read-only, missing table, out of resources,
+    /// timing out...); retrying with back-off, nothing is dead-lettered for it.
+    Failing,
+}
+
+/// The ledger's state as `/readyz` reports it. Counts come from Redis and stay true while
+/// PostgreSQL is down.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LedgerStatus {
-    /// `off`; `starting` (applying migrations); `running`; `backing_off` (PostgreSQL or Redis
-    /// cannot be reached); `failing` (PostgreSQL answers but refuses every insert, e.g.
-    /// read-only or a table missing). Orders wait in Redis meanwhile; none is dead-lettered
-    /// for it.
-    pub state: &'static str,
-    /// Why the ledger is backing off or failing, as a stable code (`unavailable`, `timeout`,
-    /// `read_only`, `undefined_table`, `insufficient_resources`, `store_unavailable`, …).
-    /// Raw error texts go to the log only.
+    pub state: LedgerState,
+    /// With `backing_off` and `failing`: why, as a code (`unavailable`, `authentication_failed`,
+    /// `unknown_database`, `too_many_connections`, `store_unavailable`, `read_only`,
+    /// `undefined_table`, `undefined_column`, `permission_denied`, `schema_mismatch`,
+    /// `insufficient_resources`, `timeout`, `operator_intervention`, `system_error`,
+    /// `internal_error`, `migration_failed`, ...). Details go to the log, never here.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "read_only")]
     pub reason: Option<&'static str>,
     /// Orders not in the ledger yet (undelivered + pending), as of the last check.
     pub lag: u64,
@@ -112,26 +144,16 @@ pub struct LedgerStatus {
 }
 
 impl LedgerStatus {
-    fn new(state: &'static str) -> Self {
+    fn new(state: LedgerState) -> Self {
         Self {
             state,
+            reason: None,
             lag: 0,
             pending: 0,
             ingested: 0,
             dead_lettered: 0,
-            reason: None,
         }
     }
-}
-
-/// Why a replay stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    /// The database as a whole cannot take orders now (reason code).
-    #[error("the ledger database cannot take orders now ({0})")]
-    Database(&'static str),
 }
 
 /// Handle kept in the app state: the ingester's status, and a guard that stops the ingester
@@ -139,7 +161,7 @@ pub enum ReplayError {
 #[derive(Debug, Clone)]
 pub struct Ledger {
     status: Arc<Mutex<LedgerStatus>>,
-    /// The request-path pool; `None` when the ledger is off.
+    /// `None` when the ledger is off.
     db: Option<db::Db>,
     _task: Option<Arc<AbortOnDrop>>,
 }
@@ -158,7 +180,7 @@ impl Ledger {
     /// ledger is off, and the log says why.
     pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
         let off = || Self {
-            status: Arc::new(Mutex::new(LedgerStatus::new("off"))),
+            status: Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Off))),
             db: None,
             _task: None,
         };
@@ -170,20 +192,18 @@ impl Ledger {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
             return Ok(off());
         };
-        let timeout = settings
-            .store_timeout
-            .max(std::time::Duration::from_secs(2));
-        let db = db::Db::connect_lazy(url, timeout, INGEST_CONNECTIONS)?;
-        // Listings ask the ledger which orders it holds; on a pool of their own, so a flood of
-        // listings cannot starve the ingester of connections.
-        let reads = db::Db::connect_lazy(url, timeout, READ_CONNECTIONS)?;
-        let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
-        let ingester = ingest::Ingester::new(redis.clone(), db, settings, status.clone());
+        let db = db::Db::connect_lazy(
+            url,
+            settings.store_timeout.max(Duration::from_secs(2)),
+            settings.store_timeout,
+        )?;
+        let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
+        let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
         let task = tokio::spawn(ingester.run());
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {
             status,
-            db: Some(reads),
+            db: Some(db),
             _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
         })
     }
@@ -194,53 +214,6 @@ impl Ledger {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
-    }
-
-    /// Up to `limit` dead letters of `voucher` after `after`; none when the ledger is not on
-    /// Redis (it never dead-letters anything then).
-    pub(crate) async fn dead_letters(
-        store: &Store,
-        voucher: &Name,
-        after: Option<Seq>,
-        limit: usize,
-    ) -> Result<Vec<DeadLetter>, crate::store::StoreError> {
-        match store {
-            Store::Redis(redis) => redis.ledger_dead_letters(voucher, after, limit).await,
-            Store::Memory(_) => Ok(Vec::new()),
-        }
-    }
-
-    /// Hands every dead letter of `voucher` back to the ledger: each order is inserted (a no-op
-    /// when it is there already, so it lands once) and its dead letter removed; an order the
-    /// database still refuses stays dead-lettered. Returns how many were handed back.
-    pub(crate) async fn replay(&self, store: &Store, voucher: &Name) -> Result<u64, ReplayError> {
-        let (Some(db), Store::Redis(redis)) = (&self.db, store) else {
-            return Ok(0);
-        };
-        let mut replayed = 0;
-        let mut after = None;
-        loop {
-            let page = redis.ledger_dead_letters(voucher, after, BATCH).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.dead_id);
-            for dead in &page {
-                let Some(row) = &dead.order else { continue };
-                match db.insert(std::slice::from_ref(row)).await {
-                    Ok(_) => {
-                        redis.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
-                        replayed += 1;
-                    }
-                    Err(e @ db::DbError::Unavailable { .. }) => {
-                        tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
-                        return Err(ReplayError::Database(e.reason()));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
-                    }
-                }
-            }
-        }
-        Ok(replayed)
     }
 
     /// Which of `order_ids` the ledger holds; `None` when the ledger is off or cannot answer
@@ -260,4 +233,73 @@ impl Ledger {
             Err(_) => None,
         }
     }
+
+    /// Up to `limit` dead letters of `voucher` after `after`; none when the ledger is not on
+    /// Redis (it never dead-letters anything then).
+    pub(crate) async fn dead_letters(
+        store: &Store,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let mut letters = match store {
+            Store::Redis(redis) => redis.ledger_dead_letters(voucher, after, limit).await?,
+            Store::Memory(_) => Vec::new(),
+        };
+        // Dead letters of older versions carried the server's raw text: never shown.
+        for d in &mut letters {
+            if !is_code(&d.reason) {
+                d.reason = "unknown".to_owned();
+            }
+        }
+        Ok(letters)
+    }
+
+    /// Hands every dead letter of `voucher` back to the ledger: each order is inserted (a no-op
+    /// when it is there already, so it lands once) and its dead letter removed; an order the
+    /// database still refuses for its own data stays dead-lettered. Returns how many were
+    /// handed back; stops with [`ReplayError::Database`] when the database as a whole cannot
+    /// take orders (nothing is lost: replay again later).
+    pub(crate) async fn replay(&self, store: &Store, voucher: &Name) -> Result<u64, ReplayError> {
+        let (Some(db), Store::Redis(redis)) = (&self.db, store) else {
+            return Ok(0);
+        };
+        let mut replayed = 0;
+        let mut after = None;
+        loop {
+            let page = redis.ledger_dead_letters(voucher, after, BATCH).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.dead_id);
+            for dead in &page {
+                let Some(row) = &dead.order else { continue };
+                match db.insert(std::slice::from_ref(row)).await {
+                    Ok(_) => {
+                        redis.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
+                        replayed += 1;
+                    }
+                    Err(
+                        e @ db::DbError {
+                            fault: db::Fault::Row(_),
+                            ..
+                        },
+                    ) => {
+                        tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
+                        return Err(ReplayError::Database(e.fault.reason()));
+                    }
+                }
+            }
+        }
+        if replayed > 0 {
+            tracing::info!(%voucher, replayed, "dead letters replayed into the ledger");
+        }
+        Ok(replayed)
+    }
+}
+
+/// A snake_case reason code, as opposed to free text.
+fn is_code(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
