@@ -380,6 +380,26 @@ impl Gateway {
     }
 
     /// Sends and decodes; every error response must be problem+json with a `code`.
+    /// POST `body` under `Idempotency-Key: key`: status, whether the reply says it is a replay
+    /// (`Idempotency-Replayed: true`), body.
+    #[allow(dead_code)]
+    pub async fn post_once(&self, path: &str, key: &str, body: &Value) -> (u16, bool, Value) {
+        let r = self
+            .client
+            .post(self.url(path))
+            .header("idempotency-key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let replayed = r
+            .headers()
+            .get("idempotency-replayed")
+            .is_some_and(|h| h == "true");
+        (status, replayed, r.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn send(&self, req: reqwest::RequestBuilder) -> (StatusCode, Value) {
         let resp = req.send().await.expect("request reaches the gateway");
         let status = resp.status();

@@ -417,20 +417,7 @@ async fn the_caps_are_accepted(backend: Backend) {
 
 /// A check under an `Idempotency-Key`: status, whether replayed, body.
 async fn check_once(gw: &Gateway, body: &Value, key: &str) -> (u16, bool, Value) {
-    let r = gw
-        .client
-        .post(gw.url("/v1/ratelimit/check"))
-        .header("idempotency-key", key)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let replayed = r
-        .headers()
-        .get("idempotency-replayed")
-        .is_some_and(|h| h == "true");
-    (status, replayed, r.json().await.unwrap())
+    gw.post_once("/v1/ratelimit/check", key, body).await
 }
 
 /// API.md "Conventions": a consuming check retried under the same key answers the first

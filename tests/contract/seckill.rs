@@ -499,20 +499,8 @@ async fn bad_inputs_are_problems(backend: Backend) {
 
 /// A purchase under `key`: status, the `Idempotency-Replayed` header, body.
 async fn buy_once(gw: &Gateway, v: &str, user: u64, key: &str) -> (u16, bool, Value) {
-    let r = gw
-        .client
-        .post(gw.url(&format!("{}/orders", voucher_path(v))))
-        .header("idempotency-key", key)
-        .json(&json!({ "user_id": user }))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let replayed = r
-        .headers()
-        .get("idempotency-replayed")
-        .is_some_and(|h| h == "true");
-    (status, replayed, r.json().await.unwrap())
+    let path = format!("{}/orders", voucher_path(v));
+    gw.post_once(&path, key, &json!({ "user_id": user })).await
 }
 
 /// API.md "Conventions": a repeat with the same key and body gets the first reply and changes

@@ -568,25 +568,10 @@ async fn memory_answers_what_redis_answers() {
 async fn a_retried_visit_counts_once(backend: Backend) {
     let gw = Gateway::start(backend).await;
     let page = format!("idem{}", crate::common::unique_prefix().replace(':', ""));
+    let path = format!("/v1/uv/{page}");
     let send = |body: Value, key: &'static str| {
-        let gw = &gw;
-        let page = page.clone();
-        async move {
-            let r = gw
-                .client
-                .post(gw.url(&format!("/v1/uv/{page}")))
-                .header("idempotency-key", key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = r.status().as_u16();
-            let replayed = r
-                .headers()
-                .get("idempotency-replayed")
-                .is_some_and(|h| h == "true");
-            (status, replayed, r.json::<Value>().await.unwrap())
-        }
+        let (gw, path) = (&gw, &path);
+        async move { gw.post_once(path, key, &body).await }
     };
     let body = json!({"visitors": ["a", "b", "c"]});
     let (status, replayed, first) = send(body.clone(), "visit-1").await;
