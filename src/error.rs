@@ -8,7 +8,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::store::StoreError;
+use crate::calendar::NotWritable;
+use crate::store::error::StoreError;
+use crate::types::Invalid;
 
 /// Everything a request can fail with. Each variant's doc names its status.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +135,18 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        Self::InvalidArgument(e.0)
+    }
+}
+
+impl From<NotWritable> for ApiError {
+    fn from(e: NotWritable) -> Self {
+        Self::Unprocessable(e.0)
+    }
+}
+
 /// Renders a problem document for `status` with `code` and `detail`.
 pub fn problem_response(
     status: StatusCode,
@@ -237,4 +251,24 @@ pub mod responses {
     #[derive(Debug, IntoResponses)]
     #[response(status = 422, content_type = "application/problem+json")]
     pub struct Unprocessable(Problem);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_refusals_keep_their_codes() {
+        let invalid = ApiError::from(Invalid("bad".to_owned()));
+        assert_eq!(
+            (invalid.code(), invalid.status().as_u16()),
+            ("invalid_argument", 400)
+        );
+        let late = ApiError::from(NotWritable("too old".to_owned()));
+        assert_eq!(
+            (late.code(), late.status().as_u16()),
+            ("unprocessable", 422)
+        );
+        assert_eq!(late.detail(), "too old");
+    }
 }

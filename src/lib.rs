@@ -34,10 +34,11 @@ use std::sync::Arc;
 use axum::Router;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::config::Settings;
+use crate::config::{Settings, StoreChoice};
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
+use crate::store::Store;
 
 /// Opens the store and settles the admin token.
 pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
@@ -53,7 +54,12 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
             token.into()
         }
     };
-    let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
+    // Only Redis has the order streams the ledger ingests.
+    let streams = match (&store, &settings.store) {
+        (Store::Redis(redis), StoreChoice::Redis(_)) => Some(redis.clone()),
+        _ => None,
+    };
+    let ledger = ledger::Ledger::start(&settings, streams).map_err(StoreError::Internal)?;
     Ok(AppState {
         store,
         settings: Arc::new(settings),

@@ -6,6 +6,12 @@ use std::fmt;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 
+/// A value that breaks one of the API's input rules (a 400 at the edge). Domains return it from
+/// their own checks so they need not know how the HTTP layer reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
 /// A user id: an integer `0..=4294967295`, because it is a bitmap offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "serde_json::Value", into = "u32")]

@@ -15,6 +15,11 @@ use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
 
+/// Today's calendar under the configured retention.
+fn calendar(state: &AppState) -> Calendar {
+    Calendar::new(state.today(), state.settings.checkin_retention_days)
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(check_in, month_view))
@@ -67,7 +72,7 @@ async fn check_in(
     ApiPath(user): ApiPath<UserId>,
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
-    let cal = Calendar::now(&state);
+    let cal = calendar(&state);
     let day = body.date.unwrap_or(cal.retention.today);
     cal.retention.writable(day)?;
     let done = state.store.check_in(user, day, &cal).await?;
@@ -121,7 +126,7 @@ async fn month_view(
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<MonthQuery>,
 ) -> ApiResult<Json<MonthView>> {
-    let cal = Calendar::now(&state);
+    let cal = calendar(&state);
     let month = q.month.unwrap_or(cal.retention.today.month());
     let mut months = cal.window();
     let index = months.iter().position(|m| *m == month).unwrap_or_else(|| {

@@ -15,8 +15,7 @@ use chrono::Duration;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::state::AppState;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
 
 /// Longest stats range, in days (API.md).
@@ -72,10 +71,10 @@ pub(crate) struct Calendar {
 }
 
 impl Calendar {
-    pub fn now(state: &AppState) -> Self {
-        let days = state.settings.checkin_retention_days;
+    /// The calendar as of `today`, keeping `days` days of check-ins.
+    pub fn new(today: Day, days: u32) -> Self {
         Self {
-            retention: Retention::new(state.today(), days, "check-in"),
+            retention: Retention::new(today, days, "check-in"),
         }
     }
 

@@ -14,7 +14,7 @@ pub use http::router;
 
 use logic::Params;
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 /// Which implementation holds a filter.

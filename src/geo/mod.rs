@@ -13,9 +13,8 @@ use utoipa::ToSchema;
 
 pub use http::router;
 
-use crate::error::ApiError;
-use crate::store::StoreError;
-use crate::types::Name;
+use crate::store::error::StoreError;
+use crate::types::{Invalid, Name};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
 pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
@@ -76,14 +75,14 @@ pub struct Point {
 }
 
 impl Point {
-    pub fn new(lon: f64, lat: f64) -> Result<Self, ApiError> {
+    pub fn new(lon: f64, lat: f64) -> Result<Self, Invalid> {
         if !(logic::LON_MIN..=logic::LON_MAX).contains(&lon) {
-            return Err(ApiError::invalid(format!(
+            return Err(Invalid(format!(
                 "lon must be within [-180, 180], got {lon}"
             )));
         }
         if !(logic::LAT_MIN..=logic::LAT_MAX).contains(&lat) {
-            return Err(ApiError::invalid(format!(
+            return Err(Invalid(format!(
                 "lat must be within [-85.05112878, 85.05112878], got {lat}"
             )));
         }
@@ -98,9 +97,9 @@ impl Point {
 }
 
 /// A member name that may be written: a [`Name`] other than the reserved ones.
-pub fn writable_member(member: &Name) -> Result<(), ApiError> {
+pub fn writable_member(member: &Name) -> Result<(), Invalid> {
     if RESERVED_MEMBERS.contains(&member.as_str()) {
-        return Err(ApiError::invalid(format!(
+        return Err(Invalid(format!(
             "member name {member:?} is reserved (it is a route)"
         )));
     }

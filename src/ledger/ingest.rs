@@ -4,11 +4,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::db::{Db, DbError};
-use super::{LedgerStatus, Row, Taken, BATCH, MAX_DELIVERIES};
+use super::{LedgerStatus, OrderStreams, Row, Taken, BATCH, MAX_DELIVERIES};
 use crate::config::Settings;
 use crate::seckill::logic::Seq;
-use crate::store::redis::RedisStore;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 /// Pause after a round that found nothing to do.
@@ -28,8 +27,8 @@ enum RoundError {
 }
 
 #[derive(Debug)]
-pub(super) struct Ingester {
-    store: RedisStore,
+pub(super) struct Ingester<S> {
+    store: S,
     db: Db,
     /// This instance's consumer name: unique per process, so a restarted instance's
     /// leftovers are recognised as stale and claimed.
@@ -38,13 +37,8 @@ pub(super) struct Ingester {
     status: Arc<Mutex<LedgerStatus>>,
 }
 
-impl Ingester {
-    pub fn new(
-        store: RedisStore,
-        db: Db,
-        settings: &Settings,
-        status: Arc<Mutex<LedgerStatus>>,
-    ) -> Self {
+impl<S: OrderStreams> Ingester<S> {
+    pub fn new(store: S, db: Db, settings: &Settings, status: Arc<Mutex<LedgerStatus>>) -> Self {
         let consumer = format!("gw-{}-{:08x}", std::process::id(), rand::random::<u32>());
         Self {
             store,

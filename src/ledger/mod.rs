@@ -22,15 +22,16 @@ mod db;
 mod ingest;
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::Settings;
 use crate::seckill::logic::Seq;
-use crate::store::Store;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 /// The consumer group every gateway instance reads the order streams with.
@@ -68,6 +69,42 @@ pub(crate) struct Backlog {
     /// Not delivered yet.
     pub lag: u64,
     pub dead_lettered: u64,
+}
+
+/// What the ingester needs from the store: the order streams, read through a consumer group.
+/// Only the Redis backend has streams; the composition root hands it over when it runs.
+///
+/// The futures are `Send` because the ingester runs on its own task.
+pub(crate) trait OrderStreams: Send + Sync + 'static {
+    /// Every voucher ever created.
+    fn ledger_vouchers(&self) -> impl Future<Output = Result<Vec<Name>, StoreError>> + Send;
+    /// Up to `count` entries for `consumer`: stale pending ones first, then new ones.
+    fn ledger_take(
+        &self,
+        voucher: &Name,
+        consumer: &str,
+        claim_idle_ms: u64,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Taken>, StoreError>> + Send;
+    /// Acknowledges entries whose rows are committed.
+    fn ledger_ack(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Moves entries to the voucher's dead-letter stream and acks them.
+    fn ledger_dead_letter(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+        reason: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
+    /// long-gone consumers).
+    fn ledger_backlog(
+        &self,
+        voucher: &Name,
+    ) -> impl Future<Output = Result<Backlog, StoreError>> + Send;
 }
 
 /// The ledger's state as `/readyz` reports it.
@@ -120,9 +157,12 @@ impl Drop for AbortOnDrop {
 }
 
 impl Ledger {
-    /// Starts the ingester when `DATABASE_URL` is set and the store is Redis; otherwise the
-    /// ledger is off, and the log says why.
-    pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
+    /// Starts the ingester when `DATABASE_URL` is set and the store has order streams (it is
+    /// Redis); otherwise the ledger is off, and the log says why.
+    pub(crate) fn start(
+        settings: &Settings,
+        streams: Option<impl OrderStreams>,
+    ) -> Result<Self, String> {
         let off = || Self {
             status: Arc::new(Mutex::new(LedgerStatus::new("off"))),
             db: None,
@@ -132,7 +172,7 @@ impl Ledger {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
             return Ok(off());
         };
-        let (Store::Redis(redis), StoreChoice::Redis(_)) = (store, &settings.store) else {
+        let Some(streams) = streams else {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
             return Ok(off());
         };
@@ -143,7 +183,7 @@ impl Ledger {
                 .max(std::time::Duration::from_secs(2)),
         )?;
         let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
-        let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
+        let ingester = ingest::Ingester::new(streams, db.clone(), settings, status.clone());
         let task = tokio::spawn(ingester.run());
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {

@@ -24,7 +24,8 @@ use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
+use crate::store::Store;
 
 /// Paths never limited: probes and scrapes must work while a client is over its budget. The
 /// ops router is merged outside this layer already; this list keeps them exempt even if a

@@ -12,7 +12,7 @@ pub mod logic;
 
 pub use http::router;
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 /// Whose bucket a decision draws from. The two namespaces never share a key.

@@ -11,7 +11,7 @@ pub mod logic;
 
 pub use http::router;
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use logic::Seq;
 

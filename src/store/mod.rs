@@ -1,25 +1,13 @@
 //! Store backends: the in-memory default and Redis (standalone, TLS, Cluster), one enum that
 //! implements every domain's store trait by dispatching to the backend chosen at start-up.
 
+pub mod error;
 pub mod keys;
 pub mod memory;
 pub mod redis;
 
 use crate::config::{Settings, StoreChoice};
-
-/// Why a store call failed. Only this crosses the store boundary; backend errors stay below.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum StoreError {
-    /// The store cannot be reached (connection refused, reset, cluster down).
-    #[error("store unavailable: {0}")]
-    Unavailable(String),
-    /// The store did not answer within the configured timeout.
-    #[error("store timed out")]
-    Timeout,
-    /// The store answered something the gateway did not expect: a bug.
-    #[error("store error: {0}")]
-    Internal(String),
-}
+use error::StoreError;
 
 /// What `/readyz` reports about the store.
 #[derive(Debug, Clone)]

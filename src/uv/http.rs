@@ -13,7 +13,7 @@ use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use crate::types::{Day, Name};
+use crate::types::{Day, Invalid, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -106,7 +106,7 @@ async fn record(
             visitors[bad].len()
         )));
     }
-    let cal = retention(&state);
+    let cal = retention(state.today(), state.settings.uv_retention_days);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
     let done = state
@@ -288,12 +288,8 @@ async fn union(
     let pages = q
         .pages
         .split(',')
-        .map(|p| {
-            Name::try_from(p.to_owned())
-                .map_err(ApiError::InvalidArgument)
-                .and_then(page)
-        })
-        .collect::<Result<Vec<Name>, ApiError>>()?;
+        .map(|p| Name::try_from(p.to_owned()).map_err(Invalid).and_then(page))
+        .collect::<Result<Vec<Name>, Invalid>>()?;
     if pages.len() > MAX_PAGES {
         return Err(ApiError::invalid(format!(
             "at most {MAX_PAGES} pages, got {}",
@@ -371,7 +367,7 @@ async fn merge(
         .sources
         .into_iter()
         .map(page)
-        .collect::<Result<Vec<Name>, ApiError>>()?;
+        .collect::<Result<Vec<Name>, Invalid>>()?;
     if sources.is_empty() {
         return Err(ApiError::invalid("sources is empty"));
     }
@@ -386,7 +382,7 @@ async fn merge(
     // Folding a page into itself changes nothing.
     sources.retain(|s| *s != into);
     let range = days(body.from, body.to)?;
-    let cal = retention(&state);
+    let cal = retention(state.today(), state.settings.uv_retention_days);
     let fold: Vec<FoldDay> = range
         .iter()
         .filter(|d| cal.contains(**d))

@@ -12,10 +12,8 @@ mod http;
 pub use http::router;
 
 use crate::calendar::Retention;
-use crate::error::ApiError;
-use crate::state::AppState;
-use crate::store::StoreError;
-use crate::types::{Day, Name};
+use crate::store::error::StoreError;
+use crate::types::{Day, Invalid, Name};
 
 /// Longest range, in days, inclusive (API.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
@@ -79,27 +77,22 @@ pub(crate) trait UvStore {
 }
 
 /// Refuses the reserved page name.
-pub fn page(name: Name) -> Result<Name, ApiError> {
+pub fn page(name: Name) -> Result<Name, Invalid> {
     if name.as_str() == RESERVED_PAGE {
-        return Err(ApiError::invalid(format!(
-            "page name {RESERVED_PAGE:?} is reserved"
-        )));
+        return Err(Invalid(format!("page name {RESERVED_PAGE:?} is reserved")));
     }
     Ok(name)
 }
 
-/// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range with 400.
-pub fn days(from: Day, to: Day) -> Result<Vec<Day>, ApiError> {
+/// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range.
+pub fn days(from: Day, to: Day) -> Result<Vec<Day>, Invalid> {
     crate::calendar::days_between(from, to, MAX_RANGE_DAYS)
 }
 
-/// Which days visits may be recorded on, and when their keys expire.
-pub(crate) fn retention(state: &AppState) -> Retention {
-    Retention::new(
-        state.today(),
-        state.settings.uv_retention_days,
-        "unique-visitor",
-    )
+/// Which days visits may be recorded on (as of `today`, keeping `days` days), and when their
+/// keys expire.
+pub(crate) fn retention(today: Day, days: u32) -> Retention {
+    Retention::new(today, days, "unique-visitor")
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 
 use super::{lock, MemoryStore};
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
 
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::{lock, MemoryStore};
 use crate::dedup::logic::{ItemHash, LayerSpec, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 #[derive(Debug, Default)]

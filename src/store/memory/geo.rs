@@ -10,7 +10,7 @@ use rstar::{RTree, AABB};
 use super::{lock, MemoryStore};
 use crate::geo::logic;
 use crate::geo::{Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 /// A stored point: its decoded position, with (member, 52-bit geohash) as data.

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{lock, MemoryStore};
 use crate::ratelimit::logic::{self, Decision, Gcra, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 #[derive(Debug, Default)]
 pub(super) struct State {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use super::{lock, MemoryStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 #[derive(Debug, Default)]

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{lock, MemoryStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Name};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};

@@ -10,8 +10,8 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
 use crate::checkins::{logic, Calendar, CheckIn, CheckinStore, Cohort};
+use crate::store::error::StoreError;
 use crate::store::keys::COHORT_CHUNK_BITS;
-use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
 
 static CHECKIN_SET: LazyLock<Script> =

@@ -22,7 +22,7 @@ use fred::types::{ClusterHash, CustomCommand};
 use super::{map_err, RedisStore};
 use crate::dedup::logic::{ItemHash, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 static ADD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("dedup_add.lua")));

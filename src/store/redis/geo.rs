@@ -11,7 +11,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::geo::logic;
 use crate::geo::{Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 static NEARBY: LazyLock<Script> =

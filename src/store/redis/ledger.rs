@@ -7,9 +7,9 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, Taken, GROUP};
+use crate::ledger::{Backlog, OrderStreams, Taken, GROUP};
 use crate::seckill::logic::Seq;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_take.lua")));
@@ -32,9 +32,10 @@ impl RedisStore {
             .map_err(map_err)?;
         Ok(())
     }
+}
 
-    /// Every voucher ever created.
-    pub(crate) async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
+impl OrderStreams for RedisStore {
+    async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
         let ids: Vec<String> = self
             .pool
             .smembers(self.keys.voucher_registry())
@@ -47,8 +48,7 @@ impl RedisStore {
             .collect())
     }
 
-    /// Up to `count` entries for `consumer`: stale pending ones first, then new ones.
-    pub(crate) async fn ledger_take(
+    async fn ledger_take(
         &self,
         voucher: &Name,
         consumer: &str,
@@ -71,8 +71,7 @@ impl RedisStore {
         reply.iter().map(|e| taken(voucher, e)).collect()
     }
 
-    /// Acknowledges entries whose rows are committed.
-    pub(crate) async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+    async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -85,8 +84,7 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Moves entries to the voucher's dead-letter stream and acks them.
-    pub(crate) async fn ledger_dead_letter(
+    async fn ledger_dead_letter(
         &self,
         voucher: &Name,
         ids: &[Seq],
@@ -111,9 +109,7 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
-    /// long-gone consumers).
-    pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
+    async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = BACKLOG
             .evalsha_with_reload(
                 self.pool.next(),

@@ -16,8 +16,9 @@ use std::time::Duration;
 use fred::prelude::*;
 use fred::types::InfoKind;
 
+use super::error::StoreError;
 use super::keys::Keys;
-use super::{ReadyInfo, StoreError};
+use super::ReadyInfo;
 use crate::config::Settings;
 
 /// Cheap-clone handle to the Redis pool.

@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::ratelimit::logic::{self, Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 static GCRA: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));

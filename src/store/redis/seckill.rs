@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("seckill_put.lua")));

@@ -14,7 +14,7 @@ use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Name};
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
