@@ -12,6 +12,12 @@ use serde::{Deserialize, Serialize};
 #[error("{0}")]
 pub struct Invalid(pub String);
 
+impl Invalid {
+    pub fn new(detail: impl Into<String>) -> Self {
+        Self(detail.into())
+    }
+}
+
 /// A user id: an integer `0..=4294967295`, because it is a bitmap offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "serde_json::Value", into = "u32")]

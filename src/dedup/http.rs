@@ -122,7 +122,7 @@ impl FilterView {
 async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     let info = state
         .store
-        .filter_info(filter)
+        .dedup_info(filter)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no filter {filter}")))?;
     Ok(FilterView::new(filter, info))
@@ -158,7 +158,7 @@ async fn reserve(
     let params = Params::new(body.capacity, body.error_rate).map_err(ApiError::InvalidArgument)?;
     let status = match state
         .store
-        .reserve_filter(&filter, params, policy(&state))
+        .dedup_reserve(&filter, params, policy(&state))
         .await?
     {
         Reserved::Created => StatusCode::CREATED,
@@ -246,7 +246,7 @@ async fn add(
     validate_items(&state, &body.items)?;
     let flags = match state
         .store
-        .add_to_filter(&filter, &body.items, policy(&state))
+        .dedup_add(&filter, &body.items, policy(&state))
         .await?
     {
         Added::Flags(flags) => flags,
@@ -295,7 +295,7 @@ async fn check(
     validate_items(&state, &body.items)?;
     let seen = state
         .store
-        .check_in_filter(&filter, &body.items, policy(&state))
+        .dedup_check(&filter, &body.items, policy(&state))
         .await?;
     let results = body
         .items
@@ -353,11 +353,7 @@ async fn filter(
     let policy = policy(&state);
     let unseen = if body.mark_seen {
         // Adding in order marks a repeat as not new: its first occurrence set its bits.
-        let flags = match state
-            .store
-            .add_to_filter(&filter, &body.items, policy)
-            .await?
-        {
+        let flags = match state.store.dedup_add(&filter, &body.items, policy).await? {
             Added::Flags(flags) => flags,
             Added::Full => return Err(full(&filter)),
         };
@@ -369,7 +365,7 @@ async fn filter(
     } else {
         let seen = state
             .store
-            .check_in_filter(&filter, &body.items, policy)
+            .dedup_check(&filter, &body.items, policy)
             .await?;
         logic::first_occurrences(&body.items)
             .into_iter()

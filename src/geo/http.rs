@@ -9,10 +9,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{
-    logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit, MAX_COUNT,
-    MAX_EXTENT_M,
-};
+use super::search::{self, ShapeKind};
+use super::{logic, writable_member, GeoStore, Order, Place, Point, Unit, UnknownCenter};
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -31,9 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/v1/geo/{layer}/nearby", reserved())
         .route("/v1/geo/{layer}/distance", reserved())
 }
-
-/// Default number of search results.
-const DEFAULT_COUNT: u32 = 20;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -264,15 +259,6 @@ async fn put_places(
     }))
 }
 
-/// The shape of a search area.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-enum ShapeKind {
-    #[default]
-    Circle,
-    Box,
-}
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -305,81 +291,21 @@ struct NearbyQuery {
     include_self: Option<bool>,
 }
 
-impl NearbyQuery {
-    /// Turns the query into a search; the bool is whether to drop the centre member itself.
-    fn into_search(self) -> Result<(Search, bool), ApiError> {
-        let unit = self.unit.unwrap_or_default();
-        let count = self.count.unwrap_or(DEFAULT_COUNT);
-        if !(1..=MAX_COUNT).contains(&count) {
-            return Err(ApiError::invalid(format!(
-                "count must be within 1..={MAX_COUNT}, got {count}"
-            )));
+impl From<NearbyQuery> for search::Request {
+    fn from(q: NearbyQuery) -> Self {
+        Self {
+            lon: q.lon,
+            lat: q.lat,
+            member: q.member,
+            radius: q.radius,
+            shape: q.shape,
+            width: q.width,
+            height: q.height,
+            unit: q.unit,
+            count: q.count,
+            order: q.order,
+            include_self: q.include_self,
         }
-        let center = match (self.lon, self.lat, self.member) {
-            (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
-            (None, None, Some(member)) => Center::Member(member),
-            (None, None, None) => {
-                return Err(ApiError::invalid("give lon and lat, or member"));
-            }
-            (_, _, Some(_)) => {
-                return Err(ApiError::invalid(
-                    "give either lon and lat, or member, not both",
-                ));
-            }
-            _ => return Err(ApiError::invalid("lon and lat go together")),
-        };
-        if self.include_self.is_some() && matches!(center, Center::Point(_)) {
-            return Err(ApiError::invalid(
-                "include_self applies to a search around a member",
-            ));
-        }
-        let extent = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 && v * unit.meters() <= MAX_EXTENT_M {
-                Ok(v)
-            } else {
-                Err(ApiError::invalid(format!(
-                    "{name} must be positive and at most 40000 km, got {v} {}",
-                    unit.as_str()
-                )))
-            }
-        };
-        let shape = match (self.shape.unwrap_or_default(), self.radius) {
-            (ShapeKind::Circle, Some(r)) if self.width.is_none() && self.height.is_none() => {
-                Shape::Radius(extent("radius", r)?)
-            }
-            (ShapeKind::Circle, None) if self.width.is_some() || self.height.is_some() => {
-                return Err(ApiError::invalid("width and height need shape=box"));
-            }
-            (ShapeKind::Circle, None) => {
-                return Err(ApiError::invalid(
-                    "give radius, or shape=box with width and height",
-                ));
-            }
-            (ShapeKind::Box, None) => match (self.width, self.height) {
-                (Some(w), Some(h)) => Shape::Box {
-                    width: extent("width", w)?,
-                    height: extent("height", h)?,
-                },
-                _ => return Err(ApiError::invalid("shape=box needs width and height")),
-            },
-            _ => {
-                return Err(ApiError::invalid(
-                    "give either radius, or shape=box with width and height",
-                ))
-            }
-        };
-        let drop_self = matches!(center, Center::Member(_)) && self.include_self != Some(true);
-        Ok((
-            Search {
-                center,
-                shape,
-                unit,
-                order: self.order.unwrap_or_default(),
-                // One more, so there are still `count` after dropping the member itself.
-                count: count + u32::from(drop_self),
-            },
-            drop_self,
-        ))
     }
 }
 
@@ -430,29 +356,20 @@ async fn nearby(
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<NearbyQuery>,
 ) -> ApiResult<Json<NearbyReply>> {
-    let (search, drop_self) = q.into_search()?;
+    let plan = search::Request::from(q).plan()?;
     let found = state
         .store
-        .geo_search(&layer, &search)
+        .geo_search(&layer, &plan.search)
         .await?
-        .ok_or_else(|| match &search.center {
-            Center::Member(m) => not_found(&layer, m),
-            Center::Point(_) => ApiError::Internal("a point search found no centre".to_owned()),
-        })?;
-    let mut hits = found.hits;
-    if drop_self {
-        if let Center::Member(me) = &search.center {
-            hits.retain(|h| h.member != me.as_str());
-        }
-        hits.truncate(search.count as usize - 1);
-    }
+        .map_err(|UnknownCenter(m)| not_found(&layer, &m))?;
+    let hits = plan.results(found.hits);
     Ok(Json(NearbyReply {
         layer: layer.to_string(),
         center: Coordinates {
             lon: found.center.lon,
             lat: found.center.lat,
         },
-        unit: search.unit,
+        unit: plan.search.unit,
         results: hits
             .into_iter()
             .map(|h| {

@@ -7,6 +7,7 @@
 
 mod http;
 pub mod logic;
+pub mod search;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -18,13 +19,6 @@ use crate::types::{Invalid, Name};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
 pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
-
-/// Largest `count` of a search.
-pub const MAX_COUNT: u32 = 1000;
-
-/// Largest radius, width or height in metres (40,000 km, about the Earth's circumference:
-/// anything larger already covers the globe).
-pub const MAX_EXTENT_M: f64 = 40_000_000.0;
 
 /// Distance units, with the factors Redis uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -155,6 +149,10 @@ pub struct Found {
     pub hits: Vec<Hit>,
 }
 
+/// A search around a member that is not in the layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownCenter(pub Name);
+
 /// What a geo backend must do. Every method is one store round trip.
 pub(crate) trait GeoStore {
     /// Adds or moves `member`; true when it is new.
@@ -173,6 +171,11 @@ pub(crate) trait GeoStore {
         to: &Name,
         unit: Unit,
     ) -> Result<Option<f64>, StoreError>;
-    /// Runs a search; None when the centre member does not exist.
-    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError>;
+    /// Runs a search. Only a search around a member can be refused, when the member is not
+    /// in the layer.
+    async fn geo_search(
+        &self,
+        layer: &Name,
+        search: &Search,
+    ) -> Result<Result<Found, UnknownCenter>, StoreError>;
 }

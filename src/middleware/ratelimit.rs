@@ -149,7 +149,7 @@ impl Limiter {
         };
         match self
             .store
-            .throttle(&Bucket::Client(client), &self.gcra, 1)
+            .ratelimit_throttle(&Bucket::Client(client), &self.gcra, 1)
             .await
         {
             Ok(decision) if decision.allowed => {

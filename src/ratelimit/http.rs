@@ -101,7 +101,7 @@ async fn check(
     let gcra = Gcra::new(body.max_burst, body.count_per_period, body.period);
     let decision = state
         .store
-        .throttle(&Bucket::Key(body.key), &gcra, body.quantity)
+        .ratelimit_throttle(&Bucket::Key(body.key), &gcra, body.quantity)
         .await?;
     let r = decision.reply();
     Ok(Json(RateLimitDecision {

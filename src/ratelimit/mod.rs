@@ -28,7 +28,7 @@ pub enum Bucket {
 pub(crate) trait RateLimitStore {
     /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
     /// they do not, or when `quantity` is 0) and reports the decision.
-    async fn throttle(
+    async fn ratelimit_throttle(
         &self,
         bucket: &Bucket,
         gcra: &logic::Gcra,

@@ -151,7 +151,7 @@ async fn put_voucher(
         end_ms,
         per_user_limit,
     };
-    match state.store.put_voucher(&voucher, spec, cap).await? {
+    match state.store.seckill_put(&voucher, spec, cap).await? {
         Put::Created(v) => Ok((StatusCode::CREATED, Json(VoucherView::new(&voucher, &v)))),
         Put::Replaced(v) => Ok((StatusCode::OK, Json(VoucherView::new(&voucher, &v)))),
         Put::OverCap { sold } => Err(ApiError::invalid(format!(
@@ -201,7 +201,7 @@ async fn restock(
             body.quantity
         )));
     }
-    match state.store.restock(&voucher, body.quantity, cap).await? {
+    match state.store.seckill_restock(&voucher, body.quantity, cap).await? {
         Restock::Done(v) => Ok(Json(VoucherView::new(&voucher, &v))),
         Restock::NotFound => Err(not_found(&voucher)),
         Restock::OverCap { stock, sold } => Err(ApiError::invalid(format!(
@@ -229,7 +229,7 @@ async fn get_voucher(
 ) -> ApiResult<Json<VoucherView>> {
     let v = state
         .store
-        .voucher(&voucher)
+        .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     Ok(Json(VoucherView::new(&voucher, &v)))
@@ -315,7 +315,7 @@ async fn buy(
     ApiJson(body): ApiJson<BuyBody>,
 ) -> ApiResult<(StatusCode, Json<OrderView>)> {
     let cap = state.settings.seckill_max_orders;
-    match state.store.buy(&voucher, body.user_id, cap).await? {
+    match state.store.seckill_buy(&voucher, body.user_id, cap).await? {
         Ok(order) => Ok((
             StatusCode::CREATED,
             Json(OrderView::new(&voucher, order.seq, order.user)),
@@ -407,7 +407,7 @@ async fn list_orders(
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store
-        .orders(&voucher, after, limit + 1)
+        .seckill_orders(&voucher, after, limit + 1)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let next = (orders.len() > limit).then(|| {
@@ -456,7 +456,7 @@ async fn user_orders(
 ) -> ApiResult<Json<UserOrders>> {
     let seqs = state
         .store
-        .user_orders(&voucher, user)
+        .seckill_user_orders(&voucher, user)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let mut orders: Vec<OrderView> = seqs

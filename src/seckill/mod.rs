@@ -93,28 +93,32 @@ pub enum Restock {
 /// `seckill_max_orders`.
 pub(crate) trait SeckillStore {
     /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
     /// Adds `quantity` to the stock left.
-    async fn restock(&self, voucher: &Name, quantity: u64, cap: u64)
-        -> Result<Restock, StoreError>;
+    async fn seckill_restock(
+        &self,
+        voucher: &Name,
+        quantity: u64,
+        cap: u64,
+    ) -> Result<Restock, StoreError>;
     /// The voucher, or `None` when unknown.
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
     /// Window, stock and per-user checks, then the sale, as one step.
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
         cap: u64,
     ) -> Result<Result<Order, Refusal>, StoreError>;
     /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError>;
     /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,

@@ -58,9 +58,4 @@ impl Store {
 }
 
 // Each domain's `impl <Domain>Store for Store`, dispatching with the macro above.
-mod checkins;
-mod dedup;
-mod geo;
-mod ratelimit;
-mod seckill;
-mod uv;
+mod dispatch;

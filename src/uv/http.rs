@@ -111,7 +111,7 @@ async fn record(
     cal.writable(day)?;
     let done = state
         .store
-        .record(&name, day, &visitors, cal.expire_at(day))
+        .uv_record(&name, day, &visitors, cal.expire_at(day))
         .await?;
     Ok(Json(VisitReply {
         page: name,
@@ -204,7 +204,7 @@ async fn page_view(
     let today = state.today();
     if q.from.is_none() && q.to.is_none() {
         let day = q.date.unwrap_or(today);
-        let counts = state.store.page_counts(&name, &[day]).await?;
+        let counts = state.store.uv_page_counts(&name, &[day]).await?;
         let (uv, pv) = counts.daily[0];
         return Ok(Json(PageView::Day(DayView {
             page: name,
@@ -219,7 +219,7 @@ async fn page_view(
     let to = q.to.unwrap_or(today);
     let from = q.from.unwrap_or(to);
     let range = days(from, to)?;
-    let counts = state.store.page_counts(&name, &range).await?;
+    let counts = state.store.uv_page_counts(&name, &range).await?;
     Ok(Json(PageView::Range(RangeView {
         page: name,
         from,
@@ -302,7 +302,7 @@ async fn union(
     let mut distinct = pages.clone();
     distinct.sort();
     distinct.dedup();
-    let uv = state.store.union(&distinct, &range).await?;
+    let uv = state.store.uv_union(&distinct, &range).await?;
     Ok(Json(UnionReply {
         pages,
         from,
@@ -394,9 +394,9 @@ async fn merge(
     let folded = if sources.is_empty() || fold.is_empty() {
         0
     } else {
-        state.store.merge(&sources, &into, &fold).await?
+        state.store.uv_merge(&sources, &into, &fold).await?
     };
-    let uv = state.store.page_counts(&into, &range).await?.uv;
+    let uv = state.store.uv_page_counts(&into, &range).await?.uv;
     Ok(Json(MergeReply {
         into,
         days: folded,

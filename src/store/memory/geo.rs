@@ -9,7 +9,9 @@ use rstar::{RTree, AABB};
 
 use super::{lock, MemoryStore};
 use crate::geo::logic;
-use crate::geo::{Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit};
+use crate::geo::{
+    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCenter,
+};
 use crate::store::error::StoreError;
 use crate::types::Name;
 
@@ -130,18 +132,22 @@ impl GeoStore for MemoryStore {
         Ok(Some(logic::round4(d / unit.meters())))
     }
 
-    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError> {
+    async fn geo_search(
+        &self,
+        layer: &Name,
+        search: &Search,
+    ) -> Result<Result<Found, UnknownCenter>, StoreError> {
         let s = lock(&self.shared.geo);
         let l = s.layers.get(layer);
         let center = match &search.center {
             Center::Point(p) => *p,
             Center::Member(m) => match l.and_then(|l| l.scores.get(m.as_str())) {
                 Some(score) => Point::stored(*score),
-                None => return Ok(None),
+                None => return Ok(Err(UnknownCenter(m.clone()))),
             },
         };
         let Some(l) = l else {
-            return Ok(Some(Found {
+            return Ok(Ok(Found {
                 center,
                 hits: Vec::new(),
             }));
@@ -169,7 +175,7 @@ impl GeoStore for MemoryStore {
                 score: e.data.1,
             })
             .collect();
-        Ok(Some(Found { center, hits }))
+        Ok(Ok(Found { center, hits }))
     }
 }
 

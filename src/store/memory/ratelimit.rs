@@ -30,7 +30,7 @@ fn now_us() -> i128 {
 }
 
 impl RateLimitStore for MemoryStore {
-    async fn throttle(
+    async fn ratelimit_throttle(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,

@@ -62,7 +62,7 @@ impl MemoryStore {
 }
 
 impl SeckillStore for MemoryStore {
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
         let sale = self.sale(voucher, true).expect("created");
         let mut sale = lock(&sale);
         if spec.stock.saturating_add(sale.sold) > cap {
@@ -77,7 +77,7 @@ impl SeckillStore for MemoryStore {
         })
     }
 
-    async fn restock(
+    async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
@@ -102,7 +102,7 @@ impl SeckillStore for MemoryStore {
         Ok(Restock::Done(sale.view(spec)))
     }
 
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let Some(sale) = self.sale(voucher, false) else {
             return Ok(None);
         };
@@ -110,7 +110,7 @@ impl SeckillStore for MemoryStore {
         Ok(sale.spec.map(|spec| sale.view(spec)))
     }
 
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
@@ -151,7 +151,7 @@ impl SeckillStore for MemoryStore {
         Ok(Ok(order))
     }
 
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
@@ -175,7 +175,7 @@ impl SeckillStore for MemoryStore {
         ))
     }
 
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,

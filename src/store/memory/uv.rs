@@ -63,7 +63,7 @@ fn now() -> i64 {
 }
 
 impl UvStore for MemoryStore {
-    async fn record(
+    async fn uv_record(
         &self,
         page: &Name,
         day: Day,
@@ -80,7 +80,7 @@ impl UvStore for MemoryStore {
         Ok(Recorded { changed, pv: e.pv })
     }
 
-    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
+    async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         let s = lock(&self.shared.uv);
         let now = now();
         let mut all = Hll::new();
@@ -100,7 +100,7 @@ impl UvStore for MemoryStore {
         })
     }
 
-    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
+    async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
         let now = now();
         let mut all = Hll::new();
         // One page per critical section, so a wide union never holds the lock for long.
@@ -115,7 +115,7 @@ impl UvStore for MemoryStore {
         Ok(all.count())
     }
 
-    async fn merge(
+    async fn uv_merge(
         &self,
         sources: &[Name],
         into: &Name,

@@ -429,7 +429,7 @@ fn info_fields(reply: Value) -> HashMap<String, i64> {
 }
 
 impl DedupStore for RedisStore {
-    async fn reserve_filter(
+    async fn dedup_reserve(
         &self,
         filter: &Name,
         params: Params,
@@ -471,7 +471,7 @@ impl DedupStore for RedisStore {
         }
     }
 
-    async fn add_to_filter(
+    async fn dedup_add(
         &self,
         filter: &Name,
         items: &[String],
@@ -498,7 +498,7 @@ impl DedupStore for RedisStore {
         .await
     }
 
-    async fn check_in_filter(
+    async fn dedup_check(
         &self,
         filter: &Name,
         items: &[String],
@@ -526,7 +526,7 @@ impl DedupStore for RedisStore {
         }
     }
 
-    async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
+    async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         let meta = self.keys.dedup_meta(filter);
         let fields: Vec<Option<String>> = self
             .pool

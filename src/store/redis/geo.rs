@@ -10,7 +10,9 @@ use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
 use crate::geo::logic;
-use crate::geo::{Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit};
+use crate::geo::{
+    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCenter,
+};
 use crate::store::error::StoreError;
 use crate::types::Name;
 
@@ -133,7 +135,11 @@ impl GeoStore for RedisStore {
         .transpose()
     }
 
-    async fn geo_search(&self, layer: &Name, search: &Search) -> Result<Option<Found>, StoreError> {
+    async fn geo_search(
+        &self,
+        layer: &Name,
+        search: &Search,
+    ) -> Result<Result<Found, UnknownCenter>, StoreError> {
         let (mode, a, b, score) = match &search.center {
             Center::Point(p) => (
                 "point",
@@ -176,7 +182,10 @@ impl GeoStore for RedisStore {
             .map_err(map_err)?;
         let mut reply = reply.into_iter();
         if reply.next().and_then(|v| v.as_i64()) != Some(1) {
-            return Ok(None);
+            return match &search.center {
+                Center::Member(m) => Ok(Err(UnknownCenter(m.clone()))),
+                Center::Point(_) => Err(unexpected("a point search found no centre")),
+            };
         }
         let center = match &search.center {
             Center::Point(p) => *p,
@@ -194,6 +203,6 @@ impl GeoStore for RedisStore {
             Some(Value::Null) | None => Vec::new(),
             Some(_) => return Err(unexpected("hits are not an array")),
         };
-        Ok(Some(Found { center, hits }))
+        Ok(Ok(Found { center, hits }))
     }
 }

@@ -38,7 +38,7 @@ fn split(us: i128) -> [String; 2] {
 }
 
 impl RateLimitStore for RedisStore {
-    async fn throttle(
+    async fn ratelimit_throttle(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,

@@ -74,7 +74,7 @@ impl RedisStore {
 }
 
 impl SeckillStore for RedisStore {
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
         // Registered first (it lives in another slot): the registry may name a voucher that
         // was refused, never miss one that exists.
         self.register_voucher(voucher).await?;
@@ -108,7 +108,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn restock(
+    async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
@@ -140,7 +140,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let reply: Vec<Value> = GET
             .evalsha_with_reload(self.pool.next(), vec![self.keys.voucher(voucher)], ())
             .await
@@ -152,7 +152,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
@@ -183,7 +183,7 @@ impl SeckillStore for RedisStore {
         })
     }
 
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
@@ -221,7 +221,7 @@ impl SeckillStore for RedisStore {
             .map(Some)
     }
 
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,
