@@ -4,6 +4,7 @@
 
 mod checkins;
 mod dedup;
+mod dedup_native;
 mod geo;
 mod ledger;
 mod ratelimit;

@@ -26,10 +26,6 @@ fn bad(what: &str, reply: &[Value]) -> StoreError {
     StoreError::Internal(format!("unexpected seckill {what} reply: {reply:?}"))
 }
 
-fn text(v: &Value) -> Option<String> {
-    v.as_string()
-}
-
 fn int(v: Option<&Value>) -> Option<i64> {
     match v? {
         Value::Integer(i) => Some(*i),
@@ -59,7 +55,7 @@ fn seqs(ids: &str) -> Result<Vec<Seq>, StoreError> {
 }
 
 fn tag(reply: &[Value]) -> String {
-    reply.first().and_then(text).unwrap_or_default()
+    reply.first().and_then(Value::as_string).unwrap_or_default()
 }
 
 impl RedisStore {
@@ -166,7 +162,7 @@ impl SeckillStore for RedisStore {
             )
             .await
             .map_err(map_err)?;
-        let arg = reply.get(1).and_then(text).unwrap_or_default();
+        let arg = reply.get(1).and_then(Value::as_string).unwrap_or_default();
         Ok(match tag(&reply).as_str() {
             "ok" => Ok(Order {
                 seq: arg
@@ -239,7 +235,7 @@ impl SeckillStore for RedisStore {
             .map_err(map_err)?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
-            "ok" => seqs(&reply.get(1).and_then(text).unwrap_or_default()).map(Some),
+            "ok" => seqs(&reply.get(1).and_then(Value::as_string).unwrap_or_default()).map(Some),
             _ => Err(bad("user orders", &reply)),
         }
     }
@@ -250,15 +246,15 @@ pub(super) fn parse_entry(entry: &Value) -> Option<Order> {
     let Value::Array(parts) = entry else {
         return None;
     };
-    let seq: Seq = text(parts.first()?)?.parse().ok()?;
+    let seq: Seq = parts.first()?.as_string()?.parse().ok()?;
     let Value::Array(fields) = parts.get(1)? else {
         return None;
     };
     let user = fields
         .chunks(2)
-        .find(|kv| text(&kv[0]).as_deref() == Some("user"))
+        .find(|kv| kv[0].as_string().as_deref() == Some("user"))
         .and_then(|kv| kv.get(1))
-        .and_then(text)?;
+        .and_then(Value::as_string)?;
     Some(Order {
         seq,
         user: UserId::parse(&user).ok()?,
