@@ -66,6 +66,15 @@ impl fmt::Display for UserId {
     }
 }
 
+/// The name rule as the OpenAPI descriptions state it. A macro, not a `const`, so that
+/// `concat!` can put it after a parameter's own words.
+macro_rules! name_rule {
+    () => {
+        "1-128 of [A-Za-z0-9._:@-]"
+    };
+}
+pub(crate) use name_rule;
+
 /// A name (`page`, `layer`, `member`, `voucher_id`, `filter`, rate-limit `key`):
 /// 1–128 characters of `[A-Za-z0-9._:@-]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

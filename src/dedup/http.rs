@@ -15,7 +15,7 @@ use crate::error::responses::{NotFound, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use crate::types::Name;
+use crate::types::{name_rule, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -138,7 +138,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     path = "/v1/dedup/{filter}",
     tag = "dedup",
     security(("admin" = [])),
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ReserveBody,
     responses(
         (status = 201, body = FilterView, description = "Created"),
@@ -185,7 +185,7 @@ async fn reserve(
     get,
     path = "/v1/dedup/{filter}",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     responses(
         (status = 200, body = FilterView),
         StoreErrors,
@@ -228,7 +228,7 @@ struct AddReply {
     post,
     path = "/v1/dedup/{filter}/items",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
     responses(
         (status = 200, body = AddReply),
@@ -279,7 +279,7 @@ struct DedupCheckReply {
     post,
     path = "/v1/dedup/{filter}/check",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
     responses(
         (status = 200, body = DedupCheckReply),
@@ -334,7 +334,7 @@ struct FilterReply {
     post,
     path = "/v1/dedup/{filter}/filter",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = FilterBody,
     responses(
         (status = 200, body = FilterReply),

@@ -15,7 +15,7 @@ use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use crate::types::Name;
+use crate::types::{name_rule, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
@@ -84,8 +84,8 @@ struct PutReply {
     path = "/v1/geo/{layer}/{member}",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]; `nearby` and `distance` are reserved"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!(), "; `nearby` and `distance` are reserved")),
     ),
     request_body = PositionBody,
     responses(
@@ -124,8 +124,8 @@ async fn put_place(
     path = "/v1/geo/{layer}/{member}",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
     ),
     responses(
         (status = 200, body = PlaceView),
@@ -151,8 +151,8 @@ async fn get_place(
     path = "/v1/geo/{layer}/{member}",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
     ),
     responses(
         (status = 204, description = "Removed"),
@@ -214,7 +214,7 @@ struct PutManyReply {
     post,
     path = "/v1/geo/{layer}",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()))),
     request_body = PlacesBody,
     responses(
         (status = 200, body = PutManyReply),
@@ -344,7 +344,7 @@ struct NearbyReply {
     get,
     path = "/v1/geo/{layer}/nearby",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), NearbyQuery),
     responses(
         (status = 200, body = NearbyReply),
         StoreErrors,
@@ -415,7 +415,7 @@ struct DistanceReply {
     get,
     path = "/v1/geo/{layer}/distance",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), DistanceQuery),
     responses(
         (status = 200, body = DistanceReply),
         StoreErrors,

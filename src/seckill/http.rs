@@ -18,7 +18,7 @@ use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthor
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use crate::types::{Name, UserId};
+use crate::types::{name_rule, Name, UserId};
 
 /// Longest a listing waits for the ledger to say which orders it holds.
 const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
@@ -110,7 +110,7 @@ fn not_found(voucher: &Name) -> ApiError {
     path = "/v1/seckill/vouchers/{voucher_id}",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     request_body = VoucherBody,
     responses(
         (status = 201, body = VoucherView, description = "Created"),
@@ -177,7 +177,7 @@ struct RestockBody {
     path = "/v1/seckill/vouchers/{voucher_id}/restock",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
@@ -216,7 +216,7 @@ async fn restock(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     responses(
         (status = 200, body = VoucherView),
         StoreErrors,
@@ -297,7 +297,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     request_body = BuyBody,
     responses(
         (status = 201, body = OrderView),
@@ -379,7 +379,7 @@ struct OrderPage {
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
+    params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
     responses(
         (status = 200, body = OrderPage),
         StoreErrors,
@@ -441,7 +441,7 @@ struct UserOrders {
     path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
     tag = "seckill",
     params(
-        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("voucher_id" = String, Path, description = name_rule!()),
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
     ),
     responses(

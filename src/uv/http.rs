@@ -13,7 +13,7 @@ use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use crate::types::{Day, Invalid, Name};
+use crate::types::{name_rule, Day, Invalid, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -60,7 +60,7 @@ struct VisitReply {
     post,
     path = "/v1/uv/{page}",
     tag = "uv",
-    params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`")),
+    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"))),
     request_body = VisitBody,
     responses(
         (status = 200, body = VisitReply),
@@ -189,7 +189,7 @@ enum PageView {
     get,
     path = "/v1/uv/{page}",
     tag = "uv",
-    params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"), PageQuery),
+    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")), PageQuery),
     responses(
         (status = 200, body = PageView),
         StoreErrors,
