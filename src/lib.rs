@@ -1,10 +1,30 @@
 //! redis-gateway: six classic Redis patterns behind a REST/JSON API.
 //!
+//! Arrows run one way (DESIGN.md "Shape"; `tests/architecture.rs` checks them):
+//!
+//! ```text
+//! http.rs of each domain, middleware, error, extract   HTTP: axum, ApiError, AppState
+//!    │ typed domain calls
+//! checkins uv geo seckill ratelimit dedup ledger        domain cores: types, rules, store traits
+//!    │ <Domain>Store traits (errors: store::error)      (plus the shared calendar and types)
+//! store: dispatch.rs → memory/ | redis/                 backends implement the traits
+//! ```
+//!
 //! - [`config`]: settings from flags and environment
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves
-//! - domains (`checkins`, ...): routes, types and store traits per Redis pattern
-//! - [`store`]: the in-memory and Redis backends behind those traits
+//! - [`build_state`]: the composition root, the one place that picks a backend and hands the
+//!   ledger its order streams
+//! - domains (`src/<domain>/`): `mod.rs` holds the types and the `<Domain>Store` trait, `logic.rs`
+//!   (and `search.rs`, `hll.rs`) pure rules, `http.rs` the routes; the core never imports axum,
+//!   the app state, `ApiError` or a backend, and its refusals are its own small types
+//!   ([`types::Invalid`], `calendar::NotWritable`, `seckill::Refusal`, ...) that `http.rs` and
+//!   [`error`] turn into problem documents
+//! - [`store`]: the in-memory and Redis backends behind those traits; `fred` stays under
+//!   `store/redis/`
+//!
+//! Adding a domain touches its folder, its backend files (`store/{memory,redis}/<domain>.rs`),
+//! one `impl` in `store/dispatch.rs` and one line in `openapi.rs`, where the routers are composed.
 
 pub mod auth;
 mod calendar;
