@@ -1,6 +1,7 @@
 -- wrk request generator for ./scripts/bench: one script for every gateway row.
 -- Environment (set by bench/driver.py):
---   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby
+--   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby,
+--                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one
 --   BENCH_BASE      first user id of this run (seckill: ids must be unique across runs,
 --                   since a second purchase by the same user is a 409, not a sale)
 -- Requests are built up front (a pool per thread, cycled) so wrk spends its CPU on I/O, not
@@ -37,6 +38,13 @@ local function build()
   elseif scenario == "nearby" then
     return wrk.format("GET",
       "/v1/geo/bench/nearby?lon=116.40&lat=39.90&radius=5&unit=km&count=20&order=asc")
+  elseif scenario == "healthz" then
+    return wrk.format("GET", "/healthz")
+  elseif scenario == "checkin_one" then
+    return wrk.format("POST", "/v1/checkins/1")
+  elseif scenario == "ratelimit_one" then
+    return wrk.format("POST", "/v1/ratelimit/check", json,
+      '{"key":"soak","max_burst":100,"count_per_period":50,"period":1,"quantity":1}')
   elseif scenario == "seckill_soldout" then
     return wrk.format("POST", "/v1/seckill/vouchers/bench-soldout/orders", json,
       '{"user_id":' .. math.random(0, 999999) .. '}')

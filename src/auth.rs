@@ -1,4 +1,5 @@
-//! The admin bearer-token check, as an extractor admin handlers take.
+//! Credentials as extractors: the admin bearer token ([`Admin`]) and end-user JWTs
+//! ([`Acting`], verified by [`UserTokens`]).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -29,7 +30,9 @@ impl FromRequestParts<AppState> for Admin {
         {
             Ok(Admin)
         } else {
-            Err(ApiError::Unauthorized)
+            Err(ApiError::Unauthorized(
+                "a valid admin bearer token is required",
+            ))
         }
     }
 }
@@ -40,4 +43,114 @@ pub fn generate_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Verifies end-user JWTs (API.md "Clients and abuse"): signature, `exp`, and `iss`/`aud` when
+/// configured. The algorithm is fixed by the key, never taken from the token's header.
+pub struct UserTokens {
+    key: jsonwebtoken::DecodingKey,
+    validation: jsonwebtoken::Validation,
+}
+
+impl std::fmt::Debug for UserTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserTokens")
+            .field("algorithms", &self.validation.algorithms)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Claims {
+    sub: String,
+}
+
+impl UserTokens {
+    pub fn new(settings: &crate::config::JwtSettings) -> Result<Self, String> {
+        use crate::config::JwtKey;
+        use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+        let (key, algorithm) = match &settings.key {
+            JwtKey::Secret(secret) => (DecodingKey::from_secret(secret.as_bytes()), Algorithm::HS256),
+            JwtKey::PublicKeyPem(pem) => match DecodingKey::from_rsa_pem(pem) {
+                Ok(key) => (key, Algorithm::RS256),
+                Err(_) => (
+                    DecodingKey::from_ec_pem(pem).map_err(|e| {
+                        format!("GATEWAY_JWT_PUBLIC_KEY_FILE: neither an RSA nor an EC public key ({e})")
+                    })?,
+                    Algorithm::ES256,
+                ),
+            },
+        };
+        let mut validation = Validation::new(algorithm);
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        if let Some(issuer) = &settings.issuer {
+            validation.set_issuer(&[issuer]);
+        }
+        match &settings.audience {
+            Some(audience) => validation.set_audience(&[audience]),
+            None => validation.validate_aud = false,
+        }
+        Ok(Self { key, validation })
+    }
+
+    /// The token's `sub`, if the token is valid.
+    pub fn subject(&self, token: &str) -> Option<String> {
+        jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
+            .ok()
+            .map(|t| t.claims.sub)
+    }
+}
+
+/// Who a request may act for on user routes, from its `Authorization` header. Handlers that act
+/// for one user call [`Acting::for_user`] with that user's id.
+#[derive(Debug, Clone)]
+pub enum Acting {
+    /// No user tokens configured: user ids are trusted as given.
+    Anyone,
+    /// The admin token: may act for any user.
+    Admin,
+    /// A valid user token for this `sub`.
+    User(String),
+    /// No token, or one that does not verify.
+    Nobody,
+}
+
+impl Acting {
+    pub fn for_user(&self, user: crate::types::UserId) -> Result<(), ApiError> {
+        match self {
+            Self::Anyone | Self::Admin => Ok(()),
+            Self::User(sub) if *sub == user.0.to_string() => Ok(()),
+            Self::User(_) => Err(ApiError::Forbidden(format!(
+                "the token may not act for user {}",
+                user.0
+            ))),
+            Self::Nobody => Err(ApiError::Unauthorized(
+                "a valid user token (Authorization: Bearer <JWT>) is required",
+            )),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Acting {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(tokens) = &state.user_tokens else {
+            return Ok(Self::Anyone);
+        };
+        let Some(token) = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        else {
+            return Ok(Self::Nobody);
+        };
+        if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) {
+            return Ok(Self::Admin);
+        }
+        Ok(tokens.subject(token).map_or(Self::Nobody, Self::User))
+    }
 }

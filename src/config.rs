@@ -24,7 +24,8 @@ pub struct Config {
 
     /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port.
     /// Unset: the embedded in-memory backend (state is per process).
-    #[arg(long, env = "REDIS_URL")]
+    // Its value (which may carry a password) is never printed by --help.
+    #[arg(long, env = "REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// Bearer token for admin routes. Unset: one is generated and logged once at start-up.
@@ -43,9 +44,10 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_STORE_TIMEOUT_MS", default_value_t = 1000)]
     pub store_timeout_ms: u64,
 
-    /// Global per-client rate limit on every request: on or off.
+    /// Global per-client rate limit on every request: on, off, or shadow (decide and send the
+    /// headers, count would-be refusals, refuse nothing).
     #[arg(long, env = "GATEWAY_GLOBAL_LIMIT", default_value = "on")]
-    pub global_limit: OnOff,
+    pub global_limit: LimitMode,
 
     /// Global limiter: burst (GCRA max_burst).
     #[arg(long, env = "GATEWAY_GLOBAL_BURST", default_value_t = 100)]
@@ -97,6 +99,49 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
 
+    /// A request's header must arrive whole within this many milliseconds (slow clients).
+    #[arg(long, env = "GATEWAY_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// A kept-alive connection with no traffic for this many milliseconds is closed.
+    #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// TOML file of API clients (id, SHA-256 of the key, optional burst/count/period). Unset:
+    /// no API clients, every caller is limited by its address and any X-Api-Key is refused.
+    #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
+    pub clients_file: Option<std::path::PathBuf>,
+
+    /// Verify end-user JWTs signed with this HS256 secret on user routes. Unset (and no key
+    /// file): user ids are trusted as given.
+    #[arg(long, env = "GATEWAY_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// Verify end-user JWTs (RS256 or ES256) with this PEM public key on user routes.
+    #[arg(long, env = "GATEWAY_JWT_PUBLIC_KEY_FILE")]
+    pub jwt_public_key_file: Option<std::path::PathBuf>,
+
+    /// Required `iss` of end-user JWTs.
+    #[arg(long, env = "GATEWAY_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// Required `aud` of end-user JWTs.
+    #[arg(long, env = "GATEWAY_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// Log lines as `text` or `json` (one object per line).
+    #[arg(long, env = "GATEWAY_LOG_FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// One INFO line per request (method, route, status, latency, request id, client, limiter
+    /// outcome): on or off.
+    #[arg(long, env = "GATEWAY_ACCESS_LOG", default_value = "on")]
+    pub access_log: OnOff,
+
     /// Connections in the Redis pool (each one auto-pipelines).
     // 2, not more: fewer connections pipeline more commands per write (measured with
     // bench/ab.py: pool 2 served +14% rate-limit checks at lower p99 than pool 4 on 2 cores).
@@ -141,6 +186,9 @@ pub struct Config {
 pub enum Command {
     /// Print the OpenAPI document and exit.
     Openapi,
+    /// Ask the gateway at GATEWAY_LISTEN for /healthz; exit 0 on 200, else 1 (container
+    /// health checks).
+    Healthcheck,
 }
 
 /// An on/off switch.
@@ -148,6 +196,22 @@ pub enum Command {
 pub enum OnOff {
     On,
     Off,
+}
+
+/// The global limiter's mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LimitMode {
+    On,
+    Off,
+    /// Every decision made and its headers sent, nothing refused: for rolling the limiter out.
+    Shadow,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// What the global limiter does when it cannot reach the store.
@@ -172,6 +236,8 @@ pub enum StoreChoice {
 #[derive(Debug, Clone)]
 pub struct GlobalLimit {
     pub enabled: bool,
+    /// Decide but never refuse (`GATEWAY_GLOBAL_LIMIT=shadow`).
+    pub shadow: bool,
     pub max_burst: u64,
     pub count_per_period: u64,
     pub period: u64,
@@ -195,6 +261,10 @@ pub struct Settings {
     pub max_batch: usize,
     pub checkin_retention_days: u32,
     pub request_timeout: Duration,
+    pub connections: crate::serve::Guards,
+    pub access_log: bool,
+    pub clients_file: Option<std::path::PathBuf>,
+    pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
     pub uv_retention_days: u32,
     pub seckill_max_orders: u64,
@@ -246,6 +316,13 @@ impl Config {
                 "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
             );
         }
+        if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 || self.max_connections == 0 {
+            return Err(
+                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS and GATEWAY_MAX_CONNECTIONS \
+                 must be at least 1"
+                    .to_owned(),
+            );
+        }
         if self.store_timeout_ms == 0 || self.request_timeout_ms == 0 {
             return Err("timeouts must be at least 1 ms".to_owned());
         }
@@ -280,7 +357,8 @@ impl Config {
             tz: self.tz,
             store_timeout: Duration::from_millis(self.store_timeout_ms),
             global: GlobalLimit {
-                enabled: self.global_limit == OnOff::On,
+                enabled: self.global_limit != LimitMode::Off,
+                shadow: self.global_limit == LimitMode::Shadow,
                 max_burst: self.global_burst,
                 count_per_period: self.global_count,
                 period: self.global_period,
@@ -292,6 +370,14 @@ impl Config {
             max_batch: self.max_batch,
             checkin_retention_days: self.checkin_retention_days,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
+            access_log: self.access_log == OnOff::On,
+            clients_file: self.clients_file.clone(),
+            jwt: self.jwt()?,
+            connections: crate::serve::Guards {
+                header_timeout: Duration::from_millis(self.header_timeout_ms),
+                idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+                max_connections: self.max_connections,
+            },
             redis_pool_size: self.redis_pool_size,
             uv_retention_days: self.uv_retention_days,
             seckill_max_orders: self.seckill_max_orders,
@@ -307,6 +393,70 @@ impl Config {
                 .map(str::to_owned),
             ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
         })
+    }
+}
+
+/// How end-user JWTs are verified (API.md "Clients and abuse").
+#[derive(Clone)]
+pub struct JwtSettings {
+    pub key: JwtKey,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+/// The verification key of end-user JWTs.
+#[derive(Clone)]
+pub enum JwtKey {
+    /// HS256 with this shared secret.
+    Secret(String),
+    /// RS256 or ES256 with this PEM public key (its type picks the algorithm).
+    PublicKeyPem(Vec<u8>),
+}
+
+// By hand, so the secret never reaches a log line through `{:?}`.
+impl std::fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = match self.key {
+            JwtKey::Secret(_) => "HS256 secret",
+            JwtKey::PublicKeyPem(_) => "PEM public key",
+        };
+        f.debug_struct("JwtSettings")
+            .field("key", &key)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for JwtKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JwtKey(..)")
+    }
+}
+
+impl Config {
+    fn jwt(&self) -> Result<Option<JwtSettings>, String> {
+        let key = match (&self.jwt_secret, &self.jwt_public_key_file) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => {
+                return Err(
+                    "set GATEWAY_JWT_SECRET or GATEWAY_JWT_PUBLIC_KEY_FILE, not both".to_owned(),
+                )
+            }
+            (Some(secret), None) if secret.len() < 32 => {
+                return Err("GATEWAY_JWT_SECRET: at least 32 bytes".to_owned())
+            }
+            (Some(secret), None) => JwtKey::Secret(secret.clone()),
+            (None, Some(file)) => JwtKey::PublicKeyPem(
+                std::fs::read(file)
+                    .map_err(|e| format!("GATEWAY_JWT_PUBLIC_KEY_FILE {}: {e}", file.display()))?,
+            ),
+        };
+        Ok(Some(JwtSettings {
+            key,
+            issuer: self.jwt_issuer.clone(),
+            audience: self.jwt_audience.clone(),
+        }))
     }
 }
 

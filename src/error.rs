@@ -18,9 +18,13 @@ pub enum ApiError {
     /// 400 `invalid_argument`: malformed JSON, bad field, bad path segment, empty batch.
     #[error("{0}")]
     InvalidArgument(String),
-    /// 401 `unauthorized`: missing or wrong admin bearer token.
-    #[error("a valid admin bearer token is required")]
-    Unauthorized,
+    /// 401 `unauthorized`: a missing or wrong credential (admin token, API key, user token);
+    /// the detail says which was expected.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// 403 `forbidden`: a valid user token acting for another user.
+    #[error("{0}")]
+    Forbidden(String),
     /// 404 `not_found`.
     #[error("{0}")]
     NotFound(String),
@@ -70,6 +74,10 @@ pub struct Problem {
     /// Stable snake_case code that clients switch on.
     #[schema(example = "sold_out")]
     pub code: String,
+    /// The W3C trace id of the request when traces are exported (OTLP): quote it to find the
+    /// request's trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// Extra members some problems carry (e.g. `order_ids` for `already_ordered`).
     #[serde(flatten)]
     #[schema(value_type = Object)]
@@ -84,7 +92,8 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidArgument(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict { .. } => StatusCode::CONFLICT,
@@ -100,7 +109,8 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidArgument(_) => "invalid_argument",
-            Self::Unauthorized => "unauthorized",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict { code, .. } => code,
@@ -160,6 +170,7 @@ pub fn problem_response(
         status: status.as_u16(),
         detail,
         code: code.to_owned(),
+        trace_id: crate::telemetry::current_trace_id(),
         extra,
     };
     let body = serde_json::to_vec(&problem).unwrap_or_default();
@@ -182,7 +193,7 @@ impl IntoResponse for ApiError {
         };
         let mut response = problem_response(status, self.code(), self.detail(), extra);
         match &self {
-            Self::Unauthorized => {
+            Self::Unauthorized(_) => {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer realm=\"redis-gateway\""),
@@ -231,6 +242,17 @@ pub mod responses {
     #[derive(Debug, IntoResponses)]
     #[response(status = 401, content_type = "application/problem+json")]
     pub struct Unauthorized(Problem);
+
+    /// Routes that act for one user, when end-user JWTs are configured.
+    #[derive(Debug, IntoResponses)]
+    pub enum UserAuth {
+        /// `unauthorized`: no valid user token (with `WWW-Authenticate`).
+        #[response(status = 401, content_type = "application/problem+json")]
+        Unauthorized(Problem),
+        /// `forbidden`: a valid user token for another user.
+        #[response(status = 403, content_type = "application/problem+json")]
+        Forbidden(Problem),
+    }
 
     /// `not_found`.
     #[derive(Debug, IntoResponses)]

@@ -4,6 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
@@ -107,4 +108,52 @@ impl From<QueryRejection> for ApiError {
     fn from(r: QueryRejection) -> Self {
         from_status(r.status(), r.body_text())
     }
+}
+
+/// The one batch rule of every route that takes a batch (API.md "Conventions"): an empty
+/// batch is `400 invalid_argument`, one over `cap` (`GATEWAY_MAX_BATCH`) is
+/// `413 payload_too_large`. `what` names the field in the message.
+pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {
+    if len == 0 {
+        return Err(ApiError::invalid(format!("{what} is empty")));
+    }
+    if len > cap {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "at most {cap} {what} per request, got {len}"
+        )));
+    }
+    Ok(())
+}
+
+/// The `Idempotency-Key` header (API.md "Conventions"): absent, or 1–128 visible ASCII
+/// characters (else 400). Carries the SHA-256 of the key, which is all the store ever sees.
+#[derive(Debug, Clone)]
+pub struct IdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let mut keys = parts.headers.get_all("idempotency-key").iter();
+        let Some(key) = keys.next() else {
+            return Ok(Self(None));
+        };
+        let bytes = key.as_bytes();
+        let visible = bytes.iter().all(|b| (0x21..=0x7e).contains(b));
+        if keys.next().is_some() || bytes.is_empty() || bytes.len() > 128 || !visible {
+            return Err(ApiError::invalid(
+                "Idempotency-Key must be one header of 1-128 visible ASCII characters",
+            ));
+        }
+        Ok(Self(Some(crate::types::sha256_hex(bytes))))
+    }
+}
+
+/// Marks a response as the replay of an earlier one under the same `Idempotency-Key`.
+pub fn replayed(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        "idempotency-replayed",
+        axum::http::HeaderValue::from_static("true"),
+    );
+    response
 }

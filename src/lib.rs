@@ -12,7 +12,8 @@
 //!
 //! - [`config`]: settings from flags and environment
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
-//! - [`run`]: serve on a listener until a shutdown future resolves
+//! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
+//!   guards)
 //! - [`build_state`]: the composition root, the one place that picks a backend and hands the
 //!   ledger its order streams
 //! - domains (`src/<domain>/`): `mod.rs` holds the types and the `<Domain>Store` trait, `logic.rs`
@@ -29,17 +30,20 @@
 pub mod auth;
 mod calendar;
 pub mod checkins;
+pub mod clients;
 pub mod config;
 pub mod dedup;
 pub mod error;
 pub mod extract;
 pub mod geo;
+pub mod healthcheck;
 pub mod ledger;
 pub mod middleware;
 pub mod openapi;
 pub mod ops;
 pub mod ratelimit;
 pub mod seckill;
+pub mod serve;
 pub mod shutdown;
 pub mod state;
 pub mod store;
@@ -48,7 +52,6 @@ pub mod types;
 pub mod uv;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -74,6 +77,22 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
             token.into()
         }
     };
+    let global = clients::Limits {
+        burst: settings.global.max_burst,
+        count: settings.global.count_per_period,
+        period: settings.global.period,
+    };
+    let clients = Arc::new(match &settings.clients_file {
+        Some(file) => clients::Clients::load(file, global).map_err(StoreError::Internal)?,
+        None => clients::Clients::none(global),
+    });
+    clients.watch();
+    let user_tokens = match &settings.jwt {
+        Some(jwt) => Some(Arc::new(
+            auth::UserTokens::new(jwt).map_err(StoreError::Internal)?,
+        )),
+        None => None,
+    };
     // Only Redis has the order streams the ledger ingests.
     let streams = match (&store, &settings.store) {
         (Store::Redis(redis), StoreChoice::Redis(_)) => Some(redis.clone()),
@@ -85,19 +104,26 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         settings: Arc::new(settings),
         admin_token,
         ledger,
+        clients,
+        user_tokens,
     })
 }
 
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
-    let (api, document) = openapi::split();
+    let (api, ops, document) = openapi::split();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let api = middleware::global_limit(api, &state);
-    let router = api.merge(ops::router());
+    // Outside the limiter, so it knows the caller's client before charging anyone.
+    let api = api.layer(axum::middleware::from_fn_with_state(
+        state.clients.clone(),
+        clients::identify,
+    ));
+    let router = api.merge(ops);
     middleware::stack(router, &state).with_state(state)
 }
 
@@ -115,10 +141,6 @@ pub async fn run(
         }
         backend => tracing::info!(%addr, backend, "serving on Redis"),
     }
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let guards = state.settings.connections;
+    serve::serve(listener, app(state), guards, shutdown).await
 }

@@ -9,11 +9,19 @@ use redis_gateway::config::{Command, Config};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    if let Some(Command::Openapi) = config.command {
-        print!("{}", redis_gateway::openapi::document_json());
-        return Ok(());
+    match config.command {
+        Some(Command::Openapi) => {
+            print!("{}", redis_gateway::openapi::document_json());
+            return Ok(());
+        }
+        Some(Command::Healthcheck) => {
+            return redis_gateway::healthcheck::check(config.listen)
+                .await
+                .map_err(|e| anyhow::anyhow!("unhealthy: {e}"));
+        }
+        None => {}
     }
-    redis_gateway::telemetry::init();
+    let _telemetry = redis_gateway::telemetry::init(config.log_format);
     let settings = config
         .settings()
         .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;

@@ -21,6 +21,8 @@ use crate::state::AppState;
         (name = "seckill", description = "Flash sales: atomic stock and orders"),
         (name = "ratelimit", description = "GCRA rate-limit checks, CL.THROTTLE-equivalent"),
         (name = "dedup", description = "News dedup on scalable Bloom filters"),
+        (name = "clients", description = "API clients: who the caller is and its limiter budget"),
+        (name = "ops", description = "Liveness, readiness and metrics; never rate limited"),
     ),
     modifiers(&AdminScheme),
 )]
@@ -48,18 +50,26 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(crate::seckill::router())
         .merge(crate::ratelimit::router())
         .merge(crate::dedup::router())
+        .merge(crate::clients::router())
 }
 
-/// The API router and its document, with the responses every limited route can give added.
-pub fn split() -> (axum::Router<AppState>, utoipa::openapi::OpenApi) {
-    let (router, mut document) = api_router().split_for_parts();
+/// The routers and the whole document: the API routes (which the global limiter wraps, so
+/// their operations get its 429) and the ops routes (exempt, so theirs do not).
+pub fn split() -> (
+    axum::Router<AppState>,
+    axum::Router<AppState>,
+    utoipa::openapi::OpenApi,
+) {
+    let (api, mut document) = api_router().split_for_parts();
     GlobalLimitResponses.modify(&mut document);
-    (router, document)
+    let (ops, ops_document) = crate::ops::router().split_for_parts();
+    document.merge(ops_document);
+    (api, ops, document)
 }
 
 /// The OpenAPI document the code describes.
 pub fn document() -> utoipa::openapi::OpenApi {
-    split().1
+    split().2
 }
 
 /// The global limiter wraps every API route, so every operation can answer 429 with

@@ -3,19 +3,21 @@
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::ApiResult;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+/// The ops routes with their documentation (tag `ops`; never limited, so no 429).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -23,7 +25,14 @@ pub struct Health {
     status: &'static str,
 }
 
-/// 200 while the process runs.
+/// 200 while the process runs (never touches the store): for liveness probes.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    tag = "ops",
+    responses((status = 200, body = Health))
+)]
 async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
@@ -40,7 +49,18 @@ pub struct Ready {
     ledger: crate::ledger::LedgerStatus,
 }
 
-/// 200 when the store answers, else 503 `backend_unavailable`.
+/// 200 when the store answers, else 503 `backend_unavailable`: for readiness probes and load
+/// balancers. Never shows raw error texts.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "readyz",
+    tag = "ops",
+    responses(
+        (status = 200, body = Ready),
+        (status = 503, description = "`backend_unavailable`: the store cannot answer", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     let info = state.store.ready().await?;
     Ok(Json(Ready {
@@ -53,6 +73,13 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
 
 /// Prometheus text exposition of every metric the process records. Each scrape also asks the
 /// store whether it answers (`gateway_store_up`) and which Bloom engine it offers.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    tag = "ops",
+    responses((status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"))
+)]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     match state.store.ready().await {
         Ok(info) => {
@@ -61,6 +88,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         }
         Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
     }
+    crate::telemetry::process().collect();
     let body = crate::telemetry::metrics()
         .map(|h| h.render())
         .unwrap_or_default();

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::clients::Clients;
 use crate::config::Settings;
 use crate::ledger::Ledger;
 use crate::store::Store;
@@ -16,6 +17,10 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     /// The order ledger (off unless `DATABASE_URL` is set).
     pub ledger: Ledger,
+    /// End-user JWT verification (`None`: user ids are trusted as given).
+    pub user_tokens: Option<Arc<crate::auth::UserTokens>>,
+    /// The API clients of `GATEWAY_CLIENTS_FILE` (none when unset).
+    pub clients: Arc<Clients>,
 }
 
 impl AppState {

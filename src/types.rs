@@ -60,6 +60,51 @@ impl TryFrom<serde_json::Value> for UserId {
     }
 }
 
+/// A write made under an `Idempotency-Key` (API.md "Conventions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// SHA-256 (hex) of the client's key: the key itself never reaches the store.
+    pub key: String,
+    /// What the request asked for: a repeat under the same key must ask the same.
+    pub fingerprint: String,
+}
+
+/// How long the first reply to an idempotent write is kept (API.md: 24 h).
+pub const IDEMPOTENCY_SECS: u64 = 86_400;
+
+/// What an idempotent write came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Once<T> {
+    /// Done now.
+    Now(T),
+    /// The key was seen with the same request: its first outcome; nothing changed.
+    Replayed(T),
+    /// The key was seen with a different request: nothing changed.
+    KeyReused,
+}
+
+/// SHA-256 of `bytes` as lowercase hex: how credentials and client-chosen keys are named in
+/// configuration and in the store, never in clear.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A `user_id` in a JSON body: a number only. JSON fields take only their declared type, so
+/// `"7"` is a 400 here; path segments arrive as text and go through [`UserId`]'s own parsing.
+pub fn json_user_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<UserId, D::Error> {
+    use serde::de::Error;
+    let n = u64::deserialize(d)?;
+    u32::try_from(n).map(UserId).map_err(|_| {
+        D::Error::custom(format!(
+            "user_id must be an integer 0..=4294967295, got {n}"
+        ))
+    })
+}
+
 impl fmt::Display for UserId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

@@ -17,9 +17,13 @@ use common::{Backend, Gateway, RedisProcess};
 const CHEAP: &str = "/v1/checkins/7/2026-01-01";
 
 /// Test settings with the limiter on: burst 4, one per minute, so the limit is 5 and the
-/// bucket refills one unit a minute (nothing refills during a test).
+/// bucket refills one unit a minute (nothing refills during a test). The API clients the tests
+/// use are configured, each with its name as its key.
 fn limited(backend: Backend) -> Settings {
     let mut s = common::settings(backend);
+    let names = ["alice", "bob", "carol", "dave", "erin"];
+    let clients: Vec<_> = names.iter().map(|n| (*n, *n, None)).collect();
+    s.clients_file = Some(common::clients_file(&clients));
     s.global.enabled = true;
     s.global.max_burst = 4;
     s.global.count_per_period = 1;
@@ -131,6 +135,11 @@ async fn over_budget(backend: Backend) {
     }
     let r = get(&gw, CHEAP, &key("bob")).await;
     assert_eq!(r.remaining(), 3);
+
+    // An invented key is refused: it buys no budget of its own.
+    let mallory = get(&gw, CHEAP, &key("mallory")).await;
+    assert_eq!(mallory.status, 401);
+    assert_eq!(mallory.body["code"], "unauthorized");
 
     // A malformed API key is a 400, not a free pass nor a new bucket.
     let long = "k".repeat(129);
@@ -334,4 +343,40 @@ async fn fail_closed_answers_503_when_redis_is_down() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(last, 200);
+}
+
+/// Shadow mode (`GATEWAY_GLOBAL_LIMIT=shadow`): every decision made and its headers sent, the
+/// would-be refusals counted, nothing refused.
+#[tokio::test]
+async fn shadow_mode_decides_counts_and_refuses_nothing() {
+    let mut s = limited(Backend::Memory);
+    s.global.shadow = true;
+    let gw = Gateway::with_settings(s).await;
+    let shadow_count = |metrics: &str| -> u64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("gateway_limiter_shadow_refusals_total{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    let scrape = || async {
+        gw.client
+            .get(gw.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let before = shadow_count(&scrape().await);
+    for i in 0..8 {
+        let r = get(&gw, CHEAP, &[]).await;
+        assert_eq!(r.status, 200, "request {i} served: {r:?}");
+        assert_eq!(r.header("ratelimit-limit"), Some("5"));
+        assert_eq!(r.remaining(), (4 - i).max(0), "request {i}");
+    }
+    // Requests 6, 7 and 8 would have been refused. Other tests in this process may add
+    // their own, never fewer.
+    assert!(shadow_count(&scrape().await) >= before + 3);
 }

@@ -232,3 +232,103 @@ async fn bad_names_are_refused_on_every_route() {
         .await;
     assert_eq!(status, 400);
 }
+
+#[tokio::test]
+async fn invented_methods_share_one_metric_label() {
+    let gw = Gateway::start(Backend::Memory).await;
+    for i in 0..20 {
+        let method = reqwest::Method::from_bytes(format!("M{i}X").as_bytes()).unwrap();
+        let r = gw
+            .client
+            .request(method, gw.url("/v1/checkins/1"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 405);
+    }
+    let metrics = gw
+        .client
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains(r#"method="M"#),
+        "a label per invented method"
+    );
+    assert!(metrics.contains(r#"method="other""#));
+}
+
+/// The recorder keeps every latency sample until an upkeep folds it into its buckets; a
+/// gateway nobody scrapes must still run one, or it grows with every request.
+#[tokio::test]
+async fn the_metrics_recorder_runs_its_own_upkeep() {
+    let _gw = Gateway::start(Backend::Memory).await;
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "metrics-upkeep"),
+        "threads: {names:?}"
+    );
+}
+
+/// Reserved names are 400 wherever a name is accepted (path, query, body), never a 404; and
+/// JSON fields take only their declared type (`"7"` is not the number 7).
+#[tokio::test]
+async fn reserved_names_and_mistyped_fields_are_400_everywhere() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let (status, _) = gw
+        .put("/v1/geo/L/x", serde_json::json!({"lon": 1.0, "lat": 2.0}))
+        .await;
+    assert_eq!(status, 201);
+    for path in [
+        "/v1/geo/L/nearby?member=nearby&radius=1",
+        "/v1/geo/L/nearby?member=distance&radius=1",
+        "/v1/geo/L/distance?from=nearby&to=x",
+        "/v1/geo/L/distance?from=x&to=distance",
+        "/v1/uv?pages=home,merge&from=2026-01-01&to=2026-01-02",
+    ] {
+        let (status, problem) = gw.get(path).await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{path}: {problem}"
+        );
+    }
+    for (path, body) in [
+        (
+            "/v1/geo/L",
+            serde_json::json!({"places": [{"member": "nearby", "lon": 1.0, "lat": 2.0}]}),
+        ),
+        (
+            "/v1/uv/merge",
+            serde_json::json!({"sources": ["merge"], "into": "b", "from": "2026-01-01", "to": "2026-01-01"}),
+        ),
+        (
+            "/v1/seckill/vouchers/v/orders",
+            serde_json::json!({"user_id": "7"}),
+        ),
+        (
+            "/v1/ratelimit/check",
+            serde_json::json!({"key": "k", "max_burst": "5", "count_per_period": 1, "period": 1}),
+        ),
+        (
+            "/v1/geo/L",
+            serde_json::json!({"places": [{"member": "m", "lon": "1", "lat": 2.0}]}),
+        ),
+        ("/v1/uv/home", serde_json::json!({"visitor": 7})),
+    ] {
+        let (status, problem) = gw.post(path, body.clone()).await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{path} {body}: {problem}"
+        );
+    }
+}

@@ -342,11 +342,20 @@ async fn postgres_outage_backs_off_and_recovers() {
     let deadline = Instant::now() + CATCH_UP;
     loop {
         let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["state"] == "backing_off" {
-            assert!(ready["ledger"]["last_error"].is_string());
+        if ready["ledger"]["state"] == "backing_off" && ready["ledger"]["lag"] == 20 {
+            // Unreachable: refused connections, or none within the pool's acquire timeout.
+            let reason = ready["ledger"]["reason"].as_str().unwrap_or_default();
+            assert!(["unavailable", "timeout"].contains(&reason), "{ready}");
+            assert!(
+                !ready.to_string().contains("127.0.0.1"),
+                "no raw error text: {ready}"
+            );
             break;
         }
-        assert!(Instant::now() < deadline, "never backed off: {ready}");
+        assert!(
+            Instant::now() < deadline,
+            "never backed off with the true lag: {ready}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Listings still answer; the orders sold during the outage are not ingested yet.
@@ -416,9 +425,112 @@ async fn refused_orders_are_dead_lettered() {
         .cli(&["XRANGE", &format!("{prefix}sk:{{dl}}:dead"), "-", "+"])
         .unwrap();
     assert!(
-        dead.contains("reason") && dead.contains("duplicate key"),
-        "{dead}"
+        dead.contains("reason") && dead.contains("unique_violation"),
+        "a reason code, not raw text: {dead}"
     );
+}
+
+/// Runs `sql` on the server's `postgres` database (never itself read-only), then ends every
+/// session of `db` so the gateway's pool reconnects under the new settings.
+async fn as_admin(pg: &Postgres, db: &str, sql: &str) {
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&pg.url("postgres"))
+        .await
+        .unwrap();
+    sqlx::query(sql).execute(&admin).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(db)
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+}
+
+/// Waits until `/readyz` shows the ledger `failing` with `reason`, holding at least `behind`
+/// orders as lag or pending; returns that ledger object.
+async fn failing_with(gw: &Gateway, reason: &str, behind: u64) -> Value {
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let (_, ready) = gw.get("/readyz").await;
+        let l = ready["ledger"].clone();
+        if l["state"] == "failing"
+            && l["reason"] == reason
+            && l["lag"].as_u64().unwrap_or(0) >= behind
+        {
+            return l;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never failing with {reason}: {l}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A database that answers but refuses every insert — read-only (a promoted replica, a
+/// maintenance window), or its table renamed — is an outage of the database, not a fault of
+/// the orders: for many claim rounds nothing is dead-lettered, `/readyz` says `failing` with a
+/// reason code and the true backlog, and every order lands once the database is writable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_or_broken_database_never_dead_letters_good_orders() {
+    let pg = shared_pg();
+    let url = database(pg).await;
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    let db = pool(&url).await;
+    let gw = Gateway::with_settings(ledger_settings(Backend::Redis, &url)).await;
+    let (status, _) = gw.admin_put("/v1/seckill/vouchers/ro", open(40)).await;
+    assert_eq!(status, 201);
+    for u in 0..2 {
+        assert_eq!(buy(&gw, "ro", u).await.0, 201);
+    }
+    caught_up(&gw, &db, "ro", 2).await;
+    db.close().await;
+
+    as_admin(
+        pg,
+        &name,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
+    )
+    .await;
+    for u in 2..12 {
+        assert_eq!(buy(&gw, "ro", u).await.0, 201);
+    }
+    let l = failing_with(&gw, "read_only", 10).await;
+    assert_eq!(l["dead_lettered"], 0);
+    // Far more than MAX_DELIVERIES claim rounds (claim idle 300 ms).
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
+    assert_eq!(ready["ledger"]["state"], "failing");
+
+    as_admin(
+        pg,
+        &name,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = off"),
+    )
+    .await;
+    let db = pool(&url).await;
+    assert_eq!(caught_up(&gw, &db, "ro", 12).await.len(), 12);
+
+    // A migration gone wrong: the table is not there under its name.
+    sqlx::query("ALTER TABLE seckill_orders RENAME TO seckill_orders_moved")
+        .execute(&db)
+        .await
+        .unwrap();
+    for u in 12..15 {
+        assert_eq!(buy(&gw, "ro", u).await.0, 201);
+    }
+    failing_with(&gw, "undefined_table", 3).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    sqlx::query("ALTER TABLE seckill_orders_moved RENAME TO seckill_orders")
+        .execute(&db)
+        .await
+        .unwrap();
+    assert_eq!(caught_up(&gw, &db, "ro", 15).await.len(), 15);
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
+    assert_eq!(ready["ledger"]["state"], "running");
 }
 
 /// Without DATABASE_URL (or on the memory backend) the ledger is off and says so.
@@ -432,4 +544,26 @@ async fn ledger_is_off_without_a_database_or_redis() {
     let gw = Gateway::with_settings(s).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
+}
+
+/// The stream cap is the voucher's own, fixed when it was admitted: a gateway restarted (or a
+/// second instance run) with a lower `GATEWAY_SECKILL_MAX_ORDERS` trims no order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lower_cap_setting_trims_no_order() {
+    let s = settings(Backend::Redis);
+    let a = Gateway::with_settings(s.clone()).await;
+    let (status, _) = a.admin_put("/v1/seckill/vouchers/capped", open(30)).await;
+    assert_eq!(status, 201);
+    for u in 0..10 {
+        assert_eq!(buy(&a, "capped", u).await.0, 201);
+    }
+    let mut low = s;
+    low.seckill_max_orders = 5;
+    let b = Gateway::with_settings(low).await;
+    for u in 10..20 {
+        assert_eq!(buy(&b, "capped", u).await.0, 201);
+    }
+    let (status, page) = b.get("/v1/seckill/vouchers/capped/orders?limit=100").await;
+    assert_eq!(status, 200);
+    assert_eq!(page["orders"].as_array().unwrap().len(), 20, "{page}");
 }

@@ -23,11 +23,53 @@ fn document_is_openapi_3_1_with_problem_errors() {
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {
             let limited = &op["responses"]["429"];
-            assert!(
-                limited["headers"]["Retry-After"].is_object(),
-                "{method} {path} declares the global limiter's 429"
-            );
+            if path.starts_with("/v1/") {
+                assert!(
+                    limited["headers"]["Retry-After"].is_object(),
+                    "{method} {path} declares the global limiter's 429"
+                );
+            } else {
+                assert!(limited.is_null(), "{method} {path} is never limited");
+            }
         }
+    }
+}
+
+/// Client generators key their functions on operationIds: each must exist, be unique (OpenAPI
+/// requires it; two `check`s broke generated clients) and name its domain.
+#[test]
+fn operation_ids_are_unique_and_descriptive() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut seen = std::collections::HashMap::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            if let Some(other) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                panic!("operationId {id} on both {other} and {method} {path}");
+            }
+            let tag = op["tags"][0].as_str().unwrap();
+            if tag != "ops" {
+                let domain = if tag == "checkins" { "check" } else { tag };
+                assert!(
+                    id.to_lowercase().starts_with(domain),
+                    "{id} ({method} {path}) names its domain {tag}"
+                );
+            }
+        }
+    }
+}
+
+/// Liveness, readiness and metrics are operations of the document too (API.md "Operations").
+#[test]
+fn ops_routes_are_documented() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let op = &doc["paths"][path]["get"];
+        assert_eq!(op["tags"][0], "ops", "{path}");
     }
 }
 

@@ -231,3 +231,76 @@ async fn sigterm_drains_in_flight_requests() {
         "no longer accepting"
     );
 }
+
+/// A purchase whose answer is lost in a stalled Redis (paused with SIGSTOP while the script is
+/// in flight) is a 503; the client's retry with the same `Idempotency-Key` gets the sale that
+/// did happen, and nothing is bought twice — although this voucher would sell the same user a
+/// second unit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purchase_lost_in_a_stall_is_retried_once_with_its_key() {
+    let redis = RedisProcess::start(&[], false);
+    let gw = Gateway::with_settings(settings_on(&redis)).await;
+    let at = |m: i64| (chrono::Utc::now() + chrono::Duration::minutes(m)).to_rfc3339();
+    let (status, body) = gw
+        .admin_put(
+            "/v1/seckill/vouchers/stall",
+            json!({"stock": 10, "begin": at(-1), "end": at(60), "per_user_limit": 5}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let info = redis.cli(&["INFO", "server"]).unwrap();
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let signal = |sig: &str| {
+        assert!(std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    let buy = || async {
+        let r = gw
+            .client
+            .post(gw.url("/v1/seckill/vouchers/stall/orders"))
+            .header("idempotency-key", "stalled-purchase")
+            .json(&json!({"user_id": 7}))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<serde_json::Value>().await.unwrap())
+    };
+
+    signal("-STOP");
+    let (status, body) = buy().await;
+    signal("-CONT");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("backend_unavailable")),
+        "the outcome is unknown: {body}"
+    );
+    // The retry, once Redis answers again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, order) = loop {
+        let (status, body) = buy().await;
+        if status != 503 {
+            break (status, body);
+        }
+        assert!(Instant::now() < deadline, "Redis never came back: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status, 201, "{order}");
+    let (_, mine) = gw.get("/v1/seckill/vouchers/stall/orders/7").await;
+    assert_eq!(
+        mine["orders"].as_array().unwrap().len(),
+        1,
+        "exactly one order: {mine}"
+    );
+    assert_eq!(mine["orders"][0]["order_id"], order["order_id"]);
+    let (_, v) = gw.get("/v1/seckill/vouchers/stall").await;
+    assert_eq!(v["sold"], 1, "{v}");
+}

@@ -9,7 +9,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
-use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
+use crate::auth::Acting;
+use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable, UserAuth};
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::state::AppState;
@@ -56,10 +57,12 @@ struct CheckInReply {
 #[utoipa::path(
     post,
     path = "/v1/checkins/{user_id}",
+    operation_id = "checkIn",
     tag = "checkins",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295")),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
     responses(
+        UserAuth,
         (status = 200, body = CheckInReply),
         StoreErrors,
         TooLarge,
@@ -69,9 +72,11 @@ struct CheckInReply {
 )]
 async fn check_in(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath(user): ApiPath<UserId>,
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
+    acting.for_user(user)?;
     let cal = calendar(&state);
     let day = body.date.unwrap_or(cal.retention.today);
     cal.retention.writable(day)?;
@@ -114,18 +119,22 @@ struct MonthView {
 #[utoipa::path(
     get,
     path = "/v1/checkins/{user_id}",
+    operation_id = "checkinMonth",
     tag = "checkins",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295"), MonthQuery),
     responses(
+        UserAuth,
         (status = 200, body = MonthView),
         StoreErrors,
     )
 )]
 async fn month_view(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<MonthQuery>,
 ) -> ApiResult<Json<MonthView>> {
+    acting.for_user(user)?;
     let cal = calendar(&state);
     let month = q.month.unwrap_or(cal.retention.today.month());
     let mut months = cal.window();
@@ -149,6 +158,7 @@ async fn month_view(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinDayStatus)]
 struct DayStatus {
     user_id: u32,
     #[schema(value_type = String, format = Date)]
@@ -160,20 +170,24 @@ struct DayStatus {
 #[utoipa::path(
     get,
     path = "/v1/checkins/{user_id}/{date}",
+    operation_id = "checkinDay",
     tag = "checkins",
     params(
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
         ("date" = String, Path, format = Date, description = "YYYY-MM-DD"),
     ),
     responses(
+        UserAuth,
         (status = 200, body = DayStatus),
         StoreErrors,
     )
 )]
 async fn day_status(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath((user, date)): ApiPath<(UserId, Day)>,
 ) -> ApiResult<Json<DayStatus>> {
+    acting.for_user(user)?;
     let mask = state.store.checkin_months(user, &[date.month()]).await?[0];
     let checked_in = logic::days(mask, date.month().days()).contains(&date.0.day());
     Ok(Json(DayStatus {
@@ -196,6 +210,7 @@ struct StatsQuery {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinDailyCount)]
 struct DailyCount {
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -203,6 +218,7 @@ struct DailyCount {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CheckinStats)]
 struct Stats {
     #[schema(value_type = String, format = Date)]
     from: Day,
@@ -219,6 +235,7 @@ struct Stats {
 #[utoipa::path(
     get,
     path = "/v1/checkins/stats",
+    operation_id = "checkinStats",
     tag = "checkins",
     params(StatsQuery),
     responses(

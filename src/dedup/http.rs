@@ -40,15 +40,7 @@ fn policy(state: &AppState) -> Policy {
 fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
     let max_batch = state.settings.max_batch;
     let max_bytes = state.settings.max_item_bytes;
-    if items.is_empty() {
-        return Err(ApiError::invalid("items must not be empty"));
-    }
-    if items.len() > max_batch {
-        return Err(ApiError::invalid(format!(
-            "at most {max_batch} items per request, got {}",
-            items.len()
-        )));
-    }
+    crate::extract::batch_size(items.len(), max_batch, "items")?;
     for (i, item) in items.iter().enumerate() {
         if item.is_empty() {
             return Err(ApiError::invalid(format!("items[{i}] is empty")));
@@ -89,6 +81,7 @@ struct ReserveBody {
 
 /// A filter's parameters and size.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DedupFilterView)]
 struct FilterView {
     filter: String,
     capacity: u64,
@@ -136,6 +129,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
 #[utoipa::path(
     put,
     path = "/v1/dedup/{filter}",
+    operation_id = "dedupReserve",
     tag = "dedup",
     security(("admin" = [])),
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
@@ -184,6 +178,7 @@ async fn reserve(
 #[utoipa::path(
     get,
     path = "/v1/dedup/{filter}",
+    operation_id = "dedupInfo",
     tag = "dedup",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     responses(
@@ -202,6 +197,7 @@ async fn info(
 /// A batch of items.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DedupItemsBody)]
 struct ItemsBody {
     /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
     #[schema(example = json!(["news:1", "news:2"]))]
@@ -209,6 +205,7 @@ struct ItemsBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DedupAddResult)]
 struct AddResult {
     item: String,
     /// True when the item was definitely new (false: seen before, or a false positive).
@@ -216,6 +213,7 @@ struct AddResult {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DedupAddReply)]
 struct AddReply {
     /// One per input item, in input order.
     results: Vec<AddResult>,
@@ -227,6 +225,7 @@ struct AddReply {
 #[utoipa::path(
     post,
     path = "/v1/dedup/{filter}/items",
+    operation_id = "dedupAdd",
     tag = "dedup",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
@@ -262,6 +261,7 @@ async fn add(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DedupCheckResult)]
 struct CheckResult {
     item: String,
     /// True when the item may have been added (false: definitely not).
@@ -278,6 +278,7 @@ struct DedupCheckReply {
 #[utoipa::path(
     post,
     path = "/v1/dedup/{filter}/check",
+    operation_id = "dedupCheck",
     tag = "dedup",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
@@ -309,6 +310,7 @@ async fn check(
 /// Candidates to filter.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DedupFilterBody)]
 struct FilterBody {
     /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
     #[schema(example = json!(["news:1", "news:2"]))]
@@ -324,6 +326,7 @@ fn default_mark_seen() -> bool {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DedupFilterReply)]
 struct FilterReply {
     /// The items not seen before, in input order, each at most once (at its first position).
     unseen: Vec<String>,
@@ -333,6 +336,7 @@ struct FilterReply {
 #[utoipa::path(
     post,
     path = "/v1/dedup/{filter}/filter",
+    operation_id = "dedupFilter",
     tag = "dedup",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = FilterBody,

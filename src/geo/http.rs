@@ -68,6 +68,7 @@ impl PlaceView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacePutReply)]
 struct PutReply {
     #[serde(flatten)]
     place: PlaceView,
@@ -82,6 +83,7 @@ struct PutReply {
 #[utoipa::path(
     put,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoPutPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
@@ -122,6 +124,7 @@ async fn put_place(
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoGetPlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
@@ -149,6 +152,7 @@ async fn get_place(
 #[utoipa::path(
     delete,
     path = "/v1/geo/{layer}/{member}",
+    operation_id = "geoDeletePlace",
     tag = "geo",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
@@ -199,6 +203,7 @@ struct PlacesBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlacesPutReply)]
 struct PutManyReply {
     /// Members new to the layer.
     added: u64,
@@ -213,6 +218,7 @@ struct PutManyReply {
 #[utoipa::path(
     post,
     path = "/v1/geo/{layer}",
+    operation_id = "geoPutPlaces",
     tag = "geo",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()))),
     request_body = PlacesBody,
@@ -228,16 +234,7 @@ async fn put_places(
     ApiPath(layer): ApiPath<Name>,
     ApiJson(body): ApiJson<PlacesBody>,
 ) -> ApiResult<Json<PutManyReply>> {
-    if body.places.is_empty() {
-        return Err(ApiError::invalid("places is empty"));
-    }
-    let cap = state.settings.max_batch;
-    if body.places.len() > cap {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "at most {cap} places per batch, got {}",
-            body.places.len()
-        )));
-    }
+    crate::extract::batch_size(body.places.len(), state.settings.max_batch, "places")?;
     let places = body
         .places
         .into_iter()
@@ -343,6 +340,7 @@ struct NearbyReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/nearby",
+    operation_id = "geoNearby",
     tag = "geo",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), NearbyQuery),
     responses(
@@ -414,6 +412,7 @@ struct DistanceReply {
 #[utoipa::path(
     get,
     path = "/v1/geo/{layer}/distance",
+    operation_id = "geoDistance",
     tag = "geo",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), DistanceQuery),
     responses(
@@ -427,6 +426,8 @@ async fn distance(
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DistanceQuery>,
 ) -> ApiResult<Json<DistanceReply>> {
+    writable_member(&q.from)?;
+    writable_member(&q.to)?;
     let unit = q.unit.unwrap_or_default();
     let d = state
         .store

@@ -23,6 +23,7 @@ pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
 /// Distance units, with the factors Redis uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = DistanceUnit)]
 pub enum Unit {
     M,
     #[default]
@@ -90,7 +91,8 @@ impl Point {
     }
 }
 
-/// A member name that may be written: a [`Name`] other than the reserved ones.
+/// A member name the API accepts anywhere a member is named (path, query, body): a [`Name`]
+/// other than the reserved ones, which are 400 everywhere.
 pub fn writable_member(member: &Name) -> Result<(), Invalid> {
     if RESERVED_MEMBERS.contains(&member.as_str()) {
         return Err(Invalid(format!(

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{Center, Hit, Order, Point, Search, Shape, Unit};
+use super::{writable_member, Center, Hit, Order, Point, Search, Shape, Unit};
 use crate::types::{Invalid, Name};
 
 /// Largest `count` of a search.
@@ -62,7 +62,11 @@ impl Request {
         }
         let center = match (self.lon, self.lat, self.member) {
             (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
-            (None, None, Some(member)) => Center::Member(member),
+            (None, None, Some(member)) => {
+                // A reserved name is a 400 wherever a member is named, not a 404.
+                writable_member(&member)?;
+                Center::Member(member)
+            }
             (None, None, None) => {
                 return Err(Invalid::new("give lon and lat, or member"));
             }

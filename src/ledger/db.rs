@@ -10,40 +10,148 @@ use super::Row;
 /// Embedded `migrations/`, applied at start-up.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Why a write failed: the database cannot be reached (back off, retry everything), or it
-/// refused these rows (retry them a few times, then dead-letter).
+/// Why a write failed, classified by SQLSTATE class (PostgreSQL appendix A). Only an error that
+/// belongs to the rows themselves (class 22, data exception; class 23, integrity constraint
+/// violation) may lead to dead-lettering; every error of the database as a whole —
+/// unreachable, read-only, a table missing, out of resources, shutting down, timing out — is
+/// [`DbError::Unavailable`], backed off from and retried for as long as it lasts, never counted
+/// against an order.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DbError {
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    #[error("database refused the rows: {0}")]
-    Refused(String),
+    /// The database cannot take the rows now. `reason` is a stable code for `/readyz` and the
+    /// metrics; `detail` (which may name hosts, users or SQL) only goes to the log.
+    #[error("database unavailable ({reason}): {detail}")]
+    Unavailable {
+        reason: &'static str,
+        /// Whether the database answered (and refused): the ledger is then `failing`, not
+        /// `backing_off`.
+        answered: bool,
+        detail: String,
+    },
+    /// The database refused these rows for what they hold.
+    #[error("database refused the rows ({reason}): {detail}")]
+    Refused {
+        reason: &'static str,
+        detail: String,
+    },
+}
+
+impl DbError {
+    /// The stable code of this error.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Unavailable { reason, .. } | Self::Refused { reason, .. } => reason,
+        }
+    }
 }
 
 impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
-        let transient = match &e {
+        let detail = e.to_string();
+        let unreachable = |reason| Self::Unavailable {
+            reason,
+            answered: false,
+            detail: detail.clone(),
+        };
+        match &e {
+            sqlx::Error::PoolTimedOut => unreachable("timeout"),
             sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
             | sqlx::Error::Protocol(_)
-            | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
-            | sqlx::Error::WorkerCrashed => true,
-            // Class 08 is connection trouble; 57P0x is the server shutting down or starting;
-            // 53xxx is resources; 40001/40P01 are retryable by definition.
-            sqlx::Error::Database(db) => db.code().is_some_and(|c| {
-                c.starts_with("08")
-                    || c.starts_with("57P")
-                    || c.starts_with("53")
-                    || c == "40001"
-                    || c == "40P01"
-            }),
-            _ => false,
-        };
-        if transient {
-            Self::Unavailable(e.to_string())
-        } else {
-            Self::Refused(e.to_string())
+            | sqlx::Error::WorkerCrashed => unreachable("unavailable"),
+            sqlx::Error::Database(db) => {
+                let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                classify_sqlstate(&code, detail)
+            }
+            _ => Self::Unavailable {
+                reason: "database_error",
+                answered: true,
+                detail,
+            },
+        }
+    }
+}
+
+/// SQLSTATE → row error or database-wide error, with a reason code.
+fn classify_sqlstate(code: &str, detail: String) -> DbError {
+    let row = |reason| DbError::Refused {
+        reason,
+        detail: detail.clone(),
+    };
+    let database = |reason| DbError::Unavailable {
+        reason,
+        answered: true,
+        detail: detail.clone(),
+    };
+    match code {
+        "23505" => row("unique_violation"),
+        "23503" => row("foreign_key_violation"),
+        "23502" => row("not_null_violation"),
+        "23514" => row("check_violation"),
+        c if c.starts_with("23") => row("integrity_violation"),
+        c if c.starts_with("22") => row("data_exception"),
+        "25006" => database("read_only"),
+        "42P01" => database("undefined_table"),
+        "42703" => database("undefined_column"),
+        "42501" => database("insufficient_privilege"),
+        "57014" => database("timeout"),
+        c if c.starts_with("08") => DbError::Unavailable {
+            reason: "unavailable",
+            answered: false,
+            detail: detail.clone(),
+        },
+        c if c.starts_with("25") => database("transaction_state"),
+        c if c.starts_with("40") => database("transaction_rollback"),
+        c if c.starts_with("42") => database("schema_error"),
+        c if c.starts_with("53") => database("insufficient_resources"),
+        c if c.starts_with("54") => database("program_limit"),
+        c if c.starts_with("55") => database("object_not_ready"),
+        c if c.starts_with("57") => database("operator_intervention"),
+        c if c.starts_with("58") => database("system_error"),
+        c if c.starts_with("XX") => database("internal_error"),
+        _ => database("database_error"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_row_errors_may_dead_letter() {
+        for (code, reason) in [
+            ("23505", "unique_violation"),
+            ("23P01", "integrity_violation"),
+            ("22001", "data_exception"),
+            ("22P02", "data_exception"),
+        ] {
+            match classify_sqlstate(code, String::new()) {
+                DbError::Refused { reason: r, .. } => assert_eq!(r, reason, "{code}"),
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        for (code, reason, answered) in [
+            ("25006", "read_only", true),
+            ("42P01", "undefined_table", true),
+            ("42601", "schema_error", true),
+            ("53300", "insufficient_resources", true),
+            ("57P01", "operator_intervention", true),
+            ("57014", "timeout", true),
+            ("58030", "system_error", true),
+            ("XX000", "internal_error", true),
+            ("40001", "transaction_rollback", true),
+            ("08006", "unavailable", false),
+            ("", "database_error", true),
+        ] {
+            match classify_sqlstate(code, String::new()) {
+                DbError::Unavailable {
+                    reason: r,
+                    answered: a,
+                    ..
+                } => assert_eq!((r, a), (reason, answered), "{code}"),
+                other => panic!("{code} must never dead-letter: {other:?}"),
+            }
         }
     }
 }
@@ -55,10 +163,11 @@ pub(crate) struct Db {
 }
 
 impl Db {
-    /// Builds the pool without connecting: the gateway starts even while PostgreSQL is down.
-    pub fn connect_lazy(url: &str, timeout: Duration) -> Result<Self, String> {
+    /// Builds a pool of `connections` without connecting: the gateway starts even while
+    /// PostgreSQL is down.
+    pub fn connect_lazy(url: &str, timeout: Duration, connections: u32) -> Result<Self, String> {
         let pool = PgPoolOptions::new()
-            .max_connections(4)
+            .max_connections(connections)
             .acquire_timeout(timeout)
             .connect_lazy(url)
             .map_err(|e| format!("DATABASE_URL: {e}"))?;
@@ -66,8 +175,15 @@ impl Db {
     }
 
     /// Applies pending migrations (sqlx takes an advisory lock, so concurrent instances agree).
-    pub async fn migrate(&self) -> Result<(), String> {
-        MIGRATOR.run(&self.pool).await.map_err(|e| e.to_string())
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        MIGRATOR.run(&self.pool).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(e) => e.into(),
+            other => DbError::Unavailable {
+                reason: "migration_failed",
+                answered: true,
+                detail: other.to_string(),
+            },
+        })
     }
 
     /// Inserts `rows` in one statement, skipping order ids already there; committed on return.

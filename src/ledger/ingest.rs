@@ -1,5 +1,6 @@
 //! The ingester loop: take a batch per voucher, insert, ack; back off when a side is down.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,21 @@ enum RoundError {
     Db(#[from] DbError),
 }
 
+impl RoundError {
+    /// The ledger's state and reason code while this lasts.
+    fn state(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::Store(_) => ("backing_off", "store_unavailable"),
+            Self::Db(DbError::Unavailable {
+                reason,
+                answered: true,
+                ..
+            }) => ("failing", reason),
+            Self::Db(e) => ("backing_off", e.reason()),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct Ingester<S> {
     store: S,
@@ -35,6 +51,11 @@ pub(super) struct Ingester<S> {
     consumer: String,
     claim_idle_ms: u64,
     status: Arc<Mutex<LedgerStatus>>,
+    /// How often this ingester saw each entry refused for its own data. Dead-lettering counts
+    /// these, not Redis's delivery counts: an entry is re-delivered every claim round while the
+    /// database is down or read-only, and those rounds never tried it. Lost on restart, which
+    /// can only mean more attempts, never fewer.
+    refusals: Mutex<HashMap<(Name, Seq), u64>>,
 }
 
 impl<S: OrderStreams> Ingester<S> {
@@ -47,6 +68,7 @@ impl<S: OrderStreams> Ingester<S> {
             claim_idle_ms: u64::try_from(settings.ledger_claim_idle.as_millis())
                 .unwrap_or(u64::MAX),
             status,
+            refusals: Mutex::default(),
         }
     }
 
@@ -59,18 +81,32 @@ impl<S: OrderStreams> Ingester<S> {
 
     pub async fn run(self) {
         let mut backoff = BACKOFF_MIN;
+        let mut measured = Instant::now() - BACKLOG_EVERY;
         while let Err(e) = self.db.migrate().await {
             tracing::warn!(error = %e, "ledger migrations failed; retrying");
-            self.update(|s| s.last_error = Some(e));
+            self.update(|s| s.reason = Some(e.reason()));
+            // Orders sold meanwhile are lag, and /readyz says so.
+            if measured.elapsed() >= BACKLOG_EVERY {
+                measured = Instant::now();
+                let _ = self.measure().await;
+            }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
         tracing::info!(consumer = %self.consumer, "ledger migrations applied; ingesting");
-        self.update(|s| s.state = "running");
+        self.update(|s| {
+            s.state = "running";
+            s.reason = None;
+        });
         let mut backoff = BACKOFF_MIN;
-        let mut measured = Instant::now() - BACKLOG_EVERY;
         loop {
-            match self.round(backoff != BACKOFF_MIN).await {
+            let outcome = self.round(backoff != BACKOFF_MIN).await;
+            // The backlog comes from Redis alone, so it stays true while PostgreSQL is away.
+            if measured.elapsed() >= BACKLOG_EVERY {
+                measured = Instant::now();
+                let _ = self.measure().await;
+            }
+            match outcome {
                 Ok(done) => {
                     if backoff != BACKOFF_MIN {
                         tracing::info!("ledger recovered");
@@ -78,21 +114,18 @@ impl<S: OrderStreams> Ingester<S> {
                     backoff = BACKOFF_MIN;
                     self.update(|s| {
                         s.state = "running";
-                        s.last_error = None;
+                        s.reason = None;
                     });
-                    if measured.elapsed() >= BACKLOG_EVERY {
-                        measured = Instant::now();
-                        let _ = self.measure().await;
-                    }
                     if done == 0 {
                         tokio::time::sleep(IDLE_POLL).await;
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "ledger backing off");
+                    let (state, reason) = e.state();
+                    tracing::warn!(error = %e, state, reason, retry_in_ms = backoff.as_millis() as u64, "ledger cannot ingest; retrying");
                     self.update(|s| {
-                        s.state = "backing_off";
-                        s.last_error = Some(e.to_string());
+                        s.state = state;
+                        s.reason = Some(reason);
                     });
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -129,7 +162,7 @@ impl<S: OrderStreams> Ingester<S> {
             let ids: Vec<Seq> = unreadable.iter().map(|t| t.id).collect();
             tracing::error!(%voucher, count = ids.len(), "unreadable order entries dead-lettered");
             self.store
-                .ledger_dead_letter(voucher, &ids, "unreadable entry")
+                .ledger_dead_letter(voucher, &ids, "unreadable_entry")
                 .await?;
             metrics::counter!("gateway_ledger_dead_lettered_total").increment(ids.len() as u64);
         }
@@ -141,9 +174,9 @@ impl<S: OrderStreams> Ingester<S> {
                 self.ingested(new);
                 Ok(())
             }
-            Err(DbError::Unavailable(e)) => Err(DbError::Unavailable(e).into()),
+            Err(e @ DbError::Unavailable { .. }) => Err(e.into()),
             // The batch holds at least one row the database refuses: find which, one by one.
-            Err(DbError::Refused(_)) => self.one_by_one(voucher, &good).await,
+            Err(DbError::Refused { .. }) => self.one_by_one(voucher, &good).await,
         }
     }
 
@@ -153,19 +186,23 @@ impl<S: OrderStreams> Ingester<S> {
             match self.db.insert(std::slice::from_ref(row)).await {
                 Ok(new) => {
                     self.store.ledger_ack(voucher, &[t.id]).await?;
+                    self.forget(voucher, t.id);
                     self.ingested(new);
                 }
-                Err(DbError::Unavailable(e)) => return Err(DbError::Unavailable(e).into()),
-                Err(DbError::Refused(reason)) if t.deliveries >= MAX_DELIVERIES => {
-                    tracing::error!(%voucher, order_id = %row.order_id, %reason, "order dead-lettered");
-                    self.store
-                        .ledger_dead_letter(voucher, &[t.id], &reason)
-                        .await?;
-                    metrics::counter!("gateway_ledger_dead_lettered_total").increment(1);
-                }
-                // Left pending: claimed again after the idle time, up to MAX_DELIVERIES.
-                Err(DbError::Refused(reason)) => {
-                    tracing::warn!(%voucher, order_id = %row.order_id, deliveries = t.deliveries, %reason, "order refused; will retry");
+                Err(e @ DbError::Unavailable { .. }) => return Err(e.into()),
+                Err(DbError::Refused { reason, detail }) => {
+                    let attempts = self.refused(voucher, t.id);
+                    if attempts >= MAX_DELIVERIES {
+                        tracing::error!(%voucher, order_id = %row.order_id, reason, %detail, attempts, "order dead-lettered");
+                        self.store
+                            .ledger_dead_letter(voucher, &[t.id], reason)
+                            .await?;
+                        self.forget(voucher, t.id);
+                        metrics::counter!("gateway_ledger_dead_lettered_total").increment(1);
+                    } else {
+                        // Left pending: claimed again after the idle time.
+                        tracing::warn!(%voucher, order_id = %row.order_id, reason, %detail, attempts, deliveries = t.deliveries, "order refused; will retry");
+                    }
                 }
             }
         }
@@ -189,6 +226,30 @@ impl<S: OrderStreams> Ingester<S> {
         metrics::gauge!("gateway_ledger_lag").set((total.lag + total.pending) as f64);
         metrics::gauge!("gateway_ledger_dead_letters").set(total.dead_lettered as f64);
         Ok(())
+    }
+
+    /// Notes one more refusal of `id` for its data; returns how many this ingester has seen.
+    fn refused(&self, voucher: &Name, id: Seq) -> u64 {
+        let mut refusals = self
+            .refusals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Bounded: entries leave when acked or dead-lettered; a flood of bad rows beyond this
+        // starts the counts afresh, which only means more attempts.
+        if refusals.len() >= 100_000 {
+            refusals.clear();
+        }
+        let n = refusals.entry((voucher.clone(), id)).or_default();
+        *n += 1;
+        *n
+    }
+
+    fn forget(&self, voucher: &Name, id: Seq) {
+        if let Ok(mut refusals) = self.refusals.lock() {
+            if !refusals.is_empty() {
+                refusals.remove(&(voucher.clone(), id));
+            }
+        }
     }
 
     /// Counts rows this instance inserted (not those already there).

@@ -10,10 +10,13 @@
 //!   after its row is committed, so a crash between the two re-delivers and the insert is a
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
-//!   attempt) are taken over with `XAUTOCLAIM`; an entry the database refuses
-//!   [`MAX_DELIVERIES`] times is moved to the voucher's dead-letter stream;
-//! - batches are bounded ([`BATCH`]); when PostgreSQL or Redis is down the ingester backs off
-//!   exponentially and nothing is dead-lettered for it.
+//!   attempt) are taken over with `XAUTOCLAIM`; an entry the database refuses for its own
+//!   data (SQLSTATE class 22 or 23) [`MAX_DELIVERIES`] times is moved to the voucher's
+//!   dead-letter stream with a reason code;
+//! - batches are bounded ([`BATCH`]); when PostgreSQL or Redis is down, or PostgreSQL refuses
+//!   every insert (read-only, a table missing, …), the ingester backs off exponentially, says
+//!   so in `/readyz` (`backing_off` / `failing` with a reason code) and nothing is
+//!   dead-lettered for it.
 //!
 //! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
 //! gateway says so at start-up.
@@ -38,8 +41,12 @@ use crate::types::{Name, UserId};
 pub const GROUP: &str = "ledger";
 /// Most entries handled per voucher per round.
 pub const BATCH: usize = 200;
-/// Deliveries after which an entry the database keeps refusing is dead-lettered.
+/// Attempts after which an entry the database keeps refusing for its own data is
+/// dead-lettered (database-wide failures never count).
 pub const MAX_DELIVERIES: u64 = 5;
+/// PostgreSQL connections of the ingester, and of request-path reads (listings).
+const INGEST_CONNECTIONS: u32 = 4;
+const READ_CONNECTIONS: u32 = 2;
 
 /// One order as the ledger stores it.
 #[derive(Debug, Clone)]
@@ -110,8 +117,16 @@ pub(crate) trait OrderStreams: Send + Sync + 'static {
 /// The ledger's state as `/readyz` reports it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LedgerStatus {
-    /// `off`, `starting` (migrating), `running` or `backing_off` (PostgreSQL or Redis down).
+    /// `off`; `starting` (applying migrations); `running`; `backing_off` (PostgreSQL or Redis
+    /// cannot be reached); `failing` (PostgreSQL answers but refuses every insert, e.g.
+    /// read-only or a table missing). Orders wait in Redis meanwhile; none is dead-lettered
+    /// for it.
     pub state: &'static str,
+    /// Why the ledger is backing off or failing, as a stable code (`unavailable`, `timeout`,
+    /// `read_only`, `undefined_table`, `insufficient_resources`, `store_unavailable`, …).
+    /// Raw error texts go to the log only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// Orders not in the ledger yet (undelivered + pending), as of the last check.
     pub lag: u64,
     /// Delivered to an ingester, not yet acknowledged.
@@ -120,8 +135,6 @@ pub struct LedgerStatus {
     pub ingested: u64,
     /// Entries in the dead-letter streams.
     pub dead_lettered: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
 }
 
 impl LedgerStatus {
@@ -132,7 +145,7 @@ impl LedgerStatus {
             pending: 0,
             ingested: 0,
             dead_lettered: 0,
-            last_error: None,
+            reason: None,
         }
     }
 }
@@ -142,7 +155,7 @@ impl LedgerStatus {
 #[derive(Debug, Clone)]
 pub struct Ledger {
     status: Arc<Mutex<LedgerStatus>>,
-    /// `None` when the ledger is off.
+    /// The request-path pool; `None` when the ledger is off.
     db: Option<db::Db>,
     _task: Option<Arc<AbortOnDrop>>,
 }
@@ -176,19 +189,20 @@ impl Ledger {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
             return Ok(off());
         };
-        let db = db::Db::connect_lazy(
-            url,
-            settings
-                .store_timeout
-                .max(std::time::Duration::from_secs(2)),
-        )?;
+        let timeout = settings
+            .store_timeout
+            .max(std::time::Duration::from_secs(2));
+        let db = db::Db::connect_lazy(url, timeout, INGEST_CONNECTIONS)?;
+        // Listings ask the ledger which orders it holds; on a pool of their own, so a flood of
+        // listings cannot starve the ingester of connections.
+        let reads = db::Db::connect_lazy(url, timeout, READ_CONNECTIONS)?;
         let status = Arc::new(Mutex::new(LedgerStatus::new("starting")));
-        let ingester = ingest::Ingester::new(streams, db.clone(), settings, status.clone());
+        let ingester = ingest::Ingester::new(streams, db, settings, status.clone());
         let task = tokio::spawn(ingester.run());
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {
             status,
-            db: Some(db),
+            db: Some(reads),
             _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
         })
     }

@@ -3,17 +3,19 @@
 //! 1. set `x-request-id` (a UUID unless the client sent one)
 //! 2. `TraceLayer`: one span per request carrying the request id and the matched route
 //! 3. propagate `x-request-id` onto the response
-//! 4. count the request and its latency per route template (Prometheus)
-//! 5. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
+//! 4. count the request, its latency and requests in flight per route template (Prometheus),
+//!    and write the access log line
+//! 5. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
+//! 6. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
 //!    into one, and log 5xx errors inside the span
-//! 6. CORS (only when origins are configured)
-//! 7. request timeout (503) and the body-size limit
-//! 8. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
+//! 7. CORS (only when origins are configured)
+//! 8. request timeout (503) and the body-size limit
+//! 9. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
 //!    [`global_limit`] to the API router before merging the ops routes, so `/healthz`, `/readyz`
 //!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
 //!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
 
-mod metrics;
+mod observe;
 mod problems;
 pub mod ratelimit;
 
@@ -24,6 +26,8 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::Router;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -47,23 +51,55 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router.layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-            .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-                let request_id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("-");
-                let route = req.extensions().get::<MatchedPath>().map_or("-", MatchedPath::as_str);
-                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), route, request_id)
-            }))
+            .layer(TraceLayer::new_for_http().make_span_with(request_span))
             .layer(PropagateRequestIdLayer::x_request_id())
-            .layer(axum::middleware::from_fn(metrics::record))
+            .layer(axum::middleware::from_fn_with_state(
+                settings.access_log,
+                observe::record,
+            ))
+            .layer(compression())
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
 }
 
-/// Puts the global limiter (when enabled) on `api`; `GATEWAY_GLOBAL_LIMIT=off` leaves it bare.
+/// The span every request runs in. With traces exported it continues the caller's W3C
+/// `traceparent` and carries the trace id, so log lines and problem documents name the trace.
+fn request_span(req: &Request) -> tracing::Span {
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("-", MatchedPath::as_str);
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method(),
+        path = %req.uri().path(),
+        route,
+        request_id,
+        trace_id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+    );
+    if crate::telemetry::tracing_on() {
+        use opentelemetry::trace::TraceContextExt;
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let parent = opentelemetry::global::get_text_map_propagator(|p| {
+            p.extract(&opentelemetry_http::HeaderExtractor(req.headers()))
+        });
+        let _ = span.set_parent(parent);
+        span.record("otel.name", format!("{} {route}", req.method()));
+        let trace_id = span.context().span().span_context().trace_id();
+        span.record("trace_id", tracing::field::display(trace_id));
+    }
+    span
+}
+
+/// Puts the global limiter (when enabled, or in shadow mode) on `api`; `GATEWAY_GLOBAL_LIMIT=off`
+/// leaves it bare.
 pub fn global_limit(api: Router<AppState>, state: &AppState) -> Router<AppState> {
     let settings = &state.settings;
     if !settings.global.enabled {
@@ -73,6 +109,22 @@ pub fn global_limit(api: Router<AppState>, state: &AppState) -> Router<AppState>
         ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
             .with_trusted_proxies(settings.trusted_proxies.clone()),
     )
+}
+
+/// Replies above 1 KiB compressed for clients that ask (batch checks, nearby results and UV
+/// listings reach tens of KiB of JSON; mobile clients pay for every byte). Small replies stay
+/// plain: below a packet or two, compression costs more CPU than it saves time.
+fn compression() -> CompressionLayer<impl Predicate> {
+    CompressionLayer::new()
+        .gzip(true)
+        .br(true)
+        .zstd(true)
+        .compress_when(
+            SizeAbove::new(1024)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE),
+        )
 }
 
 /// CORS for browsers calling the gateway directly, with the limiter's headers readable by scripts.

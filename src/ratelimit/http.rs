@@ -1,19 +1,20 @@
 //! Rate-limit check route (API.md "Rate-limit checks").
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::logic::Gcra;
+use super::logic::{Decision, Gcra};
 use super::{Bucket, RateLimitStore};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
+use crate::extract::{replayed, ApiJson, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::Name;
+use crate::types::{Idempotency, Name, Once};
 
 /// Largest `max_burst`, `count_per_period` and `quantity` (API.md).
 pub const MAX_COUNT: u64 = 1_000_000;
@@ -78,41 +79,67 @@ struct RateLimitDecision {
 /// Answers exactly what redis-cell's `CL.THROTTLE key max_burst count_per_period period
 /// quantity` answers for the same history. Nothing is stored for a denied check or a peek
 /// (`quantity: 0`), and a bucket's key expires once it is full again.
+///
+/// With an `Idempotency-Key`, a repeat of the same check within 24 h answers the first
+/// decision again (with `Idempotency-Replayed: true`) and spends nothing; the same key with
+/// another check is 422.
 #[utoipa::path(
     post,
     path = "/v1/ratelimit/check",
+    operation_id = "ratelimitCheck",
     tag = "ratelimit",
+    params(("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h")),
     request_body = RateLimitCheck,
     responses(
         (status = 200, body = RateLimitDecision, description = "The decision, allowed or denied"),
         StoreErrors,
         TooLarge,
         NotJson,
+        (status = 422, body = crate::error::Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another check"),
     )
 )]
 async fn check(
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<RateLimitCheck>,
-) -> ApiResult<Json<RateLimitDecision>> {
+) -> ApiResult<Response> {
     in_range("max_burst", body.max_burst, 0, MAX_COUNT)?;
     in_range("count_per_period", body.count_per_period, 1, MAX_COUNT)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
     in_range("quantity", body.quantity, 0, MAX_COUNT)?;
     let gcra = Gcra::new(body.max_burst, body.count_per_period, body.period);
-    let decision = state
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!(
+            "{}|{}|{}|{}|{}",
+            body.key, body.max_burst, body.count_per_period, body.period, body.quantity
+        ),
+    });
+    let reply = |decision: Decision| {
+        let r = decision.reply();
+        Json(RateLimitDecision {
+            allowed: r.allowed,
+            limit: r.limit,
+            remaining: r.remaining,
+            retry_after: r.retry_after,
+            reset_after: r.reset_after,
+            retry_after_ms: r.retry_after_ms,
+            reset_after_ms: r.reset_after_ms,
+        })
+        .into_response()
+    };
+    match state
         .store
-        .ratelimit_throttle(&Bucket::Key(body.key), &gcra, body.quantity)
-        .await?;
-    let r = decision.reply();
-    Ok(Json(RateLimitDecision {
-        allowed: r.allowed,
-        limit: r.limit,
-        remaining: r.remaining,
-        retry_after: r.retry_after,
-        reset_after: r.reset_after,
-        retry_after_ms: r.retry_after_ms,
-        reset_after_ms: r.reset_after_ms,
-    }))
+        .ratelimit_throttle_once(&Bucket::Key(body.key), &gcra, body.quantity, idem.as_ref())
+        .await?
+    {
+        Once::Now(decision) => Ok(reply(decision)),
+        Once::Replayed(decision) => Ok(replayed(reply(decision))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different check".to_owned(),
+        )),
+    }
 }
 
 fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ApiError> {

@@ -13,7 +13,7 @@ pub mod logic;
 pub use http::router;
 
 use crate::store::error::StoreError;
-use crate::types::Name;
+use crate::types::{Idempotency, Name, Once};
 
 /// Whose bucket a decision draws from. The two namespaces never share a key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,11 +27,33 @@ pub enum Bucket {
 /// What a rate-limit backend must do: one atomic GCRA step per call.
 pub(crate) trait RateLimitStore {
     /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
-    /// they do not, or when `quantity` is 0) and reports the decision.
+    /// they do not, or when `quantity` is 0) and reports the decision. Under `idem` the same
+    /// step first looks for the key's earlier decision (replayed from the clock and TAT it
+    /// saw, so the reply is the first one exactly) and records this one for
+    /// [`crate::types::IDEMPOTENCY_SECS`].
+    async fn ratelimit_throttle_once(
+        &self,
+        bucket: &Bucket,
+        gcra: &logic::Gcra,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<logic::Decision>, StoreError>;
+
+    /// [`Self::ratelimit_throttle_once`] without an idempotency key.
     async fn ratelimit_throttle(
         &self,
         bucket: &Bucket,
         gcra: &logic::Gcra,
         quantity: u64,
-    ) -> Result<logic::Decision, StoreError>;
+    ) -> Result<logic::Decision, StoreError> {
+        match self
+            .ratelimit_throttle_once(bucket, gcra, quantity, None)
+            .await?
+        {
+            Once::Now(d) | Once::Replayed(d) => Ok(d),
+            Once::KeyReused => Err(StoreError::Internal(
+                "a throttle without a key was refused as a reused key".to_owned(),
+            )),
+        }
+    }
 }

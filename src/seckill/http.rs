@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SecondsFormat};
 use serde::{Deserialize, Serialize};
@@ -12,11 +13,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::logic::Seq;
-use super::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use super::{
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    MAX_PER_USER,
+};
+use crate::auth::Acting;
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
 use crate::types::{name_rule, Name, UserId};
 
@@ -108,6 +113,7 @@ fn not_found(voucher: &Name) -> ApiError {
 #[utoipa::path(
     put,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillPutVoucher",
     tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = name_rule!())),
@@ -175,9 +181,13 @@ struct RestockBody {
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/restock",
+    operation_id = "seckillRestock",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = name_rule!())),
+    params(
+        ("voucher_id" = String, Path, description = name_rule!()),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; a retry within 24 h replays the first reply and adds nothing"),
+    ),
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
@@ -186,14 +196,17 @@ struct RestockBody {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
 )]
 async fn restock(
     _: Admin,
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<RestockBody>,
-) -> ApiResult<Json<VoucherView>> {
+) -> Result<Response, ApiError> {
     let cap = state.settings.seckill_max_orders;
     if body.quantity == 0 || body.quantity > cap {
         return Err(ApiError::invalid(format!(
@@ -201,13 +214,31 @@ async fn restock(
             body.quantity
         )));
     }
-    match state.store.seckill_restock(&voucher, body.quantity, cap).await? {
-        Restock::Done(v) => Ok(Json(VoucherView::new(&voucher, &v))),
-        Restock::NotFound => Err(not_found(&voucher)),
-        Restock::OverCap { stock, sold } => Err(ApiError::invalid(format!(
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!("restock|{}", body.quantity),
+    });
+    let reply = |outcome: Restock| {
+        match outcome {
+        Restock::Done(v) => Json(VoucherView::new(&voucher, &v)).into_response(),
+        Restock::NotFound => not_found(&voucher).into_response(),
+        Restock::OverCap { stock, sold } => ApiError::invalid(format!(
             "stock {stock} + sold {sold} + quantity {} would exceed GATEWAY_SECKILL_MAX_ORDERS {cap}",
             body.quantity
-        ))),
+        ))
+        .into_response(),
+    }
+    };
+    match state
+        .store
+        .seckill_restock(&voucher, body.quantity, cap, idem.as_ref())
+        .await?
+    {
+        Once::Now(outcome) => Ok(reply(outcome)),
+        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
     }
 }
 
@@ -215,6 +246,7 @@ async fn restock(
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}",
+    operation_id = "seckillGetVoucher",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = name_rule!())),
     responses(
@@ -240,6 +272,7 @@ async fn get_voucher(
 struct BuyBody {
     /// The buyer, 0..=4294967295.
     #[schema(value_type = u32, example = 42)]
+    #[serde(deserialize_with = "crate::types::json_user_id")]
     user_id: UserId,
 }
 
@@ -293,13 +326,23 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 /// is left and the user holds fewer than `per_user_limit` orders; then stock goes down and the
 /// order is recorded. Refusals: 404 `not_found`, 409 `not_started`, `ended`, `sold_out`, or
 /// `already_ordered` with the user's `order_ids`.
+///
+/// Retries are safe with an `Idempotency-Key`: a repeat with the same key and the same buyer
+/// within 24 h gets the first reply again (same status and body, plus `Idempotency-Replayed:
+/// true`) and buys nothing; the same key for another buyer is 422. A purchase whose outcome
+/// the gateway cannot know (the store timed out) is a 503: retry it with the same key.
 #[utoipa::path(
     post,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillBuy",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = name_rule!())),
+    params(
+        ("voucher_id" = String, Path, description = name_rule!()),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
+    ),
     request_body = BuyBody,
     responses(
+        UserAuth,
         (status = 201, body = OrderView),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
@@ -307,21 +350,46 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
         NotFound,
         TooLarge,
         NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another buyer"),
     )
 )]
 async fn buy(
     State(state): State<AppState>,
+    acting: Acting,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<BuyBody>,
-) -> ApiResult<(StatusCode, Json<OrderView>)> {
+) -> Result<Response, ApiError> {
+    acting.for_user(body.user_id)?;
     let cap = state.settings.seckill_max_orders;
-    match state.store.seckill_buy(&voucher, body.user_id, cap).await? {
-        Ok(order) => Ok((
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!("buy|{}", body.user_id),
+    });
+    let reply = |outcome: Result<Order, Refusal>| match outcome {
+        Ok(order) => (
             StatusCode::CREATED,
             Json(OrderView::new(&voucher, order.seq, order.user)),
-        )),
-        Err(refusal) => Err(refused(&voucher, body.user_id, refusal)),
-    }
+        )
+            .into_response(),
+        Err(refusal) => refused(&voucher, body.user_id, refusal).into_response(),
+    };
+    Ok(
+        match state
+            .store
+            .seckill_buy(&voucher, body.user_id, cap, idem.as_ref())
+            .await?
+        {
+            Bought::Now(outcome) => reply(outcome),
+            Bought::Replayed(outcome) => replayed(reply(outcome)),
+            Bought::KeyReused => {
+                return Err(ApiError::Unprocessable(
+                    "this Idempotency-Key was used for a different request".to_owned(),
+                ))
+            }
+        },
+    )
 }
 
 fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {
@@ -378,6 +446,7 @@ struct OrderPage {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
+    operation_id = "seckillListOrders",
     tag = "seckill",
     params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
     responses(
@@ -404,6 +473,9 @@ async fn list_orders(
         .map(str::parse::<Seq>)
         .transpose()
         .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+    if after.is_some_and(|a| a.successor().is_none()) {
+        return Err(ApiError::invalid("after: out of range"));
+    }
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store
@@ -439,12 +511,14 @@ struct UserOrders {
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
+    operation_id = "seckillUserOrders",
     tag = "seckill",
     params(
         ("voucher_id" = String, Path, description = name_rule!()),
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
     ),
     responses(
+        UserAuth,
         (status = 200, body = UserOrders),
         StoreErrors,
         NotFound,
@@ -452,8 +526,10 @@ struct UserOrders {
 )]
 async fn user_orders(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
 ) -> ApiResult<Json<UserOrders>> {
+    acting.for_user(user)?;
     let seqs = state
         .store
         .seckill_user_orders(&voucher, user)

@@ -26,6 +26,20 @@ impl Seq {
     }
 }
 
+impl Seq {
+    /// The smallest id after this one; `None` for the largest id there can be (so a cursor
+    /// that names it is out of range, not an overflow).
+    pub fn successor(self) -> Option<Seq> {
+        match self.n.checked_add(1) {
+            Some(n) => Some(Seq { ms: self.ms, n }),
+            None => Some(Seq {
+                ms: self.ms.checked_add(1)?,
+                n: 0,
+            }),
+        }
+    }
+}
+
 impl fmt::Display for Seq {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.ms, self.n)

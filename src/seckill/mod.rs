@@ -66,6 +66,11 @@ pub enum Refusal {
     AlreadyOrdered(Vec<Seq>),
 }
 
+pub use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
+
+/// What a purchase came to: a sale or a refusal, done now or replayed.
+pub type Bought = Once<Result<Order, Refusal>>;
+
 /// What a create-or-replace did.
 #[derive(Debug, Clone, Copy)]
 pub enum Put {
@@ -94,22 +99,27 @@ pub enum Restock {
 pub(crate) trait SeckillStore {
     /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
     async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
-    /// Adds `quantity` to the stock left.
+    /// Adds `quantity` to the stock left. Under `idem`, like [`Self::seckill_buy`].
     async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError>;
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError>;
     /// The voucher, or `None` when unknown.
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
-    /// Window, stock and per-user checks, then the sale, as one step.
+    /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
+    /// step first looks for the key's earlier outcome and records this one (kept
+    /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it
+    /// happened" and "its reply is recorded" never disagree.
     async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError>;
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError>;
     /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
     async fn seckill_orders(
         &self,

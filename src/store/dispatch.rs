@@ -3,7 +3,8 @@
 //! Why one hand-written dispatch file: the backends are a closed set chosen at start-up, and the
 //! traits use `async fn`, so they cannot be `dyn` objects; a generic `AppState<S>` would carry a
 //! type parameter through every handler and the router. A `match` per method (the `dispatch!`
-//! macro in `mod.rs`) keeps one line per method here, and the compiler still refuses a backend
+//! macro in `mod.rs`, which also times the call under a fixed `op` label) keeps one line per
+//! method here, and the compiler still refuses a backend
 //! that misses a method. A new domain adds one `impl` block below.
 
 use super::error::StoreError;
@@ -15,8 +16,8 @@ use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCenter};
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
-use crate::types::{Day, Month, Name, UserId};
+use crate::seckill::{Bought, Order, Put, Restock, SeckillStore, Spec, Voucher};
+use crate::types::{Day, Idempotency, Month, Name, Once, UserId};
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 impl CheckinStore for Store {
@@ -26,13 +27,13 @@ impl CheckinStore for Store {
         day: Day,
         cal: &Calendar,
     ) -> Result<CheckIn, StoreError> {
-        dispatch!(self, s => s.checkin_record(user, day, cal).await)
+        dispatch!(self, "checkins.check_in", s => s.checkin_record(user, day, cal).await)
     }
     async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
-        dispatch!(self, s => s.checkin_months(user, months).await)
+        dispatch!(self, "checkins.months", s => s.checkin_months(user, months).await)
     }
     async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
-        dispatch!(self, s => s.checkin_cohort(days).await)
+        dispatch!(self, "checkins.cohort", s => s.checkin_cohort(days).await)
     }
 }
 
@@ -43,14 +44,15 @@ impl UvStore for Store {
         day: Day,
         visitors: &[String],
         expire_at: i64,
-    ) -> Result<Recorded, StoreError> {
-        dispatch!(self, s => s.uv_record(page, day, visitors, expire_at).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Recorded>, StoreError> {
+        dispatch!(self, "uv.record", s => s.uv_record(page, day, visitors, expire_at, idem).await)
     }
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
-        dispatch!(self, s => s.uv_page_counts(page, days).await)
+        dispatch!(self, "uv.page_counts", s => s.uv_page_counts(page, days).await)
     }
     async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
-        dispatch!(self, s => s.uv_union(pages, days).await)
+        dispatch!(self, "uv.union", s => s.uv_union(pages, days).await)
     }
     async fn uv_merge(
         &self,
@@ -58,22 +60,22 @@ impl UvStore for Store {
         into: &Name,
         days: &[FoldDay],
     ) -> Result<u32, StoreError> {
-        dispatch!(self, s => s.uv_merge(sources, into, days).await)
+        dispatch!(self, "uv.merge", s => s.uv_merge(sources, into, days).await)
     }
 }
 
 impl GeoStore for Store {
     async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError> {
-        dispatch!(self, s => s.geo_put(layer, member, at).await)
+        dispatch!(self, "geo.geo_put", s => s.geo_put(layer, member, at).await)
     }
     async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError> {
-        dispatch!(self, s => s.geo_put_many(layer, places).await)
+        dispatch!(self, "geo.geo_put_many", s => s.geo_put_many(layer, places).await)
     }
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
-        dispatch!(self, s => s.geo_get(layer, member).await)
+        dispatch!(self, "geo.geo_get", s => s.geo_get(layer, member).await)
     }
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
-        dispatch!(self, s => s.geo_remove(layer, member).await)
+        dispatch!(self, "geo.geo_remove", s => s.geo_remove(layer, member).await)
     }
     async fn geo_distance(
         &self,
@@ -82,39 +84,41 @@ impl GeoStore for Store {
         to: &Name,
         unit: Unit,
     ) -> Result<Option<f64>, StoreError> {
-        dispatch!(self, s => s.geo_distance(layer, from, to, unit).await)
+        dispatch!(self, "geo.geo_distance", s => s.geo_distance(layer, from, to, unit).await)
     }
     async fn geo_search(
         &self,
         layer: &Name,
         search: &Search,
     ) -> Result<Result<Found, UnknownCenter>, StoreError> {
-        dispatch!(self, s => s.geo_search(layer, search).await)
+        dispatch!(self, "geo.geo_search", s => s.geo_search(layer, search).await)
     }
 }
 
 impl SeckillStore for Store {
     async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
-        dispatch!(self, s => s.seckill_put(voucher, spec, cap).await)
+        dispatch!(self, "seckill.put_voucher", s => s.seckill_put(voucher, spec, cap).await)
     }
     async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
-        dispatch!(self, s => s.seckill_restock(voucher, quantity, cap).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
+        dispatch!(self, "seckill.restock", s => s.seckill_restock(voucher, quantity, cap, idem).await)
     }
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
-        dispatch!(self, s => s.seckill_voucher(voucher).await)
+        dispatch!(self, "seckill.voucher", s => s.seckill_voucher(voucher).await)
     }
     async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError> {
-        dispatch!(self, s => s.seckill_buy(voucher, user, cap).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError> {
+        dispatch!(self, "seckill.buy", s => s.seckill_buy(voucher, user, cap, idem).await)
     }
     async fn seckill_orders(
         &self,
@@ -122,25 +126,26 @@ impl SeckillStore for Store {
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError> {
-        dispatch!(self, s => s.seckill_orders(voucher, after, limit).await)
+        dispatch!(self, "seckill.orders", s => s.seckill_orders(voucher, after, limit).await)
     }
     async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,
     ) -> Result<Option<Vec<Seq>>, StoreError> {
-        dispatch!(self, s => s.seckill_user_orders(voucher, user).await)
+        dispatch!(self, "seckill.user_orders", s => s.seckill_user_orders(voucher, user).await)
     }
 }
 
 impl RateLimitStore for Store {
-    async fn ratelimit_throttle(
+    async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,
         quantity: u64,
-    ) -> Result<Decision, StoreError> {
-        dispatch!(self, s => s.ratelimit_throttle(bucket, gcra, quantity).await)
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Decision>, StoreError> {
+        dispatch!(self, "ratelimit.throttle", s => s.ratelimit_throttle_once(bucket, gcra, quantity, idem).await)
     }
 }
 
@@ -151,7 +156,7 @@ impl DedupStore for Store {
         params: Params,
         policy: Policy,
     ) -> Result<Reserved, StoreError> {
-        dispatch!(self, s => s.dedup_reserve(filter, params, policy).await)
+        dispatch!(self, "dedup.reserve_filter", s => s.dedup_reserve(filter, params, policy).await)
     }
     async fn dedup_add(
         &self,
@@ -159,7 +164,7 @@ impl DedupStore for Store {
         items: &[String],
         policy: Policy,
     ) -> Result<Added, StoreError> {
-        dispatch!(self, s => s.dedup_add(filter, items, policy).await)
+        dispatch!(self, "dedup.add_to_filter", s => s.dedup_add(filter, items, policy).await)
     }
     async fn dedup_check(
         &self,
@@ -167,9 +172,9 @@ impl DedupStore for Store {
         items: &[String],
         policy: Policy,
     ) -> Result<Vec<bool>, StoreError> {
-        dispatch!(self, s => s.dedup_check(filter, items, policy).await)
+        dispatch!(self, "dedup.check_in_filter", s => s.dedup_check(filter, items, policy).await)
     }
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
-        dispatch!(self, s => s.dedup_info(filter).await)
+        dispatch!(self, "dedup.filter_info", s => s.dedup_info(filter).await)
     }
 }

@@ -59,6 +59,12 @@ impl Keys {
         format!("{}uv:{{{page}}}:{day}", self.prefix)
     }
 
+    /// The first outcome of a visit under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the page's slot so the record script keeps it atomically.
+    pub fn uv_idempotency(&self, page: &Name, digest: &str) -> String {
+        format!("{}uv:{{{page}}}:idem:{digest}", self.prefix)
+    }
+
     /// A page's views on one day (a counter), in the same slot as [`Self::uv_day`].
     pub fn pv_day(&self, page: &Name, day: Day) -> String {
         format!("{}pv:{{{page}}}:{day}", self.prefix)
@@ -78,6 +84,12 @@ impl Keys {
             Bucket::Key(name) => format!("{}rl:{{{name}}}", self.prefix),
             Bucket::Client(client) => format!("{}rlg:{{{client}}}", self.prefix),
         }
+    }
+
+    /// The first decision of a check under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the bucket's slot so the GCRA script records it atomically.
+    pub fn ratelimit_idempotency(&self, bucket: &Bucket, digest: &str) -> String {
+        format!("{}:idem:{digest}", self.ratelimit(bucket))
     }
 
     /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
@@ -104,6 +116,12 @@ impl Keys {
     /// A voucher's orders in sale order: a stream, one entry per order.
     pub fn voucher_orders(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:orders", self.prefix)
+    }
+
+    /// The first outcome of a purchase under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the voucher's slot so the purchase script records it atomically.
+    pub fn voucher_idempotency(&self, voucher: &Name, digest: &str) -> String {
+        format!("{}sk:{{{voucher}}}:idem:{digest}", self.prefix)
     }
 
     /// Order entries the ledger gave up on: a stream of copies with the reason.

@@ -35,7 +35,8 @@ pub enum Store {
     Redis(redis::RedisStore),
 }
 
-/// Calls the same method on whichever backend is active.
+/// Calls the same method on whichever backend is active. With an operation name (`"uv.record"`)
+/// the call is also timed per operation and, when traces are exported, runs in its own span.
 macro_rules! dispatch {
     ($self:ident, $s:ident => $call:expr) => {
         match $self {
@@ -43,6 +44,32 @@ macro_rules! dispatch {
             Store::Redis($s) => $call,
         }
     };
+    ($self:ident, $op:literal, $s:ident => $call:expr) => {
+        $crate::store::observed($op, async move {
+            match $self {
+                Store::Memory($s) => $call,
+                Store::Redis($s) => $call,
+            }
+        })
+        .await
+    };
+}
+
+/// Times one store call as `gateway_store_call_duration_seconds{op}` and, when traces are
+/// exported, wraps it in a `store` span named for the operation. `op` is a fixed name, so the
+/// label set stays bounded.
+pub(crate) async fn observed<T>(op: &'static str, call: impl std::future::Future<Output = T>) -> T {
+    use tracing::Instrument;
+    let started = std::time::Instant::now();
+    let out = if crate::telemetry::tracing_on() {
+        call.instrument(tracing::info_span!("store", otel.name = op, op))
+            .await
+    } else {
+        call.await
+    };
+    metrics::histogram!("gateway_store_call_duration_seconds", "op" => op)
+        .record(started.elapsed().as_secs_f64());
+    out
 }
 
 impl Store {

@@ -1,6 +1,7 @@
 //! Unique-visitor routes (API.md "Unique visitors").
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -8,12 +9,14 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{days, page, retention, FoldDay, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE};
+use super::{
+    days, page, retention, FoldDay, Recorded, UvStore, MAX_MERGE_SOURCES, MAX_PAGES, RESERVED_PAGE,
+};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::{name_rule, Day, Invalid, Name};
+use crate::types::{name_rule, Day, Idempotency, Invalid, Name, Once};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -59,8 +62,10 @@ struct VisitReply {
 #[utoipa::path(
     post,
     path = "/v1/uv/{page}",
+    operation_id = "uvRecord",
     tag = "uv",
     params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"))),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)")),
     request_body = VisitBody,
     responses(
         (status = 200, body = VisitReply),
@@ -72,9 +77,10 @@ struct VisitReply {
 )]
 async fn record(
     State(state): State<AppState>,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath(name): ApiPath<Name>,
     ApiJson(body): ApiJson<VisitBody>,
-) -> ApiResult<Json<VisitReply>> {
+) -> ApiResult<Response> {
     let name = page(name)?;
     let visitors = match (body.visitor, body.visitors) {
         (Some(one), None) => vec![one],
@@ -86,16 +92,7 @@ async fn record(
         }
     };
     let settings = &state.settings;
-    if visitors.is_empty() {
-        return Err(ApiError::invalid("visitors is empty"));
-    }
-    if visitors.len() > settings.max_batch {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "at most {} visitors per request, got {}",
-            settings.max_batch,
-            visitors.len()
-        )));
-    }
+    crate::extract::batch_size(visitors.len(), settings.max_batch, "visitors")?;
     if let Some(bad) = visitors
         .iter()
         .position(|v| v.is_empty() || v.len() > settings.max_item_bytes)
@@ -109,16 +106,36 @@ async fn record(
     let cal = retention(state.today(), state.settings.uv_retention_days);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
-    let done = state
+    // The request as sent (a date left to "today" stays unset), so a retry the next day still
+    // matches and replays the first reply, day included.
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: crate::types::sha256_hex(
+            serde_json::to_string(&(body.date.map(|d| d.to_string()), &visitors))
+                .unwrap_or_default()
+                .as_bytes(),
+        ),
+    });
+    let reply = |done: Recorded| {
+        Json(VisitReply {
+            page: name.clone(),
+            date: done.day,
+            changed: done.changed,
+            pv: done.pv,
+        })
+        .into_response()
+    };
+    match state
         .store
-        .uv_record(&name, day, &visitors, cal.expire_at(day))
-        .await?;
-    Ok(Json(VisitReply {
-        page: name,
-        date: day,
-        changed: done.changed,
-        pv: done.pv,
-    }))
+        .uv_record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
+        .await?
+    {
+        Once::Now(done) => Ok(reply(done)),
+        Once::Replayed(done) => Ok(replayed(reply(done))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
+    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -138,6 +155,7 @@ struct PageQuery {
 
 /// One day of one page.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvDayView)]
 struct DayView {
     #[schema(value_type = String)]
     page: Name,
@@ -150,6 +168,7 @@ struct DayView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvDailyFigures)]
 struct DailyFigures {
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -159,6 +178,7 @@ struct DailyFigures {
 
 /// A range of days of one page.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvRangeView)]
 struct RangeView {
     #[schema(value_type = String)]
     page: Name,
@@ -175,6 +195,7 @@ struct RangeView {
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
+#[schema(as = UvPageView)]
 enum PageView {
     Day(DayView),
     Range(RangeView),
@@ -188,6 +209,7 @@ enum PageView {
 #[utoipa::path(
     get,
     path = "/v1/uv/{page}",
+    operation_id = "uvPage",
     tag = "uv",
     params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")), PageQuery),
     responses(
@@ -254,6 +276,7 @@ struct UnionQuery {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvUnionReply)]
 struct UnionReply {
     /// The pages asked, in the order given.
     #[schema(value_type = Vec<String>)]
@@ -274,6 +297,7 @@ struct UnionReply {
 #[utoipa::path(
     get,
     path = "/v1/uv",
+    operation_id = "uvUnion",
     tag = "uv",
     params(UnionQuery),
     responses(
@@ -314,6 +338,7 @@ async fn union(
 /// Pages to fold into another, day by day.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = UvMergeBody)]
 struct MergeBody {
     /// Pages whose visitors are folded in (1 to 20; more is 400 — merge them in several calls).
     #[schema(value_type = Vec<String>, example = json!(["home-v1", "home-v2"]))]
@@ -330,6 +355,7 @@ struct MergeBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = UvMergeReply)]
 struct MergeReply {
     #[schema(value_type = String)]
     into: Name,
@@ -349,6 +375,7 @@ struct MergeReply {
 #[utoipa::path(
     post,
     path = "/v1/uv/merge",
+    operation_id = "uvMerge",
     tag = "uv",
     request_body = MergeBody,
     responses(

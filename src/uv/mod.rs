@@ -13,7 +13,7 @@ pub use http::router;
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;
-use crate::types::{Day, Invalid, Name};
+use crate::types::{Day, Idempotency, Invalid, Name, Once};
 
 /// Longest range, in days, inclusive (API.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
@@ -29,6 +29,9 @@ pub const RESERVED_PAGE: &str = "merge";
 /// What recording visits did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recorded {
+    /// The day recorded (on a replay, the first request's day, which may be another day when
+    /// the request left the date to "today").
+    pub day: Day,
     /// True when the HyperLogLog changed (some visitor was probably new that day).
     pub changed: bool,
     /// The day's page views after this request.
@@ -54,14 +57,16 @@ pub struct FoldDay {
 /// What a unique-visitor backend must do. Every method is one logical store operation.
 pub(crate) trait UvStore {
     /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
-    /// its page views, and sets both keys to expire at `expire_at` (unix seconds).
+    /// its page views, and sets both keys to expire at `expire_at` (unix seconds). Under `idem`
+    /// the same step first looks for the key's first outcome and records this one (24 h).
     async fn uv_record(
         &self,
         page: &Name,
         day: Day,
         visitors: &[String],
         expire_at: i64,
-    ) -> Result<Recorded, StoreError>;
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Recorded>, StoreError>;
     /// Per-day figures and the union over `days` for one page; missing days are zeros.
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError>;
     /// Distinct visitors over every page and day given.

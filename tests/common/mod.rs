@@ -441,3 +441,32 @@ macro_rules! contract_tests {
         }
     };
 }
+
+/// One configured API client for a test: id, key, and optional (burst, count, period).
+pub type TestClient<'a> = (&'a str, &'a str, Option<(u64, u64, u64)>);
+
+/// A clients file (API.md "Clients and abuse") listing `(id, key, limits)`; keys appear in it
+/// only as SHA-256 digests, as operators write them.
+#[allow(dead_code)]
+pub fn clients_file(clients: &[TestClient<'_>]) -> PathBuf {
+    let path = scratch_dir("clients").join("clients.toml");
+    write_clients(&path, clients);
+    path
+}
+
+/// (Re)writes a clients file in place.
+#[allow(dead_code)]
+pub fn write_clients(path: &std::path::Path, clients: &[TestClient<'_>]) {
+    let mut text = String::new();
+    for (id, key, limits) in clients {
+        text += &format!(
+            "[[client]]\nid = \"{id}\"\nkey_sha256 = \"{}\"\n",
+            redis_gateway::clients::key_digest_hex(key.as_bytes())
+        );
+        if let Some((burst, count, period)) = limits {
+            text += &format!("burst = {burst}\ncount = {count}\nperiod = {period}\n");
+        }
+        text += "\n";
+    }
+    std::fs::write(path, text).expect("write the clients file");
+}

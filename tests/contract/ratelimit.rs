@@ -19,6 +19,7 @@ crate::contract_tests!(
     two_hundred_concurrent_checks_allow_exactly_ten,
     invalid_parameters_are_refused_and_write_nothing,
     the_caps_are_accepted,
+    a_retried_check_spends_once,
 );
 
 /// A key no other scenario of this process uses.
@@ -412,4 +413,49 @@ async fn the_caps_are_accepted(backend: Backend) {
     let smallest = check(&gw, &fresh_key("caps"), (0, 1_000_000, 1), 1).await;
     assert_eq!(cell(&smallest), [0, 1, 0, -1, 0]);
     assert_eq!(smallest["reset_after_ms"], 1);
+}
+
+/// A check under an `Idempotency-Key`: status, whether replayed, body.
+async fn check_once(gw: &Gateway, body: &Value, key: &str) -> (u16, bool, Value) {
+    let r = gw
+        .client
+        .post(gw.url("/v1/ratelimit/check"))
+        .header("idempotency-key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let replayed = r
+        .headers()
+        .get("idempotency-replayed")
+        .is_some_and(|h| h == "true");
+    (status, replayed, r.json().await.unwrap())
+}
+
+/// API.md "Conventions": a consuming check retried under the same key answers the first
+/// decision and spends nothing more; the same key for another check is 422.
+async fn a_retried_check_spends_once(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let key = format!("idem-{}", common::unique_prefix().replace(':', ""));
+    let body =
+        json!({"key": key, "max_burst": 4, "count_per_period": 1, "period": 60, "quantity": 2});
+    let (status, replayed, first) = check_once(&gw, &body, "retry-a").await;
+    assert_eq!((status, replayed), (200, false));
+    assert_eq!(first["remaining"], 3);
+    for _ in 0..3 {
+        let (status, replayed, again) = check_once(&gw, &body, "retry-a").await;
+        assert_eq!((status, replayed), (200, true));
+        assert_eq!(again, first, "the first decision, exactly");
+    }
+    // Only the first spent: a fresh check sees 3 left, and spends 2 more.
+    let fresh = check(&gw, &key, (4, 1, 60), 2).await;
+    assert_eq!(fresh["remaining"], 1, "{fresh}");
+    let mut other = body.clone();
+    other["quantity"] = json!(1);
+    let (status, _, problem) = check_once(&gw, &other, "retry-a").await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (422, Some("unprocessable"))
+    );
 }

@@ -74,6 +74,7 @@ crate::contract_tests!(
     unknown_voucher_is_404,
     admin_routes_need_the_token,
     bad_inputs_are_problems,
+    retries_with_an_idempotency_key_buy_once,
 );
 
 /// A gateway for the concurrency scenarios: hundreds of requests land at once on a small,
@@ -473,6 +474,14 @@ async fn bad_inputs_are_problems(backend: Backend) {
         gw.get(&format!("{path}/orders?limit=1001")).await,
         gw.get(&format!("{path}/orders?after=xyz")).await,
         gw.get(&format!("{path}/orders?after=1-2-3")).await,
+        gw.get(&format!(
+            "{path}/orders?after=18446744073709551615-18446744073709551615"
+        ))
+        .await,
+        gw.get(&format!("{path}/orders?after=18446744073709551616-0"))
+            .await,
+        gw.post(&format!("{path}/orders"), json!({"user_id": "7"}))
+            .await,
         gw.get(&format!("{path}/orders/abc")).await,
         gw.get(&format!("{}/orders", voucher_path(&"x".repeat(129))))
             .await,
@@ -486,4 +495,110 @@ async fn bad_inputs_are_problems(backend: Backend) {
         (v["stock"].as_u64(), v["sold"].as_u64()),
         (Some(5), Some(0))
     );
+}
+
+/// A purchase under `key`: status, the `Idempotency-Replayed` header, body.
+async fn buy_once(gw: &Gateway, v: &str, user: u64, key: &str) -> (u16, bool, Value) {
+    let r = gw
+        .client
+        .post(gw.url(&format!("{}/orders", voucher_path(v))))
+        .header("idempotency-key", key)
+        .json(&json!({ "user_id": user }))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let replayed = r
+        .headers()
+        .get("idempotency-replayed")
+        .is_some_and(|h| h == "true");
+    (status, replayed, r.json().await.unwrap())
+}
+
+/// API.md "Conventions": a repeat with the same key and body gets the first reply and changes
+/// nothing; the same key with another body is 422; refusals replay too.
+async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "idem", open(1, 5)).await;
+
+    let (status, replayed, first) = buy_once(&gw, "idem", 7, "retry-1").await;
+    assert_eq!((status, replayed), (201, false), "{first}");
+    for _ in 0..3 {
+        let (status, replayed, again) = buy_once(&gw, "idem", 7, "retry-1").await;
+        assert_eq!((status, replayed), (201, true));
+        assert_eq!(again, first, "the first reply, byte for byte");
+    }
+    let (status, _, problem) = buy_once(&gw, "idem", 8, "retry-1").await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (422, Some("unprocessable"))
+    );
+
+    // A refusal is a reply too: it replays as it was, even after the cause changed.
+    let (status, replayed, sold_out) = buy_once(&gw, "idem", 9, "retry-2").await;
+    assert_eq!(
+        (status, replayed, sold_out["code"].as_str()),
+        (409, false, Some("sold_out"))
+    );
+    let (status, _) = gw
+        .admin_post(
+            &format!("{}/restock", voucher_path("idem")),
+            json!({"quantity": 5}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, replayed, again) = buy_once(&gw, "idem", 9, "retry-2").await;
+    assert_eq!((status, replayed), (409, true));
+    assert_eq!(again, sold_out);
+
+    // One order in all, the one bought first; a new key buys anew.
+    let orders = all_orders(&gw, "idem", 100).await;
+    assert_eq!(orders.len(), 1, "{orders:?}");
+    assert_eq!(orders[0]["order_id"], first["order_id"]);
+    assert_eq!(buy_once(&gw, "idem", 9, "retry-3").await.0, 201);
+
+    // A restock retried under its key adds its stock once.
+    let restock = |key: &'static str, quantity: u64| {
+        let gw = &gw;
+        async move {
+            let r = gw
+                .client
+                .post(gw.url(&format!("{}/restock", voucher_path("idem"))))
+                .bearer_auth(crate::common::ADMIN_TOKEN)
+                .header("idempotency-key", key)
+                .json(&json!({ "quantity": quantity }))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let replayed = r.headers().contains_key("idempotency-replayed");
+            (status, replayed, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, before) = gw.get(&voucher_path("idem")).await;
+    let (status, replayed, first) = restock("restock-1", 3).await;
+    assert_eq!((status, replayed), (200, false), "{first}");
+    let (status, replayed, again) = restock("restock-1", 3).await;
+    assert_eq!((status, replayed), (200, true));
+    assert_eq!(again, first);
+    let (_, after) = gw.get(&voucher_path("idem")).await;
+    assert_eq!(
+        after["stock"].as_u64().unwrap(),
+        before["stock"].as_u64().unwrap() + 3,
+        "added once"
+    );
+    assert_eq!(restock("restock-1", 4).await.0, 422);
+    // One key, two routes: a purchase under a restock's key is another request.
+    assert_eq!(buy_once(&gw, "idem", 11, "restock-1").await.0, 422);
+
+    // Malformed keys are 400.
+    let long = "k".repeat(129);
+    for bad in ["has space", long.as_str()] {
+        let (status, _, problem) = buy_once(&gw, "idem", 10, bad).await;
+        assert_eq!(
+            (status, problem["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{bad:?}"
+        );
+    }
 }

@@ -92,6 +92,7 @@ crate::contract_tests!(
     cross_page_union,
     merge_folds_days_idempotently,
     bad_inputs_are_problems,
+    a_retried_visit_counts_once,
 );
 
 async fn uv_is_within_two_percent_and_repeats_raise_pv_only(backend: Backend) {
@@ -560,4 +561,49 @@ async fn memory_answers_what_redis_answers() {
     assert_eq!(replies[0], replies[1]);
     assert_close("a over 2 days", &replies[0][0]["uv"], 9_000);
     assert_close("union", &replies[0][2]["uv"], 20_300);
+}
+
+/// API.md "Conventions": a visit retried under the same key answers the first reply and
+/// counts nothing more; the same key for other visitors is 422.
+async fn a_retried_visit_counts_once(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let page = format!("idem{}", crate::common::unique_prefix().replace(':', ""));
+    let send = |body: Value, key: &'static str| {
+        let gw = &gw;
+        let page = page.clone();
+        async move {
+            let r = gw
+                .client
+                .post(gw.url(&format!("/v1/uv/{page}")))
+                .header("idempotency-key", key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let replayed = r
+                .headers()
+                .get("idempotency-replayed")
+                .is_some_and(|h| h == "true");
+            (status, replayed, r.json::<Value>().await.unwrap())
+        }
+    };
+    let body = json!({"visitors": ["a", "b", "c"]});
+    let (status, replayed, first) = send(body.clone(), "visit-1").await;
+    assert_eq!(
+        (status, replayed, first["pv"].as_u64()),
+        (200, false, Some(3))
+    );
+    for _ in 0..3 {
+        let (status, replayed, again) = send(body.clone(), "visit-1").await;
+        assert_eq!((status, replayed), (200, true));
+        assert_eq!(again, first);
+    }
+    let (_, day) = gw.get(&format!("/v1/uv/{page}")).await;
+    assert_eq!(day["pv"], 3, "counted once: {day}");
+    let (status, _, problem) = send(json!({"visitors": ["a", "b"]}), "visit-1").await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (422, Some("unprocessable"))
+    );
 }

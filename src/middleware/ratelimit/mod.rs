@@ -2,9 +2,13 @@
 //! client's GCRA bucket per request, with the same store call as `POST /v1/ratelimit/check`, so
 //! every gateway instance on one store shares one budget per client.
 //!
+//! The client is the configured API client the `identify` layer (outside this one) found for
+//! the request's `X-Api-Key`, with that client's own budget; otherwise the peer address.
+//!
 //! Each decision is one store round trip made by the request's own task: no lock, no buffer,
 //! nothing that serialises requests of different clients in the gateway. Who the client is
-//! (API key, peer address, the `X-Forwarded-For` walk) is [`client`]'s business.
+//! (the configured API client, the peer address, the `X-Forwarded-For` walk) is [`client`]'s
+//! business.
 
 mod client;
 #[cfg(test)]
@@ -27,6 +31,7 @@ use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
 
+use crate::clients::Caller;
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
 use crate::ratelimit::logic::{Decision, Gcra};
@@ -39,6 +44,14 @@ use crate::store::Store;
 /// future change mounts them under it.
 const EXEMPT: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
+/// Who the limiter charged and what it decided, left in the response's extensions for the
+/// access log.
+#[derive(Debug, Clone)]
+pub struct LimiterNote {
+    pub client: String,
+    pub outcome: &'static str,
+}
+
 /// Applies the global limiter to every request of the services it wraps.
 #[derive(Debug, Clone)]
 pub struct GlobalRateLimitLayer {
@@ -50,6 +63,8 @@ struct Limiter {
     store: Store,
     gcra: Gcra,
     fail: FailPolicy,
+    /// Refusals are counted and logged as `would_limit`, and the request is served.
+    shadow: bool,
     clients: ClientKey,
     /// `RateLimit-Policy`, the same on every response.
     policy: HeaderValue,
@@ -60,19 +75,20 @@ struct Limiter {
 
 impl GlobalRateLimitLayer {
     /// Limits each client to `policy` (burst, count per period) in `store`, failing as
-    /// `policy.fail` says when the store is down. Clients are told apart by `X-Api-Key`, else by
-    /// the peer address; no proxy is trusted.
+    /// `policy.fail` says when the store is down. Clients are the configured API client of the
+    /// request (with its own budget when it has one), else the peer address; no proxy is
+    /// trusted.
     pub fn new(store: Store, policy: &GlobalLimit) -> Self {
         let gcra = Gcra::new(policy.max_burst, policy.count_per_period, policy.period);
-        let header = format!("\"global\";q={};w={}", gcra.limit, gcra.window_secs());
+        let header = policy_header(&gcra);
         Self {
             limiter: Arc::new(Limiter {
                 store,
                 gcra,
                 fail: policy.fail,
+                shadow: policy.shadow,
                 clients: ClientKey::default(),
-                policy: HeaderValue::try_from(header)
-                    .expect("digits and quotes are a valid header"),
+                policy: header,
                 warned_at: Arc::default(),
             }),
         }
@@ -148,35 +164,51 @@ impl Limiter {
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| addr.ip());
-        let client = match self.clients.client(req.headers(), peer) {
-            Ok(client) => client,
-            Err(e) => return Ok(e.into_response()),
-        };
-        match self
-            .store
-            .ratelimit_throttle(&Bucket::Client(client), &self.gcra, 1)
-            .await
-        {
+        let caller = req.extensions().get::<Caller>().and_then(|c| c.0.clone());
+        let client = self.clients.client(caller.as_deref(), req.headers(), peer);
+        let label = caller
+            .as_ref()
+            .map_or(ANONYMOUS, |c| c.id.as_str())
+            .to_owned();
+        // A client with a budget of its own: its GCRA and policy, else the global ones.
+        let own = caller.as_ref().and_then(|c| c.limits).map(|l| {
+            let gcra = Gcra::new(l.burst, l.count, l.period);
+            (gcra, policy_header(&gcra))
+        });
+        let (gcra, policy) = own
+            .as_ref()
+            .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
+        let bucket = Bucket::Client(client);
+        let (mut response, outcome) = match self.store.ratelimit_throttle(&bucket, gcra, 1).await {
             Ok(decision) if decision.allowed => {
-                count("allowed");
                 let mut response = pass(inner, req).await?;
-                self.set_headers(&decision, response.headers_mut());
-                Ok(response)
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "allowed")
+            }
+            Ok(decision) if self.shadow => {
+                shadow_refusal(&label);
+                let mut response = pass(inner, req).await?;
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "would_limit")
             }
             Ok(decision) => {
-                count("limited");
-                let retry_after = decision
-                    .retry_after_secs()
-                    .unwrap_or(self.gcra.window_secs());
+                let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
                 let mut response = ApiError::RateLimited {
                     retry_after: u64::try_from(retry_after).unwrap_or(1),
                 }
                 .into_response();
-                self.set_headers(&decision, response.headers_mut());
-                Ok(response)
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "limited")
             }
-            Err(e) => self.store_failed(e, inner, req).await,
+            Err(e) => self.store_failed(e, inner, req).await?,
+        };
+        count(outcome, label);
+        if let Bucket::Client(client) = bucket {
+            response
+                .extensions_mut()
+                .insert(LimiterNote { client, outcome });
         }
+        Ok(response)
     }
 
     async fn store_failed<S>(
@@ -184,49 +216,72 @@ impl Limiter {
         e: StoreError,
         inner: S,
         req: Request,
-    ) -> Result<Response, Infallible>
+    ) -> Result<(Response, &'static str), Infallible>
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
         match self.fail {
             FailPolicy::Open => {
-                count("fail_open");
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
                 if self.warned_at.swap(now, Ordering::Relaxed) != now {
                     tracing::warn!(error = %e, "global limiter cannot reach the store; serving unlimited (GATEWAY_GLOBAL_FAIL=open)");
                 }
-                pass(inner, req).await
+                Ok((pass(inner, req).await?, "fail_open"))
             }
             FailPolicy::Closed => {
-                count("fail_closed");
                 // Whatever went wrong, the client sees the store as unavailable: 503, not 500.
                 let e = match e {
                     StoreError::Internal(msg) => StoreError::Unavailable(msg),
                     other => other,
                 };
-                Ok(ApiError::BackendUnavailable(e).into_response())
+                Ok((
+                    ApiError::BackendUnavailable(e).into_response(),
+                    "fail_closed",
+                ))
             }
         }
     }
-
-    /// Both header generations: the IETF draft's structured fields and the `RateLimit-*` trio.
-    fn set_headers(&self, d: &Decision, headers: &mut HeaderMap) {
-        let reset = d.reset_after_secs();
-        let fields = format!("\"global\";r={};t={reset}", d.remaining);
-        if let Ok(fields) = HeaderValue::try_from(fields) {
-            headers.insert("ratelimit", fields);
-        }
-        headers.insert("ratelimit-policy", self.policy.clone());
-        headers.insert("ratelimit-limit", HeaderValue::from(d.limit));
-        headers.insert("ratelimit-remaining", HeaderValue::from(d.remaining));
-        headers.insert("ratelimit-reset", HeaderValue::from(reset));
-    }
 }
 
-fn count(outcome: &'static str) {
-    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome).increment(1);
+/// Both header generations: the IETF draft's structured fields and the `RateLimit-*` trio.
+fn set_headers(d: &Decision, policy: &HeaderValue, headers: &mut HeaderMap) {
+    let reset = d.reset_after_secs();
+    let fields = format!("\"global\";r={};t={reset}", d.remaining);
+    if let Ok(fields) = HeaderValue::try_from(fields) {
+        headers.insert("ratelimit", fields);
+    }
+    headers.insert("ratelimit-policy", policy.clone());
+    headers.insert("ratelimit-limit", HeaderValue::from(d.limit));
+    headers.insert("ratelimit-remaining", HeaderValue::from(d.remaining));
+    headers.insert("ratelimit-reset", HeaderValue::from(reset));
+}
+
+/// `RateLimit-Policy` of a budget.
+fn policy_header(gcra: &Gcra) -> HeaderValue {
+    HeaderValue::try_from(format!(
+        "\"global\";q={};w={}",
+        gcra.limit,
+        gcra.window_secs()
+    ))
+    .expect("digits and quotes are a valid header")
+}
+
+/// The `client` label of the limiter's metrics. It must stay bounded whatever callers send, so
+/// it is a configured client's id (bounded by the clients file) or, for every other caller,
+/// `anonymous` — never a raw key or address.
+const ANONYMOUS: &str = "anonymous";
+
+/// Would-be refusals in shadow mode, per client.
+fn shadow_refusal(client: &str) {
+    metrics::counter!("gateway_limiter_shadow_refusals_total", "client" => client.to_owned())
+        .increment(1);
+}
+
+fn count(outcome: &'static str, client: String) {
+    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome, "client" => client)
+        .increment(1);
 }
 
 #[cfg(test)]
@@ -246,6 +301,7 @@ mod tests {
         let settings = Settings::defaults();
         let policy = GlobalLimit {
             enabled: true,
+            shadow: false,
             max_burst: 0,
             count_per_period: 1,
             period: 60,
@@ -282,6 +338,7 @@ mod tests {
         for (fail, status) in [(FailPolicy::Open, 200), (FailPolicy::Closed, 503)] {
             let policy = GlobalLimit {
                 enabled: true,
+                shadow: false,
                 max_burst: 0,
                 count_per_period: 1,
                 period: 60,

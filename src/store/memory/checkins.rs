@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use chrono::Datelike;
 use roaring::RoaringBitmap;
 
-use super::{lock, MemoryStore};
+use super::{lock, reclaim, MemoryStore};
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
@@ -20,8 +20,8 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn purge(&mut self, now: i64) {
-        self.months.retain(|_, (_, at)| *at > now);
-        self.days.retain(|_, (_, at)| *at > now);
+        reclaim(&mut self.months, |_, (_, at)| *at > now);
+        reclaim(&mut self.days, |_, (_, at)| *at > now);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{lock, MemoryStore};
+use super::{lock, reclaim, MemoryStore};
 use crate::dedup::logic::{ItemHash, LayerSpec, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
@@ -16,7 +16,7 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn purge(&mut self, now: i64) {
-        self.filters.retain(|_, f| f.expires_at > now);
+        reclaim(&mut self.filters, |_, f| f.expires_at > now);
     }
 
     /// The live filter called `name`, if any (an expired one is dropped here).

@@ -3,7 +3,8 @@
 //! Each domain keeps its state behind its own `std::sync::Mutex`. A std mutex, not Tokio's:
 //! the critical sections are short, pure computation and never span an `.await` (clippy's
 //! `await_holding_lock` enforces it), which is exactly the case where a blocking mutex is cheaper.
-//! One background task drops expired entries; it holds only a `Weak`, so it ends with the store.
+//! One background task drops expired entries and gives their memory back (see [`reclaim`]); it
+//! holds only a `Weak`, so it ends with the store.
 
 mod checkins;
 mod dedup;
@@ -12,6 +13,8 @@ mod ratelimit;
 mod seckill;
 mod uv;
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -35,8 +38,10 @@ struct Shared {
     dedup: Mutex<dedup::State>,
 }
 
-/// How often expired entries are dropped.
-const PURGE_EVERY: Duration = Duration::from_secs(60);
+/// How often expired entries are dropped. Short, because the global limiter writes one
+/// short-lived bucket per client: at a high request rate from many clients a minute of expired
+/// buckets is a lot of memory, while a purge is one pass over each map.
+const PURGE_EVERY: Duration = Duration::from_secs(10);
 
 impl MemoryStore {
     pub fn new(_settings: &Settings) -> Self {
@@ -73,6 +78,17 @@ async fn purge_task(shared: Weak<Shared>) {
         lock(&shared.seckill).purge(now);
         lock(&shared.ratelimit).purge(now);
         lock(&shared.dedup).purge(now);
+    }
+}
+
+/// Drops the entries `keep` refuses, then shrinks the table once it is mostly empty: `retain`
+/// alone frees the entries but keeps the table at its peak capacity forever, so a burst of
+/// short-lived keys (a flood of new clients, say) would hold its memory after it expired.
+/// Shrinking only below a quarter keeps the rehash rare.
+fn reclaim<K: Eq + Hash, V>(map: &mut HashMap<K, V>, keep: impl FnMut(&K, &mut V) -> bool) {
+    map.retain(keep);
+    if map.capacity() > 64 && map.capacity() > 4 * map.len() {
+        map.shrink_to(2 * map.len());
     }
 }
 

@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use super::{lock, MemoryStore};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    IDEMPOTENCY_SECS,
+};
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
@@ -18,8 +21,32 @@ pub(super) struct State {
 }
 
 impl State {
-    /// Vouchers have no expiry: an admin owns their lifetime.
-    pub(super) fn purge(&mut self, _now: i64) {}
+    /// Vouchers have no expiry (an admin owns their lifetime); purchase replies kept for
+    /// idempotency keys do.
+    pub(super) fn purge(&mut self, now: i64) {
+        for sale in self.vouchers.values() {
+            let mut sale = lock(sale);
+            if !sale.replies.is_empty() {
+                sale.replies.retain(|_, r| r.expires_at > now);
+            }
+        }
+    }
+}
+
+/// The first outcome of a write under one idempotency key. Purchases and restocks of a voucher
+/// share the keys (as on Redis), so a key reused across them is a different request.
+#[derive(Debug)]
+struct Reply {
+    fingerprint: String,
+    outcome: Outcome,
+    /// Unix seconds.
+    expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    Bought(Result<Order, Refusal>),
+    Restocked(Restock),
 }
 
 /// One voucher with its orders.
@@ -31,6 +58,8 @@ struct Sale {
     orders: Vec<Order>,
     /// user → that user's order ids, oldest first.
     buyers: HashMap<u32, Vec<Seq>>,
+    /// idempotency key digest → the first outcome under it.
+    replies: HashMap<String, Reply>,
 }
 
 impl Sale {
@@ -82,24 +111,49 @@ impl SeckillStore for MemoryStore {
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
         let Some(sale) = self.sale(voucher, false) else {
-            return Ok(Restock::NotFound);
+            return Ok(Once::Now(Restock::NotFound));
         };
         let mut sale = lock(&sale);
+        if sale.spec.is_none() {
+            return Ok(Once::Now(Restock::NotFound));
+        }
+        let now_s = chrono::Utc::now().timestamp();
+        if let Some(idem) = idem {
+            if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
+                return Ok(match first.outcome {
+                    Outcome::Restocked(outcome) if first.fingerprint == idem.fingerprint => {
+                        Once::Replayed(outcome)
+                    }
+                    _ => Once::KeyReused,
+                });
+            }
+        }
         let sold = sale.sold;
-        let Some(spec) = sale.spec.as_mut() else {
-            return Ok(Restock::NotFound);
-        };
-        if spec.stock.saturating_add(sold).saturating_add(quantity) > cap {
-            return Ok(Restock::OverCap {
+        let spec = sale.spec.as_mut().expect("checked above");
+        let outcome = if spec.stock.saturating_add(sold).saturating_add(quantity) > cap {
+            Restock::OverCap {
                 stock: spec.stock,
                 sold,
-            });
+            }
+        } else {
+            spec.stock += quantity;
+            let spec = *spec;
+            Restock::Done(sale.view(spec))
+        };
+        if let Some(idem) = idem {
+            sale.replies.insert(
+                idem.key.clone(),
+                Reply {
+                    fingerprint: idem.fingerprint.clone(),
+                    outcome: Outcome::Restocked(outcome),
+                    expires_at: now_s + IDEMPOTENCY_SECS as i64,
+                },
+            );
         }
-        spec.stock += quantity;
-        let spec = *spec;
-        Ok(Restock::Done(sale.view(spec)))
+        Ok(Once::Now(outcome))
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
@@ -115,40 +169,38 @@ impl SeckillStore for MemoryStore {
         voucher: &Name,
         user: UserId,
         _cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError> {
         let Some(sale) = self.sale(voucher, false) else {
-            return Ok(Err(Refusal::NotFound));
+            return Ok(Bought::Now(Err(Refusal::NotFound)));
         };
         let mut sale = lock(&sale);
         let Some(spec) = sale.spec else {
-            return Ok(Err(Refusal::NotFound));
+            return Ok(Bought::Now(Err(Refusal::NotFound)));
         };
-        let now = now_ms();
-        if now < spec.begin_ms {
-            return Ok(Err(Refusal::NotStarted));
+        let now_s = chrono::Utc::now().timestamp();
+        if let Some(idem) = idem {
+            if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
+                return Ok(match &first.outcome {
+                    Outcome::Bought(outcome) if first.fingerprint == idem.fingerprint => {
+                        Bought::Replayed(outcome.clone())
+                    }
+                    _ => Bought::KeyReused,
+                });
+            }
         }
-        if now >= spec.end_ms {
-            return Ok(Err(Refusal::Ended));
+        let outcome = sell(&mut sale, spec, user);
+        if let Some(idem) = idem {
+            sale.replies.insert(
+                idem.key.clone(),
+                Reply {
+                    fingerprint: idem.fingerprint.clone(),
+                    outcome: Outcome::Bought(outcome.clone()),
+                    expires_at: now_s + IDEMPOTENCY_SECS as i64,
+                },
+            );
         }
-        if spec.stock == 0 {
-            return Ok(Err(Refusal::SoldOut));
-        }
-        let held = sale.buyers.get(&user.0).map_or(&[][..], Vec::as_slice);
-        if held.len() >= spec.per_user_limit as usize {
-            return Ok(Err(Refusal::AlreadyOrdered(held.to_vec())));
-        }
-        let seq = Seq::next(
-            sale.orders.last().map(|o| o.seq),
-            u64::try_from(now).unwrap_or(0),
-        );
-        let order = Order { seq, user };
-        sale.orders.push(order);
-        sale.buyers.entry(user.0).or_default().push(seq);
-        sale.sold += 1;
-        if let Some(spec) = sale.spec.as_mut() {
-            spec.stock -= 1;
-        }
-        Ok(Ok(order))
+        Ok(Bought::Now(outcome))
     }
 
     async fn seckill_orders(
@@ -189,4 +241,34 @@ impl SeckillStore for MemoryStore {
         }
         Ok(Some(sale.buyers.get(&user.0).cloned().unwrap_or_default()))
     }
+}
+
+/// The purchase itself, under the voucher's lock.
+fn sell(sale: &mut Sale, spec: Spec, user: UserId) -> Result<Order, Refusal> {
+    let now = now_ms();
+    if now < spec.begin_ms {
+        return Err(Refusal::NotStarted);
+    }
+    if now >= spec.end_ms {
+        return Err(Refusal::Ended);
+    }
+    if spec.stock == 0 {
+        return Err(Refusal::SoldOut);
+    }
+    let held = sale.buyers.get(&user.0).map_or(&[][..], Vec::as_slice);
+    if held.len() >= spec.per_user_limit as usize {
+        return Err(Refusal::AlreadyOrdered(held.to_vec()));
+    }
+    let seq = Seq::next(
+        sale.orders.last().map(|o| o.seq),
+        u64::try_from(now).unwrap_or(0),
+    );
+    let order = Order { seq, user };
+    sale.orders.push(order);
+    sale.buyers.entry(user.0).or_default().push(seq);
+    sale.sold += 1;
+    if let Some(spec) = sale.spec.as_mut() {
+        spec.stock -= 1;
+    }
+    Ok(order)
 }

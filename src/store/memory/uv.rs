@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{lock, MemoryStore};
+use super::{lock, reclaim, MemoryStore};
 use crate::store::error::StoreError;
-use crate::types::{Day, Name};
+use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
@@ -13,6 +13,8 @@ use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 pub(super) struct State {
     /// page → day → that day's visitors and views.
     pages: HashMap<Name, BTreeMap<Day, Entry>>,
+    /// (page, idempotency key digest) → (fingerprint, first outcome, expires at unix s).
+    replies: HashMap<(Name, String), (String, Recorded, i64)>,
 }
 
 #[derive(Debug)]
@@ -28,7 +30,8 @@ impl State {
         for days in self.pages.values_mut() {
             days.retain(|_, e| e.expires_at > now);
         }
-        self.pages.retain(|_, days| !days.is_empty());
+        reclaim(&mut self.pages, |_, days| !days.is_empty());
+        reclaim(&mut self.replies, |_, (_, _, at)| *at > now);
     }
 
     fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
@@ -69,15 +72,45 @@ impl UvStore for MemoryStore {
         day: Day,
         visitors: &[String],
         expire_at: i64,
-    ) -> Result<Recorded, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Recorded>, StoreError> {
         let mut s = lock(&self.shared.uv);
-        let e = s.entry(page, day, now(), expire_at);
+        let now = now();
+        if let Some(idem) = idem {
+            if let Some((fp, first, _)) = s
+                .replies
+                .get(&(page.clone(), idem.key.clone()))
+                .filter(|(_, _, at)| *at > now)
+            {
+                return Ok(if *fp == idem.fingerprint {
+                    Once::Replayed(*first)
+                } else {
+                    Once::KeyReused
+                });
+            }
+        }
+        let e = s.entry(page, day, now, expire_at);
         let mut changed = false;
         for v in visitors {
             changed |= e.visitors.add(v.as_bytes());
         }
         e.pv += visitors.len() as u64;
-        Ok(Recorded { changed, pv: e.pv })
+        let done = Recorded {
+            day,
+            changed,
+            pv: e.pv,
+        };
+        if let Some(idem) = idem {
+            s.replies.insert(
+                (page.clone(), idem.key.clone()),
+                (
+                    idem.fingerprint.clone(),
+                    done,
+                    now + IDEMPOTENCY_SECS as i64,
+                ),
+            );
+        }
+        Ok(Once::Now(done))
     }
 
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {

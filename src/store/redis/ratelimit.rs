@@ -10,6 +10,7 @@ use super::{map_err, RedisStore};
 use crate::ratelimit::logic::{self, Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
+use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
 
 static GCRA: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));
@@ -38,27 +39,48 @@ fn split(us: i128) -> [String; 2] {
 }
 
 impl RateLimitStore for RedisStore {
-    async fn ratelimit_throttle(
+    async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,
         quantity: u64,
-    ) -> Result<Decision, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Decision>, StoreError> {
+        let mut args: Vec<String> = split(gcra.increment(quantity))
+            .into_iter()
+            .chain(split(gcra.tolerance))
+            .collect();
+        args.push(idem.map_or_else(String::new, |i| i.fingerprint.clone()));
+        args.push(IDEMPOTENCY_SECS.to_string());
         let reply: Vec<Value> = GCRA
             .evalsha_with_reload(
                 self.pool.next(),
-                vec![self.keys.ratelimit(bucket)],
-                split(gcra.increment(quantity))
-                    .into_iter()
-                    .chain(split(gcra.tolerance))
-                    .collect::<Vec<_>>(),
+                vec![
+                    self.keys.ratelimit(bucket),
+                    self.keys
+                        .ratelimit_idempotency(bucket, idem.map_or("", |i| i.key.as_str())),
+                ],
+                args,
             )
             .await
             .map_err(map_err)?;
+        let flag = match reply.get(2) {
+            Some(Value::String(s)) => s.to_string(),
+            Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+            _ => String::new(),
+        };
+        if flag == "key_reused" {
+            return Ok(Once::KeyReused);
+        }
         let now = micros(reply.first())?.ok_or_else(|| {
             StoreError::Internal("ratelimit_gcra.lua returned no clock".to_owned())
         })?;
         let stored = micros(reply.get(1))?;
-        Ok(logic::decide(gcra, quantity, now, stored))
+        let decision = logic::decide(gcra, quantity, now, stored);
+        Ok(if flag == "replay" {
+            Once::Replayed(decision)
+        } else {
+            Once::Now(decision)
+        })
     }
 }

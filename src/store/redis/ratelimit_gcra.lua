@@ -6,13 +6,30 @@
 -- ARGV[1], ARGV[2]  increment (emission interval x quantity): whole seconds, then the
 --          microseconds below them; 0 0 is a peek, which never writes
 -- ARGV[3], ARGV[4]  delay variation tolerance (emission interval x limit), split the same way
--- Returns  { now, tat }: the clock (TIME, read once) and the stored TAT, in microseconds as
---          decimal strings; tat is nil when the key is missing or does not hold a TAT.
+-- KEYS[2]  the idempotency record (<bucket>:idem:<sha256 of the key>, same slot): the string
+--          "fingerprint\nnow\ntat" of the first check under that key; only read or written when
+--          ARGV[5] is not empty
+-- ARGV[5]  the check's fingerprint under an idempotency key, or ''   ARGV[6] the record's TTL (s)
+-- Returns  { now, tat, flag }: the clock (TIME, read once) and the stored TAT, in microseconds
+--          as decimal strings (tat false when the key is missing or does not hold a TAT);
+--          flag '' for a check made now, 'replay' for the first check's { now, tat } under the
+--          same key (nothing written), 'key_reused' when that key came with another check.
 --
 -- Lua numbers are doubles, exact only up to 2^53, and at the API's caps a TAT reaches 3e19 µs.
 -- So every duration here is a pair (seconds, microseconds below them), each part exact.
 local M = 1000000
 local key = KEYS[1]
+local fp = ARGV[5]
+if fp ~= '' then
+  local first = redis.call('GET', KEYS[2])
+  if first then
+    local ffp, fnow, ftat = string.match(first, '^([^\n]*)\n([^\n]*)\n(.*)$')
+    if ffp ~= fp then
+      return { false, false, 'key_reused' }
+    end
+    return { fnow, ftat ~= '' and ftat or false, 'replay' }
+  end
+end
 local inc_s, inc_us = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tol_s, tol_us = tonumber(ARGV[3]), tonumber(ARGV[4])
 
@@ -60,4 +77,8 @@ if not limited and (inc_s > 0 or inc_us > 0) then
   end
 end
 
-return { string.format('%.0f%06d', now_s, now_us), stored }
+local now = string.format('%.0f%06d', now_s, now_us)
+if fp ~= '' then
+  redis.call('SET', KEYS[2], fp .. '\n' .. now .. '\n' .. (stored or ''), 'EX', ARGV[6])
+end
+return { now, stored, '' }

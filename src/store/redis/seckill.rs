@@ -8,7 +8,10 @@ use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
 use crate::seckill::logic::Seq;
-use crate::seckill::{Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{
+    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
+    IDEMPOTENCY_SECS,
+};
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
@@ -109,30 +112,29 @@ impl SeckillStore for RedisStore {
         voucher: &Name,
         quantity: u64,
         cap: u64,
-    ) -> Result<Restock, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Restock>, StoreError> {
         let reply: Vec<Value> = RESTOCK
             .evalsha_with_reload(
                 self.pool.next(),
-                vec![self.keys.voucher(voucher)],
-                vec![quantity.to_string(), cap.to_string()],
+                vec![
+                    self.keys.voucher(voucher),
+                    self.keys
+                        .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
+                ],
+                vec![
+                    quantity.to_string(),
+                    cap.to_string(),
+                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+                    IDEMPOTENCY_SECS.to_string(),
+                ],
             )
             .await
             .map_err(map_err)?;
-        let n = |i: usize| {
-            int(reply.get(i))
-                .and_then(|s| u64::try_from(s).ok())
-                .unwrap_or(0)
-        };
         match tag(&reply).as_str() {
-            "not_found" => Ok(Restock::NotFound),
-            "over_cap" => Ok(Restock::OverCap {
-                stock: n(1),
-                sold: n(2),
-            }),
-            "ok" => view(&reply)
-                .map(Restock::Done)
-                .ok_or_else(|| bad("restock", &reply)),
-            _ => Err(bad("restock", &reply)),
+            "key_reused" => Ok(Once::KeyReused),
+            "replay" => restocked(&reply[1..]).map(Once::Replayed),
+            _ => restocked(&reply).map(Once::Now),
         }
     }
 
@@ -153,30 +155,42 @@ impl SeckillStore for RedisStore {
         voucher: &Name,
         user: UserId,
         cap: u64,
-    ) -> Result<Result<Order, Refusal>, StoreError> {
+        idem: Option<&Idempotency>,
+    ) -> Result<Bought, StoreError> {
+        let mut keys = self.voucher_keys(voucher).to_vec();
+        keys.push(
+            self.keys
+                .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
+        );
         let reply: Vec<Value> = BUY
             .evalsha_with_reload(
                 self.pool.next(),
-                self.voucher_keys(voucher).to_vec(),
-                vec![user.to_string(), voucher.to_string(), cap.to_string()],
+                keys,
+                vec![
+                    user.to_string(),
+                    voucher.to_string(),
+                    cap.to_string(),
+                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+                    IDEMPOTENCY_SECS.to_string(),
+                ],
             )
             .await
             .map_err(map_err)?;
-        let arg = reply.get(1).and_then(Value::as_string).unwrap_or_default();
-        Ok(match tag(&reply).as_str() {
-            "ok" => Ok(Order {
-                seq: arg
-                    .parse()
-                    .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))?,
+        match tag(&reply).as_str() {
+            "key_reused" => Ok(Bought::KeyReused),
+            "replay" => Ok(Bought::Replayed(purchase(
                 user,
-            }),
-            "not_found" => Err(Refusal::NotFound),
-            "not_started" => Err(Refusal::NotStarted),
-            "ended" => Err(Refusal::Ended),
-            "sold_out" => Err(Refusal::SoldOut),
-            "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(&arg)?)),
-            _ => return Err(bad("buy", &reply)),
-        })
+                &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
+                &reply.get(2).and_then(Value::as_string).unwrap_or_default(),
+                &reply,
+            )?)),
+            tag => Ok(Bought::Now(purchase(
+                user,
+                tag,
+                &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
+                &reply,
+            )?)),
+        }
     }
 
     async fn seckill_orders(
@@ -186,10 +200,11 @@ impl SeckillStore for RedisStore {
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError> {
         // XRANGE's start is inclusive: begin at the id right after the cursor.
-        let start = match after {
+        let start = match after.map(Seq::successor) {
             None => "-".to_owned(),
-            Some(Seq { ms, n: u64::MAX }) => Seq { ms: ms + 1, n: 0 }.to_string(),
-            Some(Seq { ms, n }) => Seq { ms, n: n + 1 }.to_string(),
+            Some(Some(first)) => first.to_string(),
+            // Nothing can come after the largest id (the HTTP layer refuses such a cursor).
+            Some(None) => return Ok(Some(Vec::new())),
         };
         let reply: Vec<Value> = ORDERS
             .evalsha_with_reload(
@@ -259,4 +274,47 @@ pub(super) fn parse_entry(entry: &Value) -> Option<Order> {
         seq,
         user: UserId::parse(&user).ok()?,
     })
+}
+
+/// One purchase outcome from the script's tag and argument (`reply` only for the error text).
+fn purchase(
+    user: UserId,
+    tag: &str,
+    arg: &str,
+    reply: &[Value],
+) -> Result<Result<Order, Refusal>, StoreError> {
+    Ok(match tag {
+        "ok" => Ok(Order {
+            seq: arg
+                .parse()
+                .map_err(|e| StoreError::Internal(format!("bad order id in Redis: {e}")))?,
+            user,
+        }),
+        "not_found" => Err(Refusal::NotFound),
+        "not_started" => Err(Refusal::NotStarted),
+        "ended" => Err(Refusal::Ended),
+        "sold_out" => Err(Refusal::SoldOut),
+        "already_ordered" => Err(Refusal::AlreadyOrdered(seqs(arg)?)),
+        _ => return Err(bad("buy", reply)),
+    })
+}
+
+/// A restock outcome from the script's reply (`{'ok', stock, sold, ...}` and the refusals).
+fn restocked(reply: &[Value]) -> Result<Restock, StoreError> {
+    let n = |i: usize| {
+        int(reply.get(i))
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(0)
+    };
+    match tag(reply).as_str() {
+        "not_found" => Ok(Restock::NotFound),
+        "over_cap" => Ok(Restock::OverCap {
+            stock: n(1),
+            sold: n(2),
+        }),
+        "ok" => view(reply)
+            .map(Restock::Done)
+            .ok_or_else(|| bad("restock", reply)),
+        _ => Err(bad("restock", reply)),
+    }
 }

@@ -15,7 +15,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
 use crate::store::error::StoreError;
-use crate::types::{Day, Name};
+use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 static RECORD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_record.lua")));
@@ -60,18 +60,38 @@ impl UvStore for RedisStore {
         day: Day,
         visitors: &[String],
         expire_at: i64,
-    ) -> Result<Recorded, StoreError> {
-        let keys = vec![self.keys.uv_day(page, day), self.keys.pv_day(page, day)];
-        let mut args: Vec<Value> = Vec::with_capacity(visitors.len() + 1);
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Recorded>, StoreError> {
+        let keys = vec![
+            self.keys.uv_day(page, day),
+            self.keys.pv_day(page, day),
+            self.keys
+                .uv_idempotency(page, idem.map_or("", |i| i.key.as_str())),
+        ];
+        let mut args: Vec<Value> = Vec::with_capacity(visitors.len() + 4);
         args.push(expire_at.into());
+        args.push(idem.map_or("", |i| i.fingerprint.as_str()).into());
+        args.push(IDEMPOTENCY_SECS.to_string().into());
+        args.push(day.to_string().into());
         args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
-        let (changed, pv): (i64, u64) = RECORD
+        let (changed, pv, recorded_day, flag): (i64, u64, String, String) = RECORD
             .evalsha_with_reload(self.pool.next(), keys, args)
             .await
             .map_err(map_err)?;
-        Ok(Recorded {
+        if flag == "key_reused" {
+            return Ok(Once::KeyReused);
+        }
+        let done = Recorded {
+            day: Day::parse(&recorded_day).map_err(|e| {
+                StoreError::Internal(format!("uv_record.lua returned a bad day: {e}"))
+            })?,
             changed: changed == 1,
             pv,
+        };
+        Ok(if flag == "replay" {
+            Once::Replayed(done)
+        } else {
+            Once::Now(done)
         })
     }
 

@@ -1,18 +1,40 @@
--- Record visits to a page on one day.
+-- Record visits to a page on one day; under an idempotency key, the lookup of the key's first
+-- outcome and the record of this one happen in the same step.
 -- KEYS[1]   the day's HyperLogLog (uv:{page}:DATE)
 -- KEYS[2]   the day's page views (pv:{page}:DATE), same hash tag
--- ARGV[1]   unix time at which both keys expire
--- ARGV[2..] the visitors (at least one)
--- Returns   { 1 when the HyperLogLog changed else 0, the day's page views after this call }
+-- KEYS[3]   the idempotency record (uv:{page}:idem:<sha256 of the key>), same hash tag:
+--           "fingerprint\nchanged\npv\nday"; only read or written when ARGV[2] is not empty
+-- ARGV[1]   unix time at which both day keys expire
+-- ARGV[2]   the request's fingerprint under an idempotency key, or ''
+-- ARGV[3]   the record's TTL (s)   ARGV[4] the day (YYYY-MM-DD)
+-- ARGV[5..] the visitors (at least one)
+-- Returns   { 1 when the HyperLogLog changed else 0, the day's page views after this call,
+--             the day, flag }: flag '' when recorded now, 'replay' for the key's first
+--           outcome (nothing written), 'key_reused' (nothing written) when the key came with
+--           another request
+local fp = ARGV[2]
+if fp ~= '' then
+  local first = redis.call('GET', KEYS[3])
+  if first then
+    local ffp, changed, pv, day = string.match(first, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
+    if ffp ~= fp then
+      return { 0, 0, '', 'key_reused' }
+    end
+    return { tonumber(changed), tonumber(pv), day, 'replay' }
+  end
+end
 local changed = 0
 -- PFADD in slices: unpack() of a very large batch would overflow Lua's C stack.
-for first = 2, #ARGV, 500 do
+for first = 5, #ARGV, 500 do
   local last = math.min(first + 499, #ARGV)
   if redis.call('PFADD', KEYS[1], unpack(ARGV, first, last)) == 1 then
     changed = 1
   end
 end
-local pv = redis.call('INCRBY', KEYS[2], #ARGV - 1)
+local pv = redis.call('INCRBY', KEYS[2], #ARGV - 4)
 redis.call('EXPIREAT', KEYS[1], ARGV[1])
 redis.call('EXPIREAT', KEYS[2], ARGV[1])
-return { changed, pv }
+if fp ~= '' then
+  redis.call('SET', KEYS[3], fp .. '\n' .. changed .. '\n' .. pv .. '\n' .. ARGV[4], 'EX', ARGV[3])
+end
+return { changed, pv, ARGV[4], '' }

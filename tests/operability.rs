@@ -1,0 +1,316 @@
+//! What operators and front ends see of the running binary: JSON and access logs, compressed
+//! replies, bounded metric series.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Backend, Gateway};
+use serde_json::{json, Value};
+
+/// The release-shaped binary on a free port with `env`, its stdout read line by line.
+struct Binary {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    port: u16,
+}
+
+impl Binary {
+    fn start(env: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
+        cmd.env_remove("REDIS_URL")
+            .env_remove("RUST_LOG")
+            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+            .env("GATEWAY_ADMIN_TOKEN", "t")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { child, lines, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    async fn wait_ready(&self, client: &reqwest::Client) {
+        for _ in 0..400 {
+            if client.get(self.url("/healthz")).send().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the binary did not start");
+    }
+
+    /// The next line satisfying `pred`, within 10 s.
+    fn line(&self, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) if pred(&line) => return line,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("no such log line");
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn json_logs_carry_one_access_line_per_request() {
+    let gw = Binary::start(&[("GATEWAY_LOG_FORMAT", "json")]);
+    let client = reqwest::Client::new();
+    gw.wait_ready(&client).await;
+    let r = client
+        .post(gw.url("/v1/checkins/42"))
+        .header("x-request-id", "req-abc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let line = gw.line(|l| l.contains("req-abc"));
+    let entry: Value = serde_json::from_str(&line).expect("every line is one JSON object");
+    assert_eq!(entry["level"], "INFO");
+    assert_eq!(entry["target"], "access");
+    assert_eq!(entry["method"], "POST");
+    assert_eq!(entry["route"], "/v1/checkins/{user_id}");
+    assert_eq!(entry["status"], 200);
+    assert_eq!(entry["request_id"], "req-abc");
+    assert_eq!(entry["client"], "ip:127.0.0.1");
+    assert_eq!(entry["limiter"], "allowed");
+    assert!(entry["latency_ms"].as_f64().unwrap() >= 0.0);
+}
+
+#[tokio::test]
+async fn the_access_log_can_be_switched_off() {
+    let gw = Binary::start(&[("GATEWAY_ACCESS_LOG", "off")]);
+    let client = reqwest::Client::new();
+    gw.wait_ready(&client).await;
+    for id in ["quiet-1", "quiet-2"] {
+        client
+            .get(gw.url("/healthz"))
+            .header("x-request-id", id)
+            .send()
+            .await
+            .unwrap();
+    }
+    // Only the access log mentions a request id at INFO: with it off, no line does.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen: Vec<String> = gw.lines.try_iter().collect();
+    assert!(
+        !seen.iter().any(|l| l.contains("quiet-")),
+        "no access lines: {seen:?}"
+    );
+    assert!(
+        seen.iter().any(|l| l.contains("serving on")),
+        "other lines still come: {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn large_replies_are_compressed_as_negotiated() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let items: Vec<String> = (0..500).map(|i| format!("news-item-{i:05}")).collect();
+    let body = json!({ "items": items });
+    let plain: Value = gw
+        .client
+        .post(gw.url("/v1/dedup/compress/check"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let raw = reqwest::Client::builder()
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .build()
+        .unwrap();
+    for encoding in ["gzip", "br", "zstd"] {
+        let r = raw
+            .post(gw.url("/v1/dedup/compress/check"))
+            .header("accept-encoding", encoding)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["content-encoding"], encoding);
+        let size = r.bytes().await.unwrap().len();
+        let plain_size = serde_json::to_vec(&plain).unwrap().len();
+        assert!(size * 3 < plain_size, "{encoding}: {size} of {plain_size}");
+    }
+    // A client that decodes them gets the same JSON.
+    let decoding = reqwest::Client::new();
+    let decoded: Value = decoding
+        .post(gw.url("/v1/dedup/compress/check"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(decoded, plain);
+
+    // Small replies stay plain.
+    let r = raw
+        .get(gw.url("/healthz"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("content-encoding").is_none());
+}
+
+// Several threads: the check below blocks one while the in-process gateway answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_healthcheck_subcommand_tells_up_from_down() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let run = |listen: String| {
+        Command::new(env!("CARGO_BIN_EXE_redis-gateway"))
+            .arg("healthcheck")
+            .env("GATEWAY_LISTEN", listen)
+            .output()
+            .unwrap()
+    };
+    let up = run(format!("0.0.0.0:{}", gw.addr.port()));
+    assert!(up.status.success(), "{up:?}");
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let down = run(format!("127.0.0.1:{port}"));
+    assert_eq!(down.status.code(), Some(1), "{down:?}");
+    assert!(String::from_utf8_lossy(&down.stderr).contains("unhealthy"));
+}
+
+/// Traces over OTLP/HTTP to a real receiver this test runs: the caller's `traceparent` is
+/// continued, the request and its store call arrive as spans of that trace, and the trace id
+/// is echoed in the access log and in problem documents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_reach_an_otlp_receiver() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ExportTraceServiceRequest>();
+    let receiver = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(ExportTraceServiceRequest::decode(body).expect("OTLP protobuf"));
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+
+    let gw = Binary::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+        ("OTEL_SERVICE_NAME", "gw-under-test"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("GATEWAY_LOG_FORMAT", "json"),
+    ]);
+    let client = reqwest::Client::new();
+    gw.wait_ready(&client).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{trace}-00f067aa0ba902b7-01");
+    let r = client
+        .post(gw.url("/v1/uv/traced"))
+        .header("traceparent", &traceparent)
+        .header("x-request-id", "traced-1")
+        .json(&json!({"visitor": "v1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let problem: Value = client
+        .post(gw.url("/v1/uv/traced"))
+        .header("traceparent", &traceparent)
+        .json(&json!({"visitor": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(problem["status"], 400);
+    assert_eq!(problem["trace_id"], trace, "{problem}");
+    let access: Value = serde_json::from_str(&gw.line(|l| l.contains("traced-1"))).unwrap();
+    assert_eq!(access["trace_id"], trace);
+
+    // Spans arrive in batches; collect until both the request and its store call are in.
+    let mut spans = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !(spans
+        .iter()
+        .any(|(n, _, _): &(String, String, String)| n == "POST /v1/uv/{page}")
+        && spans.iter().any(|(n, _, _)| n == "uv.record"))
+    {
+        let batch = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("spans within 20 s")
+            .unwrap();
+        for resource in batch.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.as_ref())
+                .map(|v| format!("{:?}", v.value))
+                .unwrap_or_default();
+            assert!(service.contains("gw-under-test"), "{service}");
+            for scope in resource.scope_spans {
+                for span in scope.spans {
+                    let trace_id: String =
+                        span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
+                    let parent: String = span
+                        .parent_span_id
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    spans.push((span.name, trace_id, parent));
+                }
+            }
+        }
+    }
+    let request = spans
+        .iter()
+        .find(|(n, _, _)| n == "POST /v1/uv/{page}")
+        .unwrap();
+    assert_eq!(request.1, trace, "the caller's trace is continued");
+    assert_eq!(request.2, "00f067aa0ba902b7", "under the caller's span");
+    let store = spans.iter().find(|(n, _, _)| n == "uv.record").unwrap();
+    assert_eq!(store.1, trace, "the store call belongs to the same trace");
+}
