@@ -131,20 +131,31 @@ impl Modify for GlobalLimitResponses {
                 header("Seconds until the bucket is full again", Type::Integer),
             )
             .build();
-        for item in openapi.paths.paths.values_mut() {
+        for (path, item) in &mut openapi.paths.paths {
             let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
+                ("GET", &mut item.get),
+                ("PUT", &mut item.put),
+                ("POST", &mut item.post),
+                ("DELETE", &mut item.delete),
+                ("PATCH", &mut item.patch),
             ];
-            for operation in operations.into_iter().flatten() {
+            for (method, operation) in operations {
+                let Some(operation) = operation else { continue };
                 operation
                     .responses
                     .responses
                     .entry("429".to_owned())
                     .or_insert_with(|| limited.clone().into());
+                // The units of the global limiter this operation spends (the GCRA quantity).
+                let cost = crate::middleware::costs::rule_text(method, path);
+                operation
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .merge(
+                        utoipa::openapi::extensions::ExtensionsBuilder::new()
+                            .add("x-ratelimit-cost", cost)
+                            .build(),
+                    );
             }
         }
     }

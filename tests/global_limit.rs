@@ -380,3 +380,41 @@ async fn shadow_mode_decides_counts_and_refuses_nothing() {
     // their own, never fewer.
     assert!(shadow_count(&scrape().await) >= before + 3);
 }
+
+/// Route costs (API.md "Global limiter"): a request whose store work grows with its input is
+/// charged more units, before any store work, and never more than the whole budget.
+#[tokio::test]
+async fn expensive_requests_cost_more_units() {
+    let mut s = limited(Backend::Memory);
+    s.global.max_burst = 19; // a limit of 20
+    let gw = Gateway::with_settings(s).await;
+    let erin = key("erin");
+    // A single-key read: 1 unit.
+    assert_eq!(get(&gw, CHEAP, &erin).await.remaining(), 19);
+    // A UV range over 93 days: 1 + 93 / 31 = 4 units.
+    let range = get(&gw, "/v1/uv/home?from=2026-01-01&to=2026-04-03", &erin).await;
+    assert_eq!((range.status, range.remaining()), (200, 15));
+    // Check-in stats over 92 days: 1 + 92 / 8 = 12 units.
+    let stats = get(
+        &gw,
+        "/v1/checkins/stats?from=2026-01-01&to=2026-04-02",
+        &erin,
+    )
+    .await;
+    assert_eq!((stats.status, stats.remaining()), (200, 3));
+    // A union of 100 pages over a year would be 101 units: capped at the whole budget (20),
+    // which no longer fits.
+    let pages = (0..100)
+        .map(|i| format!("p{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let union = get(
+        &gw,
+        &format!("/v1/uv?pages={pages}&from=2026-01-01&to=2026-12-31"),
+        &erin,
+    )
+    .await;
+    assert_eq!(union.status, 429);
+    // And it did not spend anything: the cheap read still fits.
+    assert_eq!(get(&gw, CHEAP, &erin).await.remaining(), 2);
+}

@@ -428,6 +428,51 @@ async fn refused_orders_are_dead_lettered() {
         dead.contains("reason") && dead.contains("unique_violation"),
         "a reason code, not raw text: {dead}"
     );
+
+    // The admin sees it, with its order and reason...
+    let (status, page) = gw.get("/v1/seckill/vouchers/dl/dead-letters").await;
+    assert_eq!(status, 401, "admin only");
+    let listed = gw
+        .send(
+            gw.client
+                .get(gw.url("/v1/seckill/vouchers/dl/dead-letters"))
+                .bearer_auth(common::ADMIN_TOKEN),
+        )
+        .await
+        .1;
+    let letters = listed["dead_letters"].as_array().unwrap();
+    assert_eq!(letters.len(), 1, "{listed} {page}");
+    assert_eq!(letters[0]["user_id"], 7);
+    assert_eq!(letters[0]["reason"], "unique_violation");
+    let order_id = letters[0]["order_id"].as_str().unwrap().to_owned();
+    // ...fixes the cause, and replays: the order lands, once.
+    sqlx::query("DELETE FROM seckill_orders WHERE order_id = 'dl/1-0'")
+        .execute(&db)
+        .await
+        .unwrap();
+    let (status, replay) = gw
+        .admin_post("/v1/seckill/vouchers/dl/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!(
+        (status.as_u16(), replay["replayed"].as_u64()),
+        (200, Some(1)),
+        "{replay}"
+    );
+    let ids: HashSet<String> = ledger_ids(&db, "dl").await.into_iter().collect();
+    assert!(ids.contains(&order_id), "{ids:?}");
+    let (_, again) = gw
+        .admin_post("/v1/seckill/vouchers/dl/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!(again["replayed"], 0);
+    let listed = gw
+        .send(
+            gw.client
+                .get(gw.url("/v1/seckill/vouchers/dl/dead-letters"))
+                .bearer_auth(common::ADMIN_TOKEN),
+        )
+        .await
+        .1;
+    assert_eq!(listed["dead_letters"], json!([]));
 }
 
 /// Runs `sql` on the server's `postgres` database (never itself read-only), then ends every

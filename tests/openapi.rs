@@ -62,6 +62,27 @@ fn operation_ids_are_unique_and_descriptive() {
     }
 }
 
+/// Every limited operation states what it costs the global limiter (API.md "Global limiter").
+#[test]
+fn every_api_operation_declares_its_limiter_cost() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let cost = &op["x-ratelimit-cost"];
+            if path.starts_with("/v1/") {
+                assert!(cost.is_string(), "{method} {path}");
+            } else {
+                assert!(cost.is_null(), "{method} {path} is never limited");
+            }
+        }
+    }
+    assert_eq!(
+        doc["paths"]["/v1/uv"]["get"]["x-ratelimit-cost"],
+        "1 + pages × days / 366"
+    );
+}
+
 /// Liveness, readiness and metrics are operations of the document too (API.md "Operations").
 #[test]
 fn ops_routes_are_documented() {
@@ -146,6 +167,8 @@ fn security_is_declared_on_exactly_the_admin_routes() {
     assert_eq!(
         secured,
         [
+            "GET /v1/seckill/vouchers/{voucher_id}/dead-letters",
+            "POST /v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
             "POST /v1/seckill/vouchers/{voucher_id}/restock",
             "PUT /v1/dedup/{filter}",
             "PUT /v1/seckill/vouchers/{voucher_id}",

@@ -68,6 +68,17 @@ pub(crate) struct Taken {
     pub deliveries: u64,
 }
 
+/// An order the ledger gave up on, as its dead-letter stream holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct DeadLetter {
+    /// Its id in the dead-letter stream (the listing's cursor).
+    pub dead_id: Seq,
+    /// `None` when the entry could not be read at all.
+    pub order: Option<Row>,
+    /// The reason code (`unique_violation`, `unreadable_entry`, …).
+    pub reason: String,
+}
+
 /// How far behind the ledger is on one voucher.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Backlog {
@@ -114,6 +125,24 @@ pub(crate) trait OrderStreams: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Backlog, StoreError>> + Send;
 }
 
+/// The dead-letter streams, for the admin listing and replay. Every backend answers: one
+/// without streams has never dead-lettered anything.
+pub(crate) trait DeadLetters {
+    /// Up to `limit` dead letters of `voucher` after the dead-letter stream id `after`.
+    fn ledger_dead_letters(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DeadLetter>, StoreError>> + Send;
+    /// Removes dead letters (by their dead-letter stream ids) once their orders are in the ledger.
+    fn ledger_forget_dead(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
 /// The ledger's state as `/readyz` reports it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LedgerStatus {
@@ -148,6 +177,16 @@ impl LedgerStatus {
             reason: None,
         }
     }
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The database as a whole cannot take orders now (reason code).
+    #[error("the ledger database cannot take orders now ({0})")]
+    Database(&'static str),
 }
 
 /// Handle kept in the app state: the ingester's status, and a guard that stops the ingester
@@ -213,6 +252,55 @@ impl Ledger {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Up to `limit` dead letters of `voucher` after `after`; none when the ledger is not on
+    /// Redis (it never dead-letters anything then).
+    pub(crate) async fn dead_letters(
+        store: &impl DeadLetters,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        store.ledger_dead_letters(voucher, after, limit).await
+    }
+
+    /// Hands every dead letter of `voucher` back to the ledger: each order is inserted (a no-op
+    /// when it is there already, so it lands once) and its dead letter removed; an order the
+    /// database still refuses stays dead-lettered. Returns how many were handed back.
+    pub(crate) async fn replay(
+        &self,
+        store: &impl DeadLetters,
+        voucher: &Name,
+    ) -> Result<u64, ReplayError> {
+        // The ledger is on only over Redis, so without a database there is nothing to replay.
+        let Some(db) = &self.db else {
+            return Ok(0);
+        };
+        let mut replayed = 0;
+        let mut after = None;
+        loop {
+            let page = store.ledger_dead_letters(voucher, after, BATCH).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.dead_id);
+            for dead in &page {
+                let Some(row) = &dead.order else { continue };
+                match db.insert(std::slice::from_ref(row)).await {
+                    Ok(_) => {
+                        store.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
+                        replayed += 1;
+                    }
+                    Err(e @ db::DbError::Unavailable { .. }) => {
+                        tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
+                        return Err(ReplayError::Database(e.reason()));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
+                    }
+                }
+            }
+        }
+        Ok(replayed)
     }
 
     /// Which of `order_ids` the ledger holds; `None` when the ledger is off or cannot answer

@@ -15,6 +15,7 @@
 //!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
 //!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
 
+pub mod costs;
 mod observe;
 mod problems;
 pub mod ratelimit;

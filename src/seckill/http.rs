@@ -22,6 +22,7 @@ use crate::auth::Admin;
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
+use crate::ledger::{Ledger, ReplayError};
 use crate::state::AppState;
 use crate::types::{name_rule, Name, UserId};
 
@@ -37,6 +38,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(restock))
         .routes(routes!(buy, list_orders))
         .routes(routes!(user_orders))
+        .routes(routes!(dead_letters))
+        .routes(routes!(replay_dead_letters))
 }
 
 /// A voucher's definition.
@@ -460,22 +463,7 @@ async fn list_orders(
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<OrdersQuery>,
 ) -> ApiResult<Json<OrderPage>> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::invalid(format!(
-            "limit must be within 1..={MAX_LIMIT}, got {limit}"
-        )));
-    }
-    let after = q
-        .after
-        .as_deref()
-        .filter(|a| !a.is_empty())
-        .map(str::parse::<Seq>)
-        .transpose()
-        .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
-    if after.is_some_and(|a| a.successor().is_none()) {
-        return Err(ApiError::invalid("after: out of range"));
-    }
+    let (limit, after) = q.page()?;
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store
@@ -492,6 +480,156 @@ async fn list_orders(
         orders,
         next: next.flatten(),
     }))
+}
+
+impl OrdersQuery {
+    /// The page size and the cursor, both checked (a cursor naming the largest id there can
+    /// be is out of range: nothing can follow it).
+    fn page(&self) -> Result<(usize, Option<Seq>), ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::invalid(format!(
+                "limit must be within 1..={MAX_LIMIT}, got {limit}"
+            )));
+        }
+        let after = self
+            .after
+            .as_deref()
+            .filter(|a| !a.is_empty())
+            .map(str::parse::<Seq>)
+            .transpose()
+            .map_err(|e| ApiError::invalid(format!("after: {e}")))?;
+        if after.is_some_and(|a| a.successor().is_none()) {
+            return Err(ApiError::invalid("after: out of range"));
+        }
+        Ok((limit, after))
+    }
+}
+
+/// One order the ledger gave up on.
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterView {
+    /// The order as sold (absent fields when the stream entry could not be read).
+    #[serde(flatten)]
+    order: Option<OrderView>,
+    /// Why the ledger gave up: `unique_violation`, `data_exception`, `unreadable_entry`, …
+    #[schema(example = "unique_violation")]
+    reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterPage {
+    /// Oldest first.
+    dead_letters: Vec<DeadLetterView>,
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page.
+    next: Option<String>,
+}
+
+/// Orders the ledger gave up on (admin), paged, each with its reason code.
+///
+/// Only an order the database refused for its own data ends here (a duplicate, a bad value);
+/// fix the cause, then replay them. Empty while the ledger is off.
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters",
+    operation_id = "seckillDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
+    responses(
+        (status = 200, body = DeadLetterPage),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<OrdersQuery>,
+) -> ApiResult<Json<DeadLetterPage>> {
+    let (limit, after) = q.page()?;
+    state
+        .store
+        .seckill_voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let mut dead = Ledger::dead_letters(&state.store, &voucher, after, limit + 1).await?;
+    let next = (dead.len() > limit).then(|| {
+        dead.truncate(limit);
+        dead.last().map(|d| d.dead_id.to_string())
+    });
+    let dead_letters = dead
+        .into_iter()
+        .map(|d| DeadLetterView {
+            order: d.order.map(|row| {
+                let seq = row
+                    .order_id
+                    .rsplit('/')
+                    .next()
+                    .and_then(|s| s.parse::<Seq>().ok())
+                    .unwrap_or(Seq {
+                        ms: row.created_at_ms,
+                        n: 0,
+                    });
+                OrderView::new(&voucher, seq, row.user)
+            }),
+            reason: d.reason,
+        })
+        .collect();
+    Ok(Json(DeadLetterPage {
+        dead_letters,
+        next: next.flatten(),
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ReplayReply {
+    /// Dead letters handed back to the ledger (each order lands once).
+    replayed: u64,
+}
+
+/// Hand every dead letter of a voucher back to the ledger (admin).
+///
+/// Each order is inserted (a no-op when it is there already, so it lands once) and its dead
+/// letter removed; one the database still refuses stays. 0 while the ledger is off; 503 when
+/// the database as a whole cannot take orders (nothing is lost: replay again later).
+#[utoipa::path(
+    post,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
+    operation_id = "seckillReplayDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = name_rule!())),
+    responses(
+        (status = 200, body = ReplayReply),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn replay_dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+) -> ApiResult<Json<ReplayReply>> {
+    state
+        .store
+        .seckill_voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let replayed = state
+        .ledger
+        .replay(&state.store, &voucher)
+        .await
+        .map_err(|e| match e {
+            ReplayError::Store(e) => ApiError::from(e),
+            ReplayError::Database(reason) => ApiError::BackendUnavailable(
+                crate::store::error::StoreError::Unavailable(format!("ledger database: {reason}")),
+            ),
+        })?;
+    Ok(Json(ReplayReply { replayed }))
 }
 
 fn views(voucher: &Name, orders: &[Order]) -> Vec<OrderView> {

@@ -4,8 +4,8 @@
 //! traits use `async fn`, so they cannot be `dyn` objects; a generic `AppState<S>` would carry a
 //! type parameter through every handler and the router. A `match` per method (the `dispatch!`
 //! macro in `mod.rs`, which also times the call under a fixed `op` label) keeps one line per
-//! method here, and the compiler still refuses a backend
-//! that misses a method. A new domain adds one `impl` block below.
+//! method here, and the compiler still refuses a backend that misses a method. A new domain adds
+//! one `impl` block below.
 
 use super::error::StoreError;
 use super::Store;
@@ -13,6 +13,7 @@ use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCenter};
+use crate::ledger::{DeadLetter, DeadLetters};
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
@@ -176,5 +177,19 @@ impl DedupStore for Store {
     }
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         dispatch!(self, "dedup.filter_info", s => s.dedup_info(filter).await)
+    }
+}
+
+impl DeadLetters for Store {
+    async fn ledger_dead_letters(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        dispatch!(self, s => s.ledger_dead_letters(voucher, after, limit).await)
+    }
+    async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+        dispatch!(self, s => s.ledger_forget_dead(voucher, ids).await)
     }
 }

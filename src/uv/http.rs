@@ -64,8 +64,10 @@ struct VisitReply {
     path = "/v1/uv/{page}",
     operation_id = "uvRecord",
     tag = "uv",
-    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"))),
-    params(("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)")),
+    params(
+        ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)"),
+    ),
     request_body = VisitBody,
     responses(
         (status = 200, body = VisitReply),

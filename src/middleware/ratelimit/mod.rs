@@ -25,7 +25,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
@@ -178,30 +179,48 @@ impl Limiter {
         let (gcra, policy) = own
             .as_ref()
             .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
+        // Charged before any store work, from the request line and headers alone.
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or("", MatchedPath::as_str);
+        let content_length = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let quantity = super::costs::cost(
+            req.method().as_str(),
+            route,
+            req.uri().query(),
+            content_length,
+            gcra.limit,
+        );
         let bucket = Bucket::Client(client);
-        let (mut response, outcome) = match self.store.ratelimit_throttle(&bucket, gcra, 1).await {
-            Ok(decision) if decision.allowed => {
-                let mut response = pass(inner, req).await?;
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "allowed")
-            }
-            Ok(decision) if self.shadow => {
-                shadow_refusal(&label);
-                let mut response = pass(inner, req).await?;
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "would_limit")
-            }
-            Ok(decision) => {
-                let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
-                let mut response = ApiError::RateLimited {
-                    retry_after: u64::try_from(retry_after).unwrap_or(1),
+        let (mut response, outcome) =
+            match self.store.ratelimit_throttle(&bucket, gcra, quantity).await {
+                Ok(decision) if decision.allowed => {
+                    let mut response = pass(inner, req).await?;
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "allowed")
                 }
-                .into_response();
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "limited")
-            }
-            Err(e) => self.store_failed(e, inner, req).await?,
-        };
+                Ok(decision) if self.shadow => {
+                    shadow_refusal(&label);
+                    let mut response = pass(inner, req).await?;
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "would_limit")
+                }
+                Ok(decision) => {
+                    let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
+                    let mut response = ApiError::RateLimited {
+                        retry_after: u64::try_from(retry_after).unwrap_or(1),
+                    }
+                    .into_response();
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "limited")
+                }
+                Err(e) => self.store_failed(e, inner, req).await?,
+            };
         count(outcome, label);
         if let Bucket::Client(client) = bucket {
             response

@@ -9,6 +9,7 @@
 mod checkins;
 mod dedup;
 mod geo;
+mod ledger;
 mod ratelimit;
 mod seckill;
 mod uv;

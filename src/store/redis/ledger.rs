@@ -7,7 +7,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, OrderStreams, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, DeadLetters, OrderStreams, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
@@ -28,6 +28,48 @@ impl RedisStore {
         let _: i64 = self
             .pool
             .sadd(self.keys.voucher_registry(), voucher.as_str())
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+}
+
+impl DeadLetters for RedisStore {
+    async fn ledger_dead_letters(
+        &self,
+        voucher: &Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let start = match after.map(Seq::successor) {
+            None => "-".to_owned(),
+            Some(Some(first)) => first.to_string(),
+            Some(None) => return Ok(Vec::new()),
+        };
+        let entries: Vec<Value> = self
+            .pool
+            .next()
+            .xrange(
+                self.keys.voucher_dead_letters(voucher),
+                start,
+                "+",
+                Some(limit as u64),
+            )
+            .await
+            .map_err(map_err)?;
+        entries.iter().map(|e| dead_letter(voucher, e)).collect()
+    }
+
+    async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _: i64 = self
+            .pool
+            .xdel(
+                self.keys.voucher_dead_letters(voucher),
+                ids.iter().map(Seq::to_string).collect::<Vec<_>>(),
+            )
             .await
             .map_err(map_err)?;
         Ok(())
@@ -169,5 +211,46 @@ fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
         id,
         order,
         deliveries,
+    })
+}
+
+/// A dead-letter stream entry `{dead id, {id, <order id>, reason, <code>, user, .., nth, ..}}`.
+fn dead_letter(voucher: &Name, entry: &Value) -> Result<DeadLetter, StoreError> {
+    let bad = || StoreError::Internal(format!("unexpected dead letter: {entry:?}"));
+    let Value::Array(parts) = entry else {
+        return Err(bad());
+    };
+    let dead_id: Seq = parts
+        .first()
+        .and_then(Value::as_string)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    let field = |name: &str| -> Option<String> {
+        let Some(Value::Array(fields)) = parts.get(1) else {
+            return None;
+        };
+        fields
+            .chunks(2)
+            .find(|kv| kv[0].as_string().as_deref() == Some(name))
+            .and_then(|kv| kv.get(1))
+            .and_then(Value::as_string)
+    };
+    let id: Option<Seq> = field("id").and_then(|s| s.parse().ok());
+    let user = field("user").and_then(|u| UserId::parse(&u).ok());
+    let nth = field("nth").and_then(|n| n.parse::<u32>().ok());
+    let order = match (id, user, nth) {
+        (Some(id), Some(user), Some(nth)) => Some(crate::ledger::Row {
+            order_id: format!("{voucher}/{id}"),
+            voucher: voucher.clone(),
+            user,
+            nth,
+            created_at_ms: id.ms,
+        }),
+        _ => None,
+    };
+    Ok(DeadLetter {
+        dead_id,
+        order,
+        reason: field("reason").unwrap_or_default(),
     })
 }
