@@ -136,7 +136,8 @@ impl<S: OrderStreams> Ingester<S> {
 
     /// One pass over every voucher; returns how many entries were handled.
     async fn round(&self, recovering: bool) -> Result<usize, RoundError> {
-        // A round with nothing to insert would not notice that PostgreSQL is still down.
+        // A round with nothing to insert would not notice that PostgreSQL is still down, or
+        // still refusing writes: the probe is an insert of no rows.
         if recovering {
             self.db.ping().await?;
         }

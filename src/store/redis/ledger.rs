@@ -7,7 +7,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, DeadLetter, DeadLetters, OrderStreams, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, DeadLetters, OrderStreams, Row, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
@@ -172,21 +172,23 @@ impl OrderStreams for RedisStore {
     }
 }
 
-/// `{id, {field, value, ...}, deliveries}` → what the ingester needs; an entry whose fields
-/// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
-fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
-    let bad = || StoreError::Internal(format!("unexpected ledger entry: {entry:?}"));
-    let Value::Array(parts) = entry else {
-        return Err(bad());
-    };
-    let id: Seq = parts
-        .first()
-        .and_then(Value::as_string)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    let deliveries = parts.get(2).and_then(Value::as_u64).unwrap_or(1);
-    let field = |name: &str| -> Option<String> {
-        let Some(Value::Array(fields)) = parts.get(1) else {
+/// A stream entry `{id, {field, value, ...}, ...}` as XREADGROUP/XAUTOCLAIM/XRANGE return it.
+struct Entry<'a> {
+    id: Seq,
+    parts: &'a [Value],
+}
+
+impl<'a> Entry<'a> {
+    fn parse(entry: &'a Value) -> Option<Self> {
+        let Value::Array(parts) = entry else {
+            return None;
+        };
+        let id = parts.first()?.as_string()?.parse().ok()?;
+        Some(Self { id, parts })
+    }
+
+    fn field(&self, name: &str) -> Option<String> {
+        let Some(Value::Array(fields)) = self.parts.get(1) else {
             return None;
         };
         fields
@@ -194,63 +196,43 @@ fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
             .find(|kv| kv[0].as_string().as_deref() == Some(name))
             .and_then(|kv| kv.get(1))
             .and_then(Value::as_string)
-    };
-    let user = field("user").and_then(|u| UserId::parse(&u).ok());
-    let nth = field("nth").and_then(|n| n.parse::<u32>().ok());
-    let order = match (user, nth) {
-        (Some(user), Some(nth)) => Some(crate::ledger::Row {
-            order_id: format!("{voucher}/{id}"),
-            voucher: voucher.clone(),
-            user,
-            nth,
-            created_at_ms: id.ms,
-        }),
-        _ => None,
-    };
+    }
+}
+
+/// The order an order-stream entry `id` with these `user` and `nth` fields stands for.
+fn row(voucher: &Name, id: Seq, user: Option<String>, nth: Option<String>) -> Option<Row> {
+    Some(Row {
+        order_id: format!("{voucher}/{id}"),
+        voucher: voucher.clone(),
+        user: UserId::parse(&user?).ok()?,
+        nth: nth?.parse().ok()?,
+        created_at_ms: id.ms,
+    })
+}
+
+/// `{id, {field, value, ...}, deliveries}` → what the ingester needs; an entry whose fields
+/// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
+fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
+    let e = Entry::parse(entry)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected ledger entry: {entry:?}")))?;
     Ok(Taken {
-        id,
-        order,
-        deliveries,
+        id: e.id,
+        order: row(voucher, e.id, e.field("user"), e.field("nth")),
+        deliveries: e.parts.get(2).and_then(Value::as_u64).unwrap_or(1),
     })
 }
 
 /// A dead-letter stream entry `{dead id, {id, <order id>, reason, <code>, user, .., nth, ..}}`.
 fn dead_letter(voucher: &Name, entry: &Value) -> Result<DeadLetter, StoreError> {
-    let bad = || StoreError::Internal(format!("unexpected dead letter: {entry:?}"));
-    let Value::Array(parts) = entry else {
-        return Err(bad());
-    };
-    let dead_id: Seq = parts
-        .first()
-        .and_then(Value::as_string)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    let field = |name: &str| -> Option<String> {
-        let Some(Value::Array(fields)) = parts.get(1) else {
-            return None;
-        };
-        fields
-            .chunks(2)
-            .find(|kv| kv[0].as_string().as_deref() == Some(name))
-            .and_then(|kv| kv.get(1))
-            .and_then(Value::as_string)
-    };
-    let id: Option<Seq> = field("id").and_then(|s| s.parse().ok());
-    let user = field("user").and_then(|u| UserId::parse(&u).ok());
-    let nth = field("nth").and_then(|n| n.parse::<u32>().ok());
-    let order = match (id, user, nth) {
-        (Some(id), Some(user), Some(nth)) => Some(crate::ledger::Row {
-            order_id: format!("{voucher}/{id}"),
-            voucher: voucher.clone(),
-            user,
-            nth,
-            created_at_ms: id.ms,
-        }),
-        _ => None,
-    };
+    let e = Entry::parse(entry)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected dead letter: {entry:?}")))?;
+    let order = e
+        .field("id")
+        .and_then(|id| id.parse::<Seq>().ok())
+        .and_then(|id| row(voucher, id, e.field("user"), e.field("nth")));
     Ok(DeadLetter {
-        dead_id,
+        dead_id: e.id,
         order,
-        reason: field("reason").unwrap_or_default(),
+        reason: e.field("reason").unwrap_or_default(),
     })
 }
