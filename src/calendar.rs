@@ -4,12 +4,7 @@
 
 use chrono::{Duration, NaiveTime};
 
-use crate::types::{Day, Invalid};
-
-/// A day that may not be written: in the future or past retention (a 422 at the edge).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct NotWritable(pub String);
+use crate::types::{Day, Refused};
 
 /// The last `days` days ending `today` (today included).
 #[derive(Debug, Clone, Copy)]
@@ -35,16 +30,16 @@ impl Retention {
         day <= self.today && day >= self.oldest()
     }
 
-    /// Refuses days in the future or past retention.
-    pub fn writable(&self, day: Day) -> Result<(), NotWritable> {
+    /// Refuses days in the future or past retention with 422.
+    pub fn writable(&self, day: Day) -> Result<(), Refused> {
         if day > self.today {
-            return Err(NotWritable(format!(
+            return Err(Refused::Unprocessable(format!(
                 "{day} is in the future (today is {})",
                 self.today
             )));
         }
         if day < self.oldest() {
-            return Err(NotWritable(format!(
+            return Err(Refused::Unprocessable(format!(
                 "{day} is older than the {} retention of {} days",
                 self.what, self.days
             )));
@@ -63,14 +58,16 @@ impl Retention {
     }
 }
 
-/// The days `from..=to`, refusing a backwards range or one longer than `max_days`.
-pub(crate) fn days_between(from: Day, to: Day, max_days: i64) -> Result<Vec<Day>, Invalid> {
+/// The days `from..=to`, refusing a backwards range or one longer than `max_days` with 400.
+pub(crate) fn days_between(from: Day, to: Day, max_days: i64) -> Result<Vec<Day>, Refused> {
     if to < from {
-        return Err(Invalid(format!("to ({to}) is before from ({from})")));
+        return Err(Refused::Invalid(format!(
+            "to ({to}) is before from ({from})"
+        )));
     }
     let len = (to.0 - from.0).num_days() + 1;
     if len > max_days {
-        return Err(Invalid(format!(
+        return Err(Refused::Invalid(format!(
             "a range is at most {max_days} days, got {len}"
         )));
     }
@@ -100,8 +97,14 @@ mod tests {
                 .and_utc()
                 .timestamp()
         );
-        assert!(r.writable(day("2026-11-22")).is_err());
-        assert!(r.writable(day("2026-11-19")).is_err());
+        assert!(matches!(
+            r.writable(day("2026-11-22")),
+            Err(Refused::Unprocessable(_))
+        ));
+        assert!(matches!(
+            r.writable(day("2026-11-19")),
+            Err(Refused::Unprocessable(_))
+        ));
     }
 
     #[test]

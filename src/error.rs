@@ -8,9 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::calendar::NotWritable;
 use crate::store::error::StoreError;
-use crate::types::Invalid;
 
 /// Everything a request can fail with. Each variant's doc names its status.
 #[derive(Debug, thiserror::Error)]
@@ -136,24 +134,21 @@ impl ApiError {
     }
 }
 
+impl From<crate::types::Refused> for ApiError {
+    fn from(r: crate::types::Refused) -> Self {
+        match r {
+            crate::types::Refused::Invalid(detail) => Self::InvalidArgument(detail),
+            crate::types::Refused::Unprocessable(detail) => Self::Unprocessable(detail),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Internal(msg) => Self::Internal(msg),
             other => Self::BackendUnavailable(other),
         }
-    }
-}
-
-impl From<Invalid> for ApiError {
-    fn from(e: Invalid) -> Self {
-        Self::InvalidArgument(e.0)
-    }
-}
-
-impl From<NotWritable> for ApiError {
-    fn from(e: NotWritable) -> Self {
-        Self::Unprocessable(e.0)
     }
 }
 
@@ -281,12 +276,12 @@ mod tests {
 
     #[test]
     fn domain_refusals_keep_their_codes() {
-        let invalid = ApiError::from(Invalid("bad".to_owned()));
+        let invalid = ApiError::from(crate::types::Refused::Invalid("bad".to_owned()));
         assert_eq!(
             (invalid.code(), invalid.status().as_u16()),
             ("invalid_argument", 400)
         );
-        let late = ApiError::from(NotWritable("too old".to_owned()));
+        let late = ApiError::from(crate::types::Refused::Unprocessable("too old".to_owned()));
         assert_eq!(
             (late.code(), late.status().as_u16()),
             ("unprocessable", 422)

@@ -15,14 +15,18 @@
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards)
 //! - [`build_state`]: the composition root, the one place that picks a backend and hands the
-//!   ledger its order streams
-//! - domains (`src/<domain>/`): `mod.rs` holds the types and the `<Domain>Store` trait, `logic.rs`
-//!   (and `search.rs`, `hll.rs`) pure rules, `http.rs` the routes; the core never imports axum,
-//!   the app state, `ApiError` or a backend, and its refusals are its own small types
-//!   ([`types::Invalid`], `calendar::NotWritable`, `seckill::Refusal`, ...) that `http.rs` and
-//!   [`error`] turn into problem documents
-//! - [`store`]: the in-memory and Redis backends behind those traits; `fred` stays under
-//!   `store/redis/`
+//!   ledger its order streams and dead letters
+//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `ledger`, `clients`):
+//!   each a folder whose core (`mod.rs` with the types and the `<Domain>Store` trait, pure
+//!   rules in `logic.rs`, `search.rs`, `hll.rs`) imports no axum, no app state, no HTTP error
+//!   type and no backend — refusals are [`types::Refused`] or the domain's own types
+//!   (`seckill::Refusal`, `geo::UnknownCenter`), mapped to problems by its `http.rs`
+//!   (`tests/architecture.rs` keeps it so)
+//! - [`store`]: the in-memory and Redis backends behind those traits (`fred` stays under
+//!   `store/redis/`); [`ledger`]: the order ledger (PostgreSQL)
+//! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
+//!   (the stack, the global limiter and its route costs), [`ops`], [`telemetry`] (logs,
+//!   traces, metrics), [`healthcheck`]
 //!
 //! Adding a domain touches its folder, its backend files (`store/{memory,redis}/<domain>.rs`),
 //! one `impl` in `store/dispatch.rs` and one line in `openapi.rs`, where the routers are composed.

@@ -6,7 +6,7 @@
 //! it runs hyper without a timer, so a client that sends half a header holds its socket and
 //! task forever. Hyper does the HTTP and the header timeout; this module adds what hyper lacks
 //! for HTTP/1: an idle timeout, and a header clock that starts at a request's first byte (see
-//! [`HeaderTimer`]).
+//! `HeaderTimer`).
 
 use std::future::Future;
 use std::net::SocketAddr;

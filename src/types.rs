@@ -6,18 +6,6 @@ use std::fmt;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 
-/// A value that breaks one of the API's input rules (a 400 at the edge). Domains return it from
-/// their own checks so they need not know how the HTTP layer reports it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Invalid(pub String);
-
-impl Invalid {
-    pub fn new(detail: impl Into<String>) -> Self {
-        Self(detail.into())
-    }
-}
-
 /// A user id: an integer `0..=4294967295`, because it is a bitmap offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "serde_json::Value", into = "u32")]
@@ -57,6 +45,25 @@ impl TryFrom<serde_json::Value> for UserId {
                 "user_id must be an integer 0..=4294967295, got {other}"
             )),
         }
+    }
+}
+
+/// Input a domain refuses, in the domain's own terms; the HTTP layer maps it to a problem
+/// document (`From<Refused> for ApiError`), so domain cores never name the HTTP error type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// Malformed or out of range: 400 `invalid_argument`.
+    #[error("{0}")]
+    Invalid(String),
+    /// Well-formed but impossible (a future date): 422 `unprocessable`.
+    #[error("{0}")]
+    Unprocessable(String),
+}
+
+impl Refused {
+    /// A 400 refusal with `detail`.
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        Self::Invalid(detail.into())
     }
 }
 

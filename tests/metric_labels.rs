@@ -69,6 +69,10 @@ async fn metric_series_stay_fixed_under_invented_input() {
         assert!(!after.contains(raw), "{raw} reached a label");
     }
     assert!(after.contains("gateway_http_requests_in_flight"));
+    assert!(
+        after.contains(r#"gateway_store_call_duration_seconds_count{op="checkins.months"}"#),
+        "store calls are timed per operation: {after}"
+    );
     for process in ["process_cpu_seconds_total", "process_resident_memory_bytes"] {
         assert!(after.contains(process), "{process} missing");
     }

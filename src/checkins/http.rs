@@ -16,11 +16,6 @@ use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
 
-/// Today's calendar under the configured retention.
-fn calendar(state: &AppState) -> Calendar {
-    Calendar::new(state.today(), state.settings.checkin_retention_days)
-}
-
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(check_in, month_view))
@@ -77,7 +72,7 @@ async fn check_in(
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
     acting.for_user(user)?;
-    let cal = calendar(&state);
+    let cal = Calendar::at(state.today(), state.settings.checkin_retention_days);
     let day = body.date.unwrap_or(cal.retention.today);
     cal.retention.writable(day)?;
     let done = state.store.checkin_record(user, day, &cal).await?;
@@ -135,7 +130,7 @@ async fn month_view(
     ApiQuery(q): ApiQuery<MonthQuery>,
 ) -> ApiResult<Json<MonthView>> {
     acting.for_user(user)?;
-    let cal = calendar(&state);
+    let cal = Calendar::at(state.today(), state.settings.checkin_retention_days);
     let month = q.month.unwrap_or(cal.retention.today.month());
     let mut months = cal.window();
     let index = months.iter().position(|m| *m == month).unwrap_or_else(|| {

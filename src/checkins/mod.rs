@@ -75,10 +75,10 @@ pub(crate) struct Calendar {
 }
 
 impl Calendar {
-    /// The calendar as of `today`, keeping `days` days of check-ins.
-    pub fn new(today: Day, days: u32) -> Self {
+    /// The calendar of `today`, keeping `retention_days` days.
+    pub fn at(today: Day, retention_days: u32) -> Self {
         Self {
-            retention: Retention::new(today, days, "check-in"),
+            retention: Retention::new(today, retention_days, "check-in"),
         }
     }
 

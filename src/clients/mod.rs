@@ -199,7 +199,7 @@ impl Clients {
     }
 
     /// Reloads on `SIGHUP` and whenever the file's modification time or size changes (checked
-    /// every [`WATCH_EVERY`]). Polling rather than inotify: one `stat` every two seconds is
+    /// every two seconds). Polling rather than inotify: one `stat` every two seconds is
     /// nothing, and it also sees the file replaced by a config-map style symlink swap.
     pub fn watch(self: &Arc<Self>) {
         let Some(file) = self.file.clone() else {

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 pub use http::router;
 
 use crate::store::error::StoreError;
-use crate::types::{Invalid, Name};
+use crate::types::{Name, Refused};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
 pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
@@ -70,14 +70,14 @@ pub struct Point {
 }
 
 impl Point {
-    pub fn new(lon: f64, lat: f64) -> Result<Self, Invalid> {
+    pub fn new(lon: f64, lat: f64) -> Result<Self, Refused> {
         if !(logic::LON_MIN..=logic::LON_MAX).contains(&lon) {
-            return Err(Invalid(format!(
+            return Err(Refused::Invalid(format!(
                 "lon must be within [-180, 180], got {lon}"
             )));
         }
         if !(logic::LAT_MIN..=logic::LAT_MAX).contains(&lat) {
-            return Err(Invalid(format!(
+            return Err(Refused::Invalid(format!(
                 "lat must be within [-85.05112878, 85.05112878], got {lat}"
             )));
         }
@@ -93,9 +93,9 @@ impl Point {
 
 /// A member name the API accepts anywhere a member is named (path, query, body): a [`Name`]
 /// other than the reserved ones, which are 400 everywhere.
-pub fn writable_member(member: &Name) -> Result<(), Invalid> {
+pub fn writable_member(member: &Name) -> Result<(), Refused> {
     if RESERVED_MEMBERS.contains(&member.as_str()) {
-        return Err(Invalid(format!(
+        return Err(Refused::Invalid(format!(
             "member name {member:?} is reserved (it is a route)"
         )));
     }

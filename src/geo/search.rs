@@ -5,7 +5,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{writable_member, Center, Hit, Order, Point, Search, Shape, Unit};
-use crate::types::{Invalid, Name};
+use crate::types::{Name, Refused};
 
 /// Largest `count` of a search.
 pub const MAX_COUNT: u32 = 1000;
@@ -52,11 +52,11 @@ pub struct Plan {
 
 impl Request {
     /// Checks the rules and turns the request into a search.
-    pub fn plan(self) -> Result<Plan, Invalid> {
+    pub fn plan(self) -> Result<Plan, Refused> {
         let unit = self.unit.unwrap_or_default();
         let count = self.count.unwrap_or(DEFAULT_COUNT);
         if !(1..=MAX_COUNT).contains(&count) {
-            return Err(Invalid::new(format!(
+            return Err(Refused::invalid(format!(
                 "count must be within 1..={MAX_COUNT}, got {count}"
             )));
         }
@@ -68,15 +68,17 @@ impl Request {
                 Center::Member(member)
             }
             (None, None, None) => {
-                return Err(Invalid::new("give lon and lat, or member"));
+                return Err(Refused::invalid("give lon and lat, or member"));
             }
             (_, _, Some(_)) => {
-                return Err(Invalid::new("give either lon and lat, or member, not both"));
+                return Err(Refused::invalid(
+                    "give either lon and lat, or member, not both",
+                ));
             }
-            _ => return Err(Invalid::new("lon and lat go together")),
+            _ => return Err(Refused::invalid("lon and lat go together")),
         };
         if self.include_self.is_some() && matches!(center, Center::Point(_)) {
-            return Err(Invalid::new(
+            return Err(Refused::invalid(
                 "include_self applies to a search around a member",
             ));
         }
@@ -84,7 +86,7 @@ impl Request {
             if v.is_finite() && v > 0.0 && v * unit.meters() <= MAX_EXTENT_M {
                 Ok(v)
             } else {
-                Err(Invalid::new(format!(
+                Err(Refused::invalid(format!(
                     "{name} must be positive and at most 40000 km, got {v} {}",
                     unit.as_str()
                 )))
@@ -95,10 +97,10 @@ impl Request {
                 Shape::Radius(extent("radius", r)?)
             }
             (ShapeKind::Circle, None) if self.width.is_some() || self.height.is_some() => {
-                return Err(Invalid::new("width and height need shape=box"));
+                return Err(Refused::invalid("width and height need shape=box"));
             }
             (ShapeKind::Circle, None) => {
-                return Err(Invalid::new(
+                return Err(Refused::invalid(
                     "give radius, or shape=box with width and height",
                 ));
             }
@@ -107,10 +109,10 @@ impl Request {
                     width: extent("width", w)?,
                     height: extent("height", h)?,
                 },
-                _ => return Err(Invalid::new("shape=box needs width and height")),
+                _ => return Err(Refused::invalid("shape=box needs width and height")),
             },
             _ => {
-                return Err(Invalid::new(
+                return Err(Refused::invalid(
                     "give either radius, or shape=box with width and height",
                 ))
             }

@@ -16,7 +16,7 @@ use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::{name_rule, Day, Idempotency, Invalid, Name, Once};
+use crate::types::{name_rule, Day, Idempotency, Name, Once};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -314,8 +314,12 @@ async fn union(
     let pages = q
         .pages
         .split(',')
-        .map(|p| Name::try_from(p.to_owned()).map_err(Invalid).and_then(page))
-        .collect::<Result<Vec<Name>, Invalid>>()?;
+        .map(|p| {
+            Name::try_from(p.to_owned())
+                .map_err(ApiError::InvalidArgument)
+                .and_then(|p| page(p).map_err(ApiError::from))
+        })
+        .collect::<Result<Vec<Name>, ApiError>>()?;
     if pages.len() > MAX_PAGES {
         return Err(ApiError::invalid(format!(
             "at most {MAX_PAGES} pages, got {}",
@@ -396,7 +400,7 @@ async fn merge(
         .sources
         .into_iter()
         .map(page)
-        .collect::<Result<Vec<Name>, Invalid>>()?;
+        .collect::<Result<Vec<Name>, _>>()?;
     if sources.is_empty() {
         return Err(ApiError::invalid("sources is empty"));
     }

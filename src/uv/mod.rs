@@ -13,7 +13,7 @@ pub use http::router;
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;
-use crate::types::{Day, Idempotency, Invalid, Name, Once};
+use crate::types::{Day, Idempotency, Name, Once, Refused};
 
 /// Longest range, in days, inclusive (API.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
@@ -82,22 +82,24 @@ pub(crate) trait UvStore {
 }
 
 /// Refuses the reserved page name.
-pub fn page(name: Name) -> Result<Name, Invalid> {
+pub fn page(name: Name) -> Result<Name, Refused> {
     if name.as_str() == RESERVED_PAGE {
-        return Err(Invalid(format!("page name {RESERVED_PAGE:?} is reserved")));
+        return Err(Refused::Invalid(format!(
+            "page name {RESERVED_PAGE:?} is reserved"
+        )));
     }
     Ok(name)
 }
 
-/// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range.
-pub fn days(from: Day, to: Day) -> Result<Vec<Day>, Invalid> {
+/// The days `from..=to`, refusing a backwards or longer than [`MAX_RANGE_DAYS`] range with 400.
+pub fn days(from: Day, to: Day) -> Result<Vec<Day>, Refused> {
     crate::calendar::days_between(from, to, MAX_RANGE_DAYS)
 }
 
-/// Which days visits may be recorded on (as of `today`, keeping `days` days), and when their
-/// keys expire.
-pub(crate) fn retention(today: Day, days: u32) -> Retention {
-    Retention::new(today, days, "unique-visitor")
+/// Which days visits may be recorded on (`retention_days` ending `today`), and when their keys
+/// expire.
+pub(crate) fn retention(today: Day, retention_days: u32) -> Retention {
+    Retention::new(today, retention_days, "unique-visitor")
 }
 
 #[cfg(test)]

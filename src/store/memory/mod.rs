@@ -3,7 +3,7 @@
 //! Each domain keeps its state behind its own `std::sync::Mutex`. A std mutex, not Tokio's:
 //! the critical sections are short, pure computation and never span an `.await` (clippy's
 //! `await_holding_lock` enforces it), which is exactly the case where a blocking mutex is cheaper.
-//! One background task drops expired entries and gives their memory back (see [`reclaim`]); it
+//! One background task drops expired entries and gives their memory back (see `reclaim`); it
 //! holds only a `Weak`, so it ends with the store.
 
 mod checkins;
