@@ -1,7 +1,7 @@
 //! The arrows of DESIGN.md "Shape", checked on the sources so they hold without anyone
 //! remembering them: a domain's core (everything in `src/<domain>/` but its HTTP layer)
-//! imports no axum, no app state, no HTTP error type and no backend; `fred` (Redis) types
-//! appear only inside the Redis backend.
+//! imports no axum, no app state, no HTTP error type, no backend and of the store only its
+//! error type's leaf module; `fred` (Redis) types appear only inside the Redis backend.
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +61,14 @@ fn violations(root: &Path) -> Vec<(String, &'static str)> {
                     found.push((file.display().to_string(), word));
                 }
             }
+            // Of the store, a core names only its error type's leaf module, never the
+            // aggregator that knows every backend.
+            if text
+                .match_indices("crate::store::")
+                .any(|(at, _)| !text[at..].starts_with("crate::store::error::"))
+            {
+                found.push((file.display().to_string(), "crate::store (aggregator)"));
+            }
         }
     }
     let redis = root.join("store").join("redis");
@@ -88,7 +96,7 @@ fn the_check_catches_a_violation() {
     std::fs::write(domain.join("http.rs"), "use axum::Json;\n").unwrap();
     std::fs::write(
         domain.join("mod.rs"),
-        "use crate::state::AppState;\nfn f(_: &AppState) {}\n#[cfg(test)]\nmod tests { use axum::Json; }\n",
+        "use crate::state::AppState;\nuse crate::store::StoreError;\nfn f(_: &AppState) {}\n#[cfg(test)]\nmod tests { use axum::Json; }\n",
     )
     .unwrap();
     std::fs::write(root.join("other.rs"), "use fred::prelude::*;\n").unwrap();
@@ -98,6 +106,7 @@ fn the_check_catches_a_violation() {
     assert!(words.contains(&"AppState"), "{found:?}");
     assert!(words.contains(&"crate::state"), "{found:?}");
     assert!(words.contains(&"fred::"), "{found:?}");
+    assert!(words.contains(&"crate::store (aggregator)"), "{found:?}");
     assert!(
         !words.contains(&"axum"),
         "http.rs and unit tests may use axum: {found:?}"

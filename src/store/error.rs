@@ -1,5 +1,5 @@
-//! The store's one error type, in a leaf module of its own: domains name it in their store
-//! traits without depending on the aggregator (`store/mod.rs`) that knows every backend.
+//! The one error a store call can end in: a leaf module, so a domain core can name it without
+//! importing the store aggregator (this module's parent), which knows every backend.
 
 /// Why a store call failed. Only this crosses the store boundary; backend errors stay below.
 #[derive(Debug, Clone, thiserror::Error)]

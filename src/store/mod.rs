@@ -17,8 +17,9 @@ pub mod keys;
 pub mod memory;
 pub mod redis;
 
+pub use error::StoreError;
+
 use crate::config::{Settings, StoreChoice};
-use error::StoreError;
 
 /// What `/readyz` reports about the store.
 #[derive(Debug, Clone)]
