@@ -14,13 +14,12 @@
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards)
-//! - [`build_state`]: the composition root, the one place that picks a backend and hands the
-//!   ledger its order streams and dead letters
-//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `ledger`, `clients`):
+//! - [`build_state`]: the composition root, the one place that picks a backend
+//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `clients`):
 //!   each a folder whose core (`mod.rs` with the types and the `<Domain>Store` trait, pure
 //!   rules in `logic.rs`, `search.rs`, `hll.rs`) imports no axum, no app state, no HTTP error
 //!   type and no backend — refusals are [`types::Refused`] or the domain's own types
-//!   (`seckill::Refusal`, `geo::UnknownCenter`), mapped to problems by its `http.rs`
+//!   (`seckill::Refusal`, `geo::UnknownCentre`), mapped to problems by its `http.rs`
 //!   (`tests/architecture.rs` keeps it so)
 //! - [`store`]: the in-memory and Redis backends behind those traits (`fred` stays under
 //!   `store/redis/`); [`ledger`]: the order ledger (PostgreSQL)
@@ -61,7 +60,7 @@ use std::sync::Arc;
 use axum::Router;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::Settings;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store::error::StoreError;
@@ -97,12 +96,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         )),
         None => None,
     };
-    // Only Redis has the order streams the ledger ingests.
-    let streams = match (&store, &settings.store) {
-        (Store::Redis(redis), StoreChoice::Redis(_)) => Some(redis.clone()),
-        _ => None,
-    };
-    let ledger = ledger::Ledger::start(&settings, streams).map_err(StoreError::Internal)?;
+    let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
     Ok(AppState {
         store,
         settings: Arc::new(settings),

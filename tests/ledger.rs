@@ -57,6 +57,27 @@ async fn pool(url: &str) -> PgPool {
         .expect("connect to the test database")
 }
 
+/// Polls `/readyz` until `pred` holds for the ledger object; returns it.
+async fn ledger_until(gw: &Gateway, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let (_, ready) = gw.get("/readyz").await;
+        let ledger = ready["ledger"].clone();
+        if pred(&ledger) {
+            return ledger;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {ledger}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn admin_get(gw: &Gateway, path: &str) -> (u16, Value) {
+    let (status, body) = gw
+        .send(gw.client.get(gw.url(path)).bearer_auth(common::ADMIN_TOKEN))
+        .await;
+    (status.as_u16(), body)
+}
+
 fn ledger_settings(backend: Backend, url: &str) -> Settings {
     let mut s = settings(backend);
     s.database_url = Some(url.to_owned());
@@ -309,12 +330,19 @@ fn is_stream_id(s: &str) -> bool {
     })
 }
 
-/// PostgreSQL stops mid-sale and comes back: the ingester backs off (dead-lettering nothing),
-/// then catches up, each order once.
+/// Long enough for more than 5 claim cycles at the tests' 300 ms claim idle time: under the
+/// old delivery counting every pending order would have been dead-lettered by then.
+const OVER_FIVE_CLAIM_CYCLES: Duration = Duration::from_millis(3_500);
+
+/// PostgreSQL stops mid-sale for longer than 5 claim cycles, comes back read-only (a promoted
+/// replica, read-only maintenance) for longer than 5 more, then writable: nothing is
+/// dead-lettered, every order lands once, and `/readyz` tells the truth throughout (true lag
+/// during the outage, `failing` with `read_only` while writes are refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_outage_backs_off_and_recovers() {
+async fn outage_then_read_only_dead_letters_nothing() {
     let mut pg = Postgres::start();
     let url = database(&pg).await;
+    let name = url.rsplit('/').next().unwrap().to_owned();
     let gw = Gateway::with_settings(ledger_settings(Backend::Redis, &url)).await;
     let (status, _) = gw.admin_put("/v1/seckill/vouchers/out", open(40)).await;
     assert_eq!(status, 201);
@@ -332,6 +360,13 @@ async fn postgres_outage_backs_off_and_recovers() {
         caught_up(&gw, &db, "out", 10).await;
         db.close().await;
     }
+    // Sessions opened after the outage are read-only; those before it are cut by it.
+    as_admin(
+        &pg,
+        &name,
+        &format!("ALTER DATABASE {name} SET default_transaction_read_only = on"),
+    )
+    .await;
 
     pg.stop();
     for u in 10..30 {
@@ -339,41 +374,60 @@ async fn postgres_outage_backs_off_and_recovers() {
         assert_eq!(status, 201, "sales go on without the ledger: {body}");
         won.insert(body["order_id"].as_str().unwrap().to_owned());
     }
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["state"] == "backing_off" && ready["ledger"]["lag"] == 20 {
-            // Unreachable: refused connections, or none within the pool's acquire timeout.
-            let reason = ready["ledger"]["reason"].as_str().unwrap_or_default();
-            assert!(["unavailable", "timeout"].contains(&reason), "{ready}");
-            assert!(
-                !ready.to_string().contains("127.0.0.1"),
-                "no raw error text: {ready}"
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never backed off with the true lag: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let ledger = ledger_until(&gw, "backing off with the true lag", |l| {
+        l["state"] == "backing_off" && l["lag"] == 20
+    })
+    .await;
+    assert_eq!(ledger["reason"], "unavailable", "{ledger}");
+    assert!(
+        ledger.get("last_error").is_none(),
+        "no raw error text: {ledger}"
+    );
     // Listings still answer; the orders sold during the outage are not ingested yet.
     let (status, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["orders"].as_array().unwrap().len(), 30);
     assert!(page["orders"][29]["ingested"] != true, "{page}");
-    // Long enough for several claim rounds: an outage must not dead-letter anything.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["lag"], 20, "{ready}");
+    assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
 
     pg.restart();
+    let ledger = ledger_until(&gw, "failing read-only", |l| l["state"] == "failing").await;
+    assert_eq!(ledger["reason"], "read_only", "{ledger}");
+    for u in 30..35 {
+        let (status, body) = buy(&gw, "out", u).await;
+        assert_eq!(status, 201, "{body}");
+        won.insert(body["order_id"].as_str().unwrap().to_owned());
+    }
+    tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
+    let ledger = ledger_until(&gw, "counting the read-only backlog", |l| l["lag"] == 25).await;
+    assert_eq!(ledger["state"], "failing", "{ledger}");
+    assert_eq!(ledger["reason"], "read_only", "{ledger}");
+    assert_eq!(
+        ledger["dead_lettered"], 0,
+        "read-only is not the orders' fault: {ledger}"
+    );
+    assert!(ledger.get("last_error").is_none(), "{ledger}");
+
+    as_admin(
+        &pg,
+        &name,
+        &format!("ALTER DATABASE {name} RESET default_transaction_read_only"),
+    )
+    .await;
     let db = pool(&url).await;
-    let ids = caught_up(&gw, &db, "out", 30).await;
-    assert_eq!(ids.len(), 30);
+    let ids = caught_up(&gw, &db, "out", 35).await;
+    assert_eq!(ids.len(), 35, "each order exactly once");
     assert_eq!(ids.into_iter().collect::<HashSet<_>>(), won);
     let (_, ready) = gw.get("/readyz").await;
-    assert_eq!(ready["ledger"]["state"], "running");
+    assert_eq!(ready["ledger"]["state"], "running", "{ready}");
+    assert!(ready["ledger"].get("reason").is_none(), "{ready}");
     assert_eq!(ready["ledger"]["dead_lettered"], 0);
+    let (status, dead) = admin_get(&gw, "/v1/seckill/vouchers/out/dead-letters").await;
+    assert_eq!(status, 200, "{dead}");
+    assert_eq!(dead, json!({"dead_letters": [], "next": null}));
     let (_, page) = gw.get("/v1/seckill/vouchers/out/orders").await;
     assert!(page["orders"]
         .as_array()
@@ -444,6 +498,16 @@ async fn refused_orders_are_dead_lettered() {
     assert_eq!(letters.len(), 1, "{listed} {page}");
     assert_eq!(letters[0]["user_id"], 7);
     assert_eq!(letters[0]["reason"], "unique_violation");
+    assert_eq!(
+        letters[0]["attempts"], 5,
+        "refused 5 times, each a real attempt"
+    );
+    assert!(letters[0]["dead_lettered_at"].is_string(), "{listed}");
+    assert_eq!(listed["next"], Value::Null);
+    let (status, _) = admin_get(&gw, "/v1/seckill/vouchers/nope/dead-letters").await;
+    assert_eq!(status, 404);
+    let (status, _) = admin_get(&gw, "/v1/seckill/vouchers/dl/dead-letters?limit=0").await;
+    assert_eq!(status, 400);
     let order_id = letters[0]["order_id"].as_str().unwrap().to_owned();
     // ...fixes the cause, and replays: the order lands, once.
     sqlx::query("DELETE FROM seckill_orders WHERE order_id = 'dl/1-0'")
@@ -473,6 +537,14 @@ async fn refused_orders_are_dead_lettered() {
         .await
         .1;
     assert_eq!(listed["dead_letters"], json!([]));
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM seckill_orders WHERE order_id = $1")
+        .bind(&order_id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "lands once");
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["ledger"]["state"], "running", "{ready}");
 }
 
 /// Runs `sql` on the server's `postgres` database (never itself read-only), then ends every
@@ -589,6 +661,20 @@ async fn ledger_is_off_without_a_database_or_redis() {
     let gw = Gateway::with_settings(s).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
+    // The admin routes answer alike without a ledger: nothing dead-lettered, nothing to replay.
+    let (status, _) = gw.admin_put("/v1/seckill/vouchers/m", open(5)).await;
+    assert_eq!(status, 201);
+    let (status, page) = admin_get(&gw, "/v1/seckill/vouchers/m/dead-letters").await;
+    assert_eq!(
+        (status, page),
+        (200, json!({"dead_letters": [], "next": null}))
+    );
+    let (status, body) = gw
+        .admin_post("/v1/seckill/vouchers/m/dead-letters/replay", json!({}))
+        .await;
+    assert_eq!((status.as_u16(), body), (200, json!({"replayed": 0})));
+    let (status, _) = admin_get(&gw, "/v1/seckill/vouchers/none/dead-letters").await;
+    assert_eq!(status, 404);
 }
 
 /// The stream cap is the voucher's own, fixed when it was admitted: a gateway restarted (or a

@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::search::{self, ShapeKind};
-use super::{logic, writable_member, GeoStore, Order, Place, Point, Unit, UnknownCenter};
+use super::{logic, writable_member, GeoStore, Order, Place, Point, Unit, UnknownCentre};
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -359,7 +359,7 @@ async fn nearby(
         .store
         .geo_search(&layer, &plan.search)
         .await?
-        .map_err(|UnknownCenter(m)| not_found(&layer, &m))?;
+        .map_err(|UnknownCentre(member)| not_found(&layer, &member))?;
     let hits = plan.results(found.hits);
     Ok(Json(NearbyReply {
         layer: layer.to_string(),

@@ -102,6 +102,10 @@ pub fn writable_member(member: &Name) -> Result<(), Refused> {
     Ok(())
 }
 
+/// A search around a member the layer does not hold (only a by-member search can be refused so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownCentre(pub Name);
+
 /// One place of a batch.
 #[derive(Debug, Clone)]
 pub struct Place {
@@ -151,10 +155,6 @@ pub struct Found {
     pub hits: Vec<Hit>,
 }
 
-/// A search around a member that is not in the layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownCenter(pub Name);
-
 /// What a geo backend must do. Every method is one store round trip.
 pub(crate) trait GeoStore {
     /// Adds or moves `member`; true when it is new.
@@ -173,11 +173,10 @@ pub(crate) trait GeoStore {
         to: &Name,
         unit: Unit,
     ) -> Result<Option<f64>, StoreError>;
-    /// Runs a search. Only a search around a member can be refused, when the member is not
-    /// in the layer.
+    /// Runs a search; a search around a member the layer does not hold is [`UnknownCentre`].
     async fn geo_search(
         &self,
         layer: &Name,
         search: &Search,
-    ) -> Result<Result<Found, UnknownCenter>, StoreError>;
+    ) -> Result<Result<Found, UnknownCentre>, StoreError>;
 }

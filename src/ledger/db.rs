@@ -1,193 +1,200 @@
-//! The ledger's SQL (PostgreSQL through sqlx): migrations and the idempotent insert.
+//! The ledger's SQL (PostgreSQL through sqlx): migrations, the idempotent insert, and the
+//! classification of what went wrong by SQLSTATE.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::Row;
 
 /// Embedded `migrations/`, applied at start-up.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Why a write failed, classified by SQLSTATE class (PostgreSQL appendix A). Only an error that
-/// belongs to the rows themselves (class 22, data exception; class 23, integrity constraint
-/// violation) may lead to dead-lettering; every error of the database as a whole —
-/// unreachable, read-only, a table missing, out of resources, shutting down, timing out — is
-/// [`DbError::Unavailable`], backed off from and retried for as long as it lasts, never counted
-/// against an order.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum DbError {
-    /// The database cannot take the rows now. `reason` is a stable code for `/readyz` and the
-    /// metrics; `detail` (which may name hosts, users or SQL) only goes to the log.
-    #[error("database unavailable ({reason}): {detail}")]
-    Unavailable {
-        reason: &'static str,
-        /// Whether the database answered (and refused): the ledger is then `failing`, not
-        /// `backing_off`.
-        answered: bool,
-        detail: String,
-    },
-    /// The database refused these rows for what they hold.
-    #[error("database refused the rows ({reason}): {detail}")]
-    Refused {
-        reason: &'static str,
-        detail: String,
-    },
+/// Connections of the ingester's pool.
+const WRITE_CONNECTIONS: u32 = 4;
+/// Connections of the request-path pool (listings asking which orders are in): its own, so a
+/// flood of listings waits on itself and never on the ingester's connections.
+const READ_CONNECTIONS: u32 = 2;
+
+/// What a failed statement says about whom: one order's data, or the database as a whole.
+/// Only [`Fault::Row`] may ever dead-letter an order; the others stall every order alike, so
+/// they are waited out, however long they last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Fault {
+    /// The row's own data is refused (SQLSTATE class 22 data exception, 23 integrity).
+    #[error("row refused: {0}")]
+    Row(&'static str),
+    /// The database cannot be reached (connection refused or cut, server starting or
+    /// shutting down, authentication): the ledger is `backing_off`.
+    #[error("database unreachable: {0}")]
+    Unreachable(&'static str),
+    /// The database answers but refuses writes as a whole (read-only, missing table, out of
+    /// resources, timeouts, internal errors, anything not the row's fault): `failing`.
+    #[error("database refusing writes: {0}")]
+    Refusing(&'static str),
 }
 
-impl DbError {
-    /// The stable code of this error.
-    pub fn reason(&self) -> &'static str {
+impl Fault {
+    /// The stable snake_case reason code (what `/readyz` and dead letters carry).
+    pub fn reason(self) -> &'static str {
         match self {
-            Self::Unavailable { reason, .. } | Self::Refused { reason, .. } => reason,
+            Self::Row(r) | Self::Unreachable(r) | Self::Refusing(r) => r,
         }
     }
+}
+
+/// Classifies a SQLSTATE. Only classes 22 and 23 belong to the row; every other class is the
+/// database's (an unknown one too: wrongly waiting is recoverable, wrongly dead-lettering a
+/// good order needs a human).
+pub(crate) fn classify_sqlstate(code: &str) -> Fault {
+    let class = code.get(..2).unwrap_or("");
+    match (class, code) {
+        (_, "23505") => Fault::Row("unique_violation"),
+        (_, "23502") => Fault::Row("not_null_violation"),
+        (_, "23503") => Fault::Row("foreign_key_violation"),
+        (_, "23514") => Fault::Row("check_violation"),
+        (_, "23P01") => Fault::Row("exclusion_violation"),
+        ("23", _) => Fault::Row("integrity_violation"),
+        (_, "22001") => Fault::Row("value_too_long"),
+        (_, "22003") => Fault::Row("numeric_out_of_range"),
+        ("22", _) => Fault::Row("data_exception"),
+        // Cannot (stay) connected: the server is down, starting, shutting down, or full.
+        ("08", _) | (_, "57P01" | "57P02" | "57P03") => Fault::Unreachable("unavailable"),
+        (_, "53300") => Fault::Unreachable("too_many_connections"),
+        ("28", _) => Fault::Unreachable("authentication_failed"),
+        (_, "3D000") => Fault::Unreachable("unknown_database"),
+        // A hot standby, a promoted replica's twin, `default_transaction_read_only`.
+        (_, "25006") => Fault::Refusing("read_only"),
+        ("25", _) => Fault::Refusing("invalid_transaction_state"),
+        (_, "42P01") => Fault::Refusing("undefined_table"),
+        (_, "42703") => Fault::Refusing("undefined_column"),
+        (_, "42501") => Fault::Refusing("permission_denied"),
+        ("42", _) => Fault::Refusing("schema_mismatch"),
+        ("53", _) => Fault::Refusing("insufficient_resources"),
+        ("54", _) => Fault::Refusing("program_limit_exceeded"),
+        (_, "55P03") => Fault::Refusing("lock_not_available"),
+        (_, "57014") => Fault::Refusing("timeout"),
+        ("57", _) => Fault::Refusing("operator_intervention"),
+        ("40", _) => Fault::Refusing("transaction_rollback"),
+        ("58", _) => Fault::Refusing("system_error"),
+        ("XX", _) => Fault::Refusing("internal_error"),
+        _ => Fault::Refusing("database_error"),
+    }
+}
+
+/// The fault of a sqlx error.
+fn fault(e: &sqlx::Error) -> Fault {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .map_or(Fault::Refusing("database_error"), |c| classify_sqlstate(&c)),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => Fault::Unreachable("unavailable"),
+        // Decoding, configuration, a driver surprise: nothing about one row.
+        _ => Fault::Refusing("client_error"),
+    }
+}
+
+/// A failed statement: its [`Fault`] (what the ledger acts on and reports), and the server's
+/// text, which may name hosts, users and SQL and so goes to the log only.
+#[derive(Debug, thiserror::Error)]
+#[error("{fault}: {detail}")]
+pub(crate) struct DbError {
+    pub fault: Fault,
+    detail: String,
 }
 
 impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
-        let detail = e.to_string();
-        let unreachable = |reason| Self::Unavailable {
-            reason,
-            answered: false,
-            detail: detail.clone(),
+        Self {
+            fault: fault(&e),
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for DbError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        use sqlx::migrate::MigrateError::{Execute, ExecuteMigration};
+        let fault = match &e {
+            Execute(inner) | ExecuteMigration(inner, _) => fault(inner),
+            _ => Fault::Refusing("migration_failed"),
         };
-        match &e {
-            sqlx::Error::PoolTimedOut => unreachable("timeout"),
-            sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::Protocol(_)
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::WorkerCrashed => unreachable("unavailable"),
-            sqlx::Error::Database(db) => {
-                let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-                classify_sqlstate(&code, detail)
-            }
-            _ => Self::Unavailable {
-                reason: "database_error",
-                answered: true,
-                detail,
-            },
+        Self {
+            fault,
+            detail: e.to_string(),
         }
     }
 }
 
-/// SQLSTATE → row error or database-wide error, with a reason code.
-fn classify_sqlstate(code: &str, detail: String) -> DbError {
-    let row = |reason| DbError::Refused {
-        reason,
-        detail: detail.clone(),
-    };
-    let database = |reason| DbError::Unavailable {
-        reason,
-        answered: true,
-        detail: detail.clone(),
-    };
-    match code {
-        "23505" => row("unique_violation"),
-        "23503" => row("foreign_key_violation"),
-        "23502" => row("not_null_violation"),
-        "23514" => row("check_violation"),
-        c if c.starts_with("23") => row("integrity_violation"),
-        c if c.starts_with("22") => row("data_exception"),
-        "25006" => database("read_only"),
-        "42P01" => database("undefined_table"),
-        "42703" => database("undefined_column"),
-        "42501" => database("insufficient_privilege"),
-        "57014" => database("timeout"),
-        c if c.starts_with("08") => DbError::Unavailable {
-            reason: "unavailable",
-            answered: false,
-            detail: detail.clone(),
-        },
-        c if c.starts_with("25") => database("transaction_state"),
-        c if c.starts_with("40") => database("transaction_rollback"),
-        c if c.starts_with("42") => database("schema_error"),
-        c if c.starts_with("53") => database("insufficient_resources"),
-        c if c.starts_with("54") => database("program_limit"),
-        c if c.starts_with("55") => database("object_not_ready"),
-        c if c.starts_with("57") => database("operator_intervention"),
-        c if c.starts_with("58") => database("system_error"),
-        c if c.starts_with("XX") => database("internal_error"),
-        _ => database("database_error"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_row_errors_may_dead_letter() {
-        for (code, reason) in [
-            ("23505", "unique_violation"),
-            ("23P01", "integrity_violation"),
-            ("22001", "data_exception"),
-            ("22P02", "data_exception"),
-        ] {
-            match classify_sqlstate(code, String::new()) {
-                DbError::Refused { reason: r, .. } => assert_eq!(r, reason, "{code}"),
-                other => panic!("{code}: {other:?}"),
-            }
-        }
-        for (code, reason, answered) in [
-            ("25006", "read_only", true),
-            ("42P01", "undefined_table", true),
-            ("42601", "schema_error", true),
-            ("53300", "insufficient_resources", true),
-            ("57P01", "operator_intervention", true),
-            ("57014", "timeout", true),
-            ("58030", "system_error", true),
-            ("XX000", "internal_error", true),
-            ("40001", "transaction_rollback", true),
-            ("08006", "unavailable", false),
-            ("", "database_error", true),
-        ] {
-            match classify_sqlstate(code, String::new()) {
-                DbError::Unavailable {
-                    reason: r,
-                    answered: a,
-                    ..
-                } => assert_eq!((r, a), (reason, answered), "{code}"),
-                other => panic!("{code} must never dead-letter: {other:?}"),
-            }
-        }
-    }
-}
-
-/// Cheap-clone handle to the ledger database.
+/// Cheap-clone handles to the ledger database: the ingester's pool, and a separate small pool
+/// for the request path.
 #[derive(Debug, Clone)]
 pub(crate) struct Db {
     pool: PgPool,
+    reads: PgPool,
+    /// Longest a write may take: past it the database counts as refusing (`timeout`).
+    timeout: Duration,
+    options: PgConnectOptions,
 }
 
 impl Db {
-    /// Builds a pool of `connections` without connecting: the gateway starts even while
-    /// PostgreSQL is down.
-    pub fn connect_lazy(url: &str, timeout: Duration, connections: u32) -> Result<Self, String> {
+    /// Builds the pools without connecting: the gateway starts even while PostgreSQL is down.
+    pub fn connect_lazy(
+        url: &str,
+        timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<Self, String> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| format!("DATABASE_URL: {e}"))?;
+        // The server cancels a statement that outlives the client's patience (57014), so a
+        // timed-out insert does not keep running and holding its connection.
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string();
         let pool = PgPoolOptions::new()
-            .max_connections(connections)
+            .max_connections(WRITE_CONNECTIONS)
             .acquire_timeout(timeout)
-            .connect_lazy(url)
-            .map_err(|e| format!("DATABASE_URL: {e}"))?;
-        Ok(Self { pool })
-    }
-
-    /// Applies pending migrations (sqlx takes an advisory lock, so concurrent instances agree).
-    pub async fn migrate(&self) -> Result<(), DbError> {
-        MIGRATOR.run(&self.pool).await.map_err(|e| match e {
-            sqlx::migrate::MigrateError::Execute(e) => e.into(),
-            other => DbError::Unavailable {
-                reason: "migration_failed",
-                answered: true,
-                detail: other.to_string(),
-            },
+            .connect_lazy_with(
+                options
+                    .clone()
+                    .options([("statement_timeout", ms(timeout))]),
+            );
+        let reads = PgPoolOptions::new()
+            .max_connections(READ_CONNECTIONS)
+            .acquire_timeout(read_timeout)
+            .connect_lazy_with(
+                options
+                    .clone()
+                    .options([("statement_timeout", ms(read_timeout))]),
+            );
+        Ok(Self {
+            pool,
+            reads,
+            timeout,
+            options,
         })
     }
 
+    /// Applies pending migrations (sqlx takes an advisory lock, so concurrent instances agree),
+    /// through a one-connection pool of its own without the statement timeout: a migration may
+    /// take long. It is closed afterwards.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(self.timeout)
+            .connect_lazy_with(self.options.clone());
+        let done = MIGRATOR.run(&pool).await;
+        pool.close().await;
+        Ok(done?)
+    }
+
     /// Inserts `rows` in one statement, skipping order ids already there; committed on return.
-    /// Returns how many rows were new.
+    /// Returns how many rows were new. With no rows it is a probe that the database would take
+    /// a write (it parses, plans and checks writability and privileges, inserting nothing).
     pub async fn insert(&self, rows: &[Row]) -> Result<u64, DbError> {
         let mut ids = Vec::with_capacity(rows.len());
         let mut vouchers = Vec::with_capacity(rows.len());
@@ -206,7 +213,7 @@ impl Db {
         }
         // Only a repeated order id is "already done"; any other conflict (the same user's n-th
         // order under a different id) is an error the ingester must see, not skip.
-        let done = sqlx::query(
+        let insert = sqlx::query(
             "INSERT INTO seckill_orders (order_id, voucher_id, user_id, nth, created_at) \
              SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::int[], $5::timestamptz[]) \
              ON CONFLICT (order_id) DO NOTHING",
@@ -216,28 +223,73 @@ impl Db {
         .bind(users)
         .bind(nths)
         .bind(times)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
+        .execute(&self.pool);
+        // The server-side statement timeout covers a slow statement; this covers a server that
+        // stopped answering altogether.
+        match tokio::time::timeout(self.timeout + Duration::from_secs(1), insert).await {
+            Ok(done) => Ok(done?.rows_affected()),
+            Err(_) => Err(DbError {
+                fault: Fault::Refusing("timeout"),
+                detail: "insert timed out".to_owned(),
+            }),
+        }
     }
 
-    /// Whether the database takes inserts into the ledger table now: an insert of no rows, so
-    /// a read-only database (25006), a missing table (42P01) or a lost privilege answers as it
-    /// would for a real order, where a plain `SELECT 1` would pass.
-    pub async fn ping(&self) -> Result<(), DbError> {
-        sqlx::query("INSERT INTO seckill_orders SELECT * FROM seckill_orders WHERE false")
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Which of `order_ids` are in the ledger.
+    /// Which of `order_ids` are in the ledger (request path: the read pool).
     pub async fn present(&self, order_ids: &[String]) -> Result<Vec<String>, DbError> {
         Ok(
             sqlx::query_scalar("SELECT order_id FROM seckill_orders WHERE order_id = ANY($1)")
                 .bind(order_ids)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reads)
                 .await?,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_data_and_integrity_errors_belong_to_the_row() {
+        for code in [
+            "23505", "23502", "23503", "23514", "23P01", "23000", "22001", "22P02",
+        ] {
+            assert!(matches!(classify_sqlstate(code), Fault::Row(_)), "{code}");
+        }
+        for code in [
+            "25006", "42P01", "42703", "42501", "42601", "53100", "53200", "57014", "57000",
+            "58030", "XX000", "XX001", "40001", "40P01", "55P03", "54000", "0A000", "P0001", "",
+        ] {
+            assert!(
+                matches!(classify_sqlstate(code), Fault::Refusing(_)),
+                "{code}"
+            );
+        }
+        for code in [
+            "08006", "08001", "57P01", "57P03", "53300", "28P01", "3D000",
+        ] {
+            assert!(
+                matches!(classify_sqlstate(code), Fault::Unreachable(_)),
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn reasons_are_codes() {
+        assert_eq!(classify_sqlstate("25006").reason(), "read_only");
+        assert_eq!(classify_sqlstate("42P01").reason(), "undefined_table");
+        assert_eq!(classify_sqlstate("57014").reason(), "timeout");
+        assert_eq!(
+            classify_sqlstate("53100").reason(),
+            "insufficient_resources"
+        );
+        assert_eq!(classify_sqlstate("08006").reason(), "unavailable");
+        assert_eq!(classify_sqlstate("23505").reason(), "unique_violation");
+        assert_eq!(
+            fault(&sqlx::Error::PoolTimedOut),
+            Fault::Unreachable("unavailable")
+        );
     }
 }

@@ -1,24 +1,28 @@
-//! The ingester loop: take a batch per voucher, insert, ack; back off when a side is down.
+//! The ingester: take a batch per voucher, insert, ack; back off while the database as a whole
+//! fails; measure the backlog on its own timer.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::db::{Db, DbError};
-use super::{LedgerStatus, OrderStreams, Row, Taken, BATCH, MAX_DELIVERIES};
+use super::db::{Db, DbError, Fault};
+use super::{LedgerState, LedgerStatus, Row, Taken, BATCH, MAX_ATTEMPTS};
 use crate::config::Settings;
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
+use crate::store::redis::RedisStore;
 use crate::types::Name;
 
 /// Pause after a round that found nothing to do.
 const IDLE_POLL: Duration = Duration::from_millis(200);
-/// Back-off bounds while PostgreSQL or Redis is down.
+/// Back-off bounds while PostgreSQL or Redis is down or refusing.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often the backlog (lag, pending, dead letters) is re-measured.
 const BACKLOG_EVERY: Duration = Duration::from_secs(1);
+/// Reason code of an entry whose fields cannot be read.
+const UNREADABLE: &str = "unreadable_entry";
 
+/// Why a round stopped. Never a row's fault: those are handled inside the round.
 #[derive(Debug, thiserror::Error)]
 enum RoundError {
     #[error(transparent)]
@@ -28,38 +32,36 @@ enum RoundError {
 }
 
 impl RoundError {
-    /// The ledger's state and reason code while this lasts.
-    fn state(&self) -> (&'static str, &'static str) {
+    /// The state and reason code `/readyz` shows for it.
+    fn state(&self) -> (LedgerState, &'static str) {
         match self {
-            Self::Store(_) => ("backing_off", "store_unavailable"),
-            Self::Db(DbError::Unavailable {
-                reason,
-                answered: true,
-                ..
-            }) => ("failing", reason),
-            Self::Db(e) => ("backing_off", e.reason()),
+            Self::Store(_) => (LedgerState::BackingOff, "store_unavailable"),
+            Self::Db(e) => match e.fault {
+                Fault::Unreachable(_) => (LedgerState::BackingOff, e.fault.reason()),
+                Fault::Refusing(_) | Fault::Row(_) => (LedgerState::Failing, e.fault.reason()),
+            },
         }
     }
 }
 
 #[derive(Debug)]
-pub(super) struct Ingester<S> {
-    store: S,
+pub(super) struct Ingester {
+    store: RedisStore,
     db: Db,
     /// This instance's consumer name: unique per process, so a restarted instance's
     /// leftovers are recognised as stale and claimed.
     consumer: String,
     claim_idle_ms: u64,
     status: Arc<Mutex<LedgerStatus>>,
-    /// How often this ingester saw each entry refused for its own data. Dead-lettering counts
-    /// these, not Redis's delivery counts: an entry is re-delivered every claim round while the
-    /// database is down or read-only, and those rounds never tried it. Lost on restart, which
-    /// can only mean more attempts, never fewer.
-    refusals: Mutex<HashMap<(Name, Seq), u64>>,
 }
 
-impl<S: OrderStreams> Ingester<S> {
-    pub fn new(store: S, db: Db, settings: &Settings, status: Arc<Mutex<LedgerStatus>>) -> Self {
+impl Ingester {
+    pub fn new(
+        store: RedisStore,
+        db: Db,
+        settings: &Settings,
+        status: Arc<Mutex<LedgerStatus>>,
+    ) -> Self {
         let consumer = format!("gw-{}-{:08x}", std::process::id(), rand::random::<u32>());
         Self {
             store,
@@ -68,7 +70,6 @@ impl<S: OrderStreams> Ingester<S> {
             claim_idle_ms: u64::try_from(settings.ledger_claim_idle.as_millis())
                 .unwrap_or(u64::MAX),
             status,
-            refusals: Mutex::default(),
         }
     }
 
@@ -79,54 +80,69 @@ impl<S: OrderStreams> Ingester<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 
+    fn set_state(&self, state: LedgerState, reason: Option<&'static str>) {
+        self.update(|s| {
+            s.state = state;
+            s.reason = reason;
+        });
+        metrics::gauge!("gateway_ledger_up").set(if state == LedgerState::Running {
+            1.0
+        } else {
+            0.0
+        });
+    }
+
+    /// Ingests and measures until aborted.
     pub async fn run(self) {
+        tokio::join!(self.ingest_forever(), self.measure_forever());
+    }
+
+    async fn ingest_forever(&self) {
         let mut backoff = BACKOFF_MIN;
-        let mut measured = Instant::now() - BACKLOG_EVERY;
         while let Err(e) = self.db.migrate().await {
-            tracing::warn!(error = %e, "ledger migrations failed; retrying");
-            self.update(|s| s.reason = Some(e.reason()));
-            // Orders sold meanwhile are lag, and /readyz says so.
-            if measured.elapsed() >= BACKLOG_EVERY {
-                measured = Instant::now();
-                let _ = self.measure().await;
-            }
+            let e = RoundError::from(e);
+            let (state, reason) = e.state();
+            tracing::warn!(
+                error = %e,
+                reason,
+                retry_in_ms = backoff.as_millis() as u64,
+                "ledger migrations failed"
+            );
+            self.set_state(state, Some(reason));
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
         tracing::info!(consumer = %self.consumer, "ledger migrations applied; ingesting");
-        self.update(|s| {
-            s.state = "running";
-            s.reason = None;
-        });
         let mut backoff = BACKOFF_MIN;
+        // Until a write succeeded, each round first proves the database takes one: then no
+        // entry is handed out (and kept pending for a claim cycle) while it would not, and
+        // "running" and "recovered" are only said after a real write.
+        let mut writing = false;
+        let mut fault: Option<&'static str> = None;
         loop {
-            let outcome = self.round(backoff != BACKOFF_MIN).await;
-            // The backlog comes from Redis alone, so it stays true while PostgreSQL is away.
-            if measured.elapsed() >= BACKLOG_EVERY {
-                measured = Instant::now();
-                let _ = self.measure().await;
-            }
-            match outcome {
+            match self.round(!writing).await {
                 Ok(done) => {
-                    if backoff != BACKOFF_MIN {
-                        tracing::info!("ledger recovered");
+                    if !writing {
+                        if let Some(reason) = fault.take() {
+                            tracing::info!(
+                                after = reason,
+                                "ledger recovered: writes succeed again"
+                            );
+                        }
+                        writing = true;
+                        self.set_state(LedgerState::Running, None);
                     }
                     backoff = BACKOFF_MIN;
-                    self.update(|s| {
-                        s.state = "running";
-                        s.reason = None;
-                    });
                     if done == 0 {
                         tokio::time::sleep(IDLE_POLL).await;
                     }
                 }
                 Err(e) => {
                     let (state, reason) = e.state();
-                    tracing::warn!(error = %e, state, reason, retry_in_ms = backoff.as_millis() as u64, "ledger cannot ingest; retrying");
-                    self.update(|s| {
-                        s.state = state;
-                        s.reason = Some(reason);
-                    });
+                    tracing::warn!(error = %e, reason, retry_in_ms = backoff.as_millis() as u64, "ledger cannot write; backing off");
+                    writing = false;
+                    fault = Some(reason);
+                    self.set_state(state, Some(reason));
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
@@ -135,11 +151,9 @@ impl<S: OrderStreams> Ingester<S> {
     }
 
     /// One pass over every voucher; returns how many entries were handled.
-    async fn round(&self, recovering: bool) -> Result<usize, RoundError> {
-        // A round with nothing to insert would not notice that PostgreSQL is still down, or
-        // still refusing writes: the probe is an insert of no rows.
-        if recovering {
-            self.db.ping().await?;
+    async fn round(&self, probe: bool) -> Result<usize, RoundError> {
+        if probe {
+            self.db.insert(&[]).await?;
         }
         let mut done = 0;
         for voucher in self.store.ledger_vouchers().await? {
@@ -162,10 +176,14 @@ impl<S: OrderStreams> Ingester<S> {
         if !unreadable.is_empty() {
             let ids: Vec<Seq> = unreadable.iter().map(|t| t.id).collect();
             tracing::error!(%voucher, count = ids.len(), "unreadable order entries dead-lettered");
-            self.store
-                .ledger_dead_letter(voucher, &ids, "unreadable_entry")
+            let n = self
+                .store
+                .ledger_refuse(voucher, &ids, UNREADABLE, 1)
                 .await?;
-            metrics::counter!("gateway_ledger_dead_lettered_total").increment(ids.len() as u64);
+            metrics::counter!("gateway_ledger_dead_lettered_total").increment(n);
+        }
+        if good.is_empty() {
+            return Ok(());
         }
         let rows: Vec<Row> = good.iter().filter_map(|t| t.order.clone()).collect();
         match self.db.insert(&rows).await {
@@ -175,9 +193,12 @@ impl<S: OrderStreams> Ingester<S> {
                 self.ingested(new);
                 Ok(())
             }
-            Err(e @ DbError::Unavailable { .. }) => Err(e.into()),
             // The batch holds at least one row the database refuses: find which, one by one.
-            Err(DbError::Refused { .. }) => self.one_by_one(voucher, &good).await,
+            Err(DbError {
+                fault: Fault::Row(_),
+                ..
+            }) => self.one_by_one(voucher, &good).await,
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -187,29 +208,44 @@ impl<S: OrderStreams> Ingester<S> {
             match self.db.insert(std::slice::from_ref(row)).await {
                 Ok(new) => {
                     self.store.ledger_ack(voucher, &[t.id]).await?;
-                    self.forget(voucher, t.id);
                     self.ingested(new);
                 }
-                Err(e @ DbError::Unavailable { .. }) => return Err(e.into()),
-                Err(DbError::Refused { reason, detail }) => {
-                    let attempts = self.refused(voucher, t.id);
-                    if attempts >= MAX_DELIVERIES {
-                        tracing::error!(%voucher, order_id = %row.order_id, reason, %detail, attempts, "order dead-lettered");
-                        self.store
-                            .ledger_dead_letter(voucher, &[t.id], reason)
-                            .await?;
-                        self.forget(voucher, t.id);
-                        metrics::counter!("gateway_ledger_dead_lettered_total").increment(1);
+                // Only here is an attempt counted: the database took writes and refused this
+                // row's own data. Left pending below the limit, claimed again after the idle
+                // time.
+                Err(
+                    e @ DbError {
+                        fault: Fault::Row(reason),
+                        ..
+                    },
+                ) => {
+                    let dead = self
+                        .store
+                        .ledger_refuse(voucher, &[t.id], reason, MAX_ATTEMPTS)
+                        .await?;
+                    if dead > 0 {
+                        tracing::error!(%voucher, order_id = %row.order_id, reason, error = %e, "order dead-lettered");
+                        metrics::counter!("gateway_ledger_dead_lettered_total").increment(dead);
                     } else {
-                        // Left pending: claimed again after the idle time.
-                        tracing::warn!(%voucher, order_id = %row.order_id, reason, %detail, attempts, deliveries = t.deliveries, "order refused; will retry");
+                        tracing::warn!(%voucher, order_id = %row.order_id, attempt = t.attempts + 1, reason, error = %e, "order refused; will retry");
                     }
                 }
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(())
     }
 
+    async fn measure_forever(&self) {
+        loop {
+            if let Err(e) = self.measure().await {
+                tracing::debug!(error = %e, "ledger backlog not measured");
+            }
+            tokio::time::sleep(BACKLOG_EVERY).await;
+        }
+    }
+
+    /// Reads the backlog from Redis alone, so it is true while PostgreSQL is down.
     async fn measure(&self) -> Result<(), StoreError> {
         let mut total = super::Backlog::default();
         for voucher in self.store.ledger_vouchers().await? {
@@ -227,30 +263,6 @@ impl<S: OrderStreams> Ingester<S> {
         metrics::gauge!("gateway_ledger_lag").set((total.lag + total.pending) as f64);
         metrics::gauge!("gateway_ledger_dead_letters").set(total.dead_lettered as f64);
         Ok(())
-    }
-
-    /// Notes one more refusal of `id` for its data; returns how many this ingester has seen.
-    fn refused(&self, voucher: &Name, id: Seq) -> u64 {
-        let mut refusals = self
-            .refusals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Bounded: entries leave when acked or dead-lettered; a flood of bad rows beyond this
-        // starts the counts afresh, which only means more attempts.
-        if refusals.len() >= 100_000 {
-            refusals.clear();
-        }
-        let n = refusals.entry((voucher.clone(), id)).or_default();
-        *n += 1;
-        *n
-    }
-
-    fn forget(&self, voucher: &Name, id: Seq) {
-        if let Ok(mut refusals) = self.refusals.lock() {
-            if !refusals.is_empty() {
-                refusals.remove(&(voucher.clone(), id));
-            }
-        }
     }
 
     /// Counts rows this instance inserted (not those already there).

@@ -515,6 +515,12 @@ struct DeadLetterView {
     /// Why the ledger gave up: `unique_violation`, `data_exception`, `unreadable_entry`, …
     #[schema(example = "unique_violation")]
     reason: String,
+    /// Times the database refused the order's row (absent in dead letters of older versions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u64>,
+    /// When the ledger gave up on it.
+    #[schema(value_type = String, format = DateTime)]
+    dead_lettered_at: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -528,7 +534,7 @@ struct DeadLetterPage {
 /// Orders the ledger gave up on (admin), paged, each with its reason code.
 ///
 /// Only an order the database refused for its own data ends here (a duplicate, a bad value);
-/// fix the cause, then replay them. Empty while the ledger is off.
+/// fix the cause, then replay them. Always empty on the memory backend (no ledger).
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/dead-letters",
@@ -576,6 +582,8 @@ async fn dead_letters(
                 OrderView::new(&voucher, seq, row.user)
             }),
             reason: d.reason,
+            attempts: d.attempts,
+            dead_lettered_at: rfc3339(i64::try_from(d.dead_id.ms).unwrap_or(i64::MAX)),
         })
         .collect();
     Ok(Json(DeadLetterPage {

@@ -12,8 +12,7 @@ use super::Store;
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
-use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCenter};
-use crate::ledger::{DeadLetter, DeadLetters};
+use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCentre};
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
@@ -91,7 +90,7 @@ impl GeoStore for Store {
         &self,
         layer: &Name,
         search: &Search,
-    ) -> Result<Result<Found, UnknownCenter>, StoreError> {
+    ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         dispatch!(self, "geo.geo_search", s => s.geo_search(layer, search).await)
     }
 }
@@ -177,19 +176,5 @@ impl DedupStore for Store {
     }
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         dispatch!(self, "dedup.filter_info", s => s.dedup_info(filter).await)
-    }
-}
-
-impl DeadLetters for Store {
-    async fn ledger_dead_letters(
-        &self,
-        voucher: &Name,
-        after: Option<Seq>,
-        limit: usize,
-    ) -> Result<Vec<DeadLetter>, StoreError> {
-        dispatch!(self, s => s.ledger_dead_letters(voucher, after, limit).await)
-    }
-    async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
-        dispatch!(self, s => s.ledger_forget_dead(voucher, ids).await)
     }
 }

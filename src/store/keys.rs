@@ -129,6 +129,12 @@ impl Keys {
         format!("{}sk:{{{voucher}}}:dead", self.prefix)
     }
 
+    /// How often the database refused each pending order entry's row (entry id → count):
+    /// only these refusals, not deliveries, bring an entry to the dead-letter stream.
+    pub fn voucher_ledger_attempts(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:attempts", self.prefix)
+    }
+
     /// The set of every voucher id ever created, so the ledger finds each order stream
     /// without `KEYS`/`SCAN` (one small key; the streams themselves stay in their own slots).
     pub fn voucher_registry(&self) -> String {
@@ -186,6 +192,7 @@ mod tests {
             keys.voucher_user_orders(&v),
             keys.voucher_orders(&v),
             keys.voucher_dead_letters(&v),
+            keys.voucher_ledger_attempts(&v),
         ];
         assert_eq!(all[0], "gw:sk:{v1}");
         assert!(all.iter().all(|k| hash_tag(k) == "v1"));

@@ -10,7 +10,7 @@ use rstar::{RTree, AABB};
 use super::{lock, MemoryStore};
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCenter,
+    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -136,14 +136,14 @@ impl GeoStore for MemoryStore {
         &self,
         layer: &Name,
         search: &Search,
-    ) -> Result<Result<Found, UnknownCenter>, StoreError> {
+    ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         let s = lock(&self.shared.geo);
         let l = s.layers.get(layer);
         let center = match &search.center {
             Center::Point(p) => *p,
             Center::Member(m) => match l.and_then(|l| l.scores.get(m.as_str())) {
                 Some(score) => Point::stored(*score),
-                None => return Ok(Err(UnknownCenter(m.clone()))),
+                None => return Ok(Err(UnknownCentre(m.clone()))),
             },
         };
         let Some(l) = l else {

@@ -9,7 +9,6 @@
 mod checkins;
 mod dedup;
 mod geo;
-mod ledger;
 mod ratelimit;
 mod seckill;
 mod uv;

@@ -11,7 +11,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCenter,
+    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -139,7 +139,7 @@ impl GeoStore for RedisStore {
         &self,
         layer: &Name,
         search: &Search,
-    ) -> Result<Result<Found, UnknownCenter>, StoreError> {
+    ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         let (mode, a, b, score) = match &search.center {
             Center::Point(p) => (
                 "point",
@@ -183,7 +183,7 @@ impl GeoStore for RedisStore {
         let mut reply = reply.into_iter();
         if reply.next().and_then(|v| v.as_i64()) != Some(1) {
             return match &search.center {
-                Center::Member(m) => Ok(Err(UnknownCenter(m.clone()))),
+                Center::Member(m) => Ok(Err(UnknownCentre(m.clone()))),
                 Center::Point(_) => Err(unexpected("a point search found no centre")),
             };
         }

@@ -1,5 +1,5 @@
 //! The order ledger's Redis side: the voucher registry, and per-voucher consumer-group reads,
-//! acks, dead letters and backlog, each a single-slot call on the voucher's hash tag.
+//! acks, refusals, dead letters and backlog, each a single-slot call on the voucher's hash tag.
 
 use std::sync::LazyLock;
 
@@ -7,14 +7,15 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, DeadLetter, DeadLetters, OrderStreams, Row, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, Row, Taken, GROUP};
 use crate::seckill::logic::Seq;
-use crate::store::error::StoreError;
+use crate::store::StoreError;
 use crate::types::{Name, UserId};
 
 static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_take.lua")));
-static DEAD_LETTER: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("ledger_dead_letter.lua")));
+static ACK: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_ack.lua")));
+static REFUSE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ledger_refuse.lua")));
 static BACKLOG: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ledger_backlog.lua")));
 
@@ -32,23 +33,113 @@ impl RedisStore {
             .map_err(map_err)?;
         Ok(())
     }
-}
 
-impl DeadLetters for RedisStore {
-    async fn ledger_dead_letters(
+    /// Every voucher ever created.
+    pub(crate) async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
+        let ids: Vec<String> = self
+            .pool
+            .smembers(self.keys.voucher_registry())
+            .await
+            .map_err(map_err)?;
+        // Only valid names were ever registered; anything else is skipped, not fatal.
+        Ok(ids
+            .into_iter()
+            .filter_map(|s| Name::try_from(s).ok())
+            .collect())
+    }
+
+    /// Up to `count` entries for `consumer`: stale pending ones first, then new ones.
+    pub(crate) async fn ledger_take(
+        &self,
+        voucher: &Name,
+        consumer: &str,
+        claim_idle_ms: u64,
+        count: usize,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let reply: Vec<Value> = TAKE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
+                ],
+                vec![
+                    GROUP.to_owned(),
+                    consumer.to_owned(),
+                    claim_idle_ms.to_string(),
+                    count.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        reply.iter().map(|e| taken(voucher, e)).collect()
+    }
+
+    /// Acknowledges entries whose rows are committed.
+    pub(crate) async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![GROUP.to_owned()];
+        args.extend(ids.iter().map(Seq::to_string));
+        let _: i64 = ACK
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
+                ],
+                args,
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Counts one refusal of each entry's row (`reason` is a code); an entry refused
+    /// `max_attempts` times is moved to the dead-letter stream and acked. Returns how many
+    /// were dead-lettered.
+    pub(crate) async fn ledger_refuse(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+        reason: &str,
+        max_attempts: u64,
+    ) -> Result<u64, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut args = vec![
+            GROUP.to_owned(),
+            reason.to_owned(),
+            max_attempts.to_string(),
+        ];
+        args.extend(ids.iter().map(Seq::to_string));
+        let n: i64 = REFUSE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![
+                    self.keys.voucher_orders(voucher),
+                    self.keys.voucher_dead_letters(voucher),
+                    self.keys.voucher_ledger_attempts(voucher),
+                ],
+                args,
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Up to `limit` dead letters of `voucher` after `after`, oldest first.
+    pub(crate) async fn ledger_dead_letters(
         &self,
         voucher: &Name,
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Vec<DeadLetter>, StoreError> {
-        let start = match after.map(Seq::successor) {
-            None => "-".to_owned(),
-            Some(Some(first)) => first.to_string(),
-            Some(None) => return Ok(Vec::new()),
-        };
-        let entries: Vec<Value> = self
+        let start = after.map_or_else(|| "-".to_owned(), |s| format!("({s}"));
+        let reply: Vec<Value> = self
             .pool
-            .next()
             .xrange(
                 self.keys.voucher_dead_letters(voucher),
                 start,
@@ -57,10 +148,16 @@ impl DeadLetters for RedisStore {
             )
             .await
             .map_err(map_err)?;
-        entries.iter().map(|e| dead_letter(voucher, e)).collect()
+        reply.iter().map(|e| dead_letter(voucher, e)).collect()
     }
 
-    async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+    /// Removes dead letters (by their dead-letter stream ids) once their orders are in the
+    /// ledger.
+    pub(crate) async fn ledger_forget_dead(
+        &self,
+        voucher: &Name,
+        ids: &[Seq],
+    ) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -74,84 +171,10 @@ impl DeadLetters for RedisStore {
             .map_err(map_err)?;
         Ok(())
     }
-}
 
-impl OrderStreams for RedisStore {
-    async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
-        let ids: Vec<String> = self
-            .pool
-            .smembers(self.keys.voucher_registry())
-            .await
-            .map_err(map_err)?;
-        // Only valid names were ever registered; anything else is skipped, not fatal.
-        Ok(ids
-            .into_iter()
-            .filter_map(|s| Name::try_from(s).ok())
-            .collect())
-    }
-
-    async fn ledger_take(
-        &self,
-        voucher: &Name,
-        consumer: &str,
-        claim_idle_ms: u64,
-        count: usize,
-    ) -> Result<Vec<Taken>, StoreError> {
-        let reply: Vec<Value> = TAKE
-            .evalsha_with_reload(
-                self.pool.next(),
-                vec![self.keys.voucher_orders(voucher)],
-                vec![
-                    GROUP.to_owned(),
-                    consumer.to_owned(),
-                    claim_idle_ms.to_string(),
-                    count.to_string(),
-                ],
-            )
-            .await
-            .map_err(map_err)?;
-        reply.iter().map(|e| taken(voucher, e)).collect()
-    }
-
-    async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<String> = ids.iter().map(Seq::to_string).collect();
-        let _: i64 = self
-            .pool
-            .xack(self.keys.voucher_orders(voucher), GROUP, ids)
-            .await
-            .map_err(map_err)?;
-        Ok(())
-    }
-
-    async fn ledger_dead_letter(
-        &self,
-        voucher: &Name,
-        ids: &[Seq],
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let mut args = vec![GROUP.to_owned(), reason.to_owned()];
-        args.extend(ids.iter().map(Seq::to_string));
-        let _: i64 = DEAD_LETTER
-            .evalsha_with_reload(
-                self.pool.next(),
-                vec![
-                    self.keys.voucher_orders(voucher),
-                    self.keys.voucher_dead_letters(voucher),
-                ],
-                args,
-            )
-            .await
-            .map_err(map_err)?;
-        Ok(())
-    }
-
-    async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
+    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
+    /// long-gone consumers).
+    pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = BACKLOG
             .evalsha_with_reload(
                 self.pool.next(),
@@ -172,31 +195,25 @@ impl OrderStreams for RedisStore {
     }
 }
 
-/// A stream entry `{id, {field, value, ...}, ...}` as XREADGROUP/XAUTOCLAIM/XRANGE return it.
-struct Entry<'a> {
-    id: Seq,
-    parts: &'a [Value],
+/// A stream entry `{id, {field, value, ...}}` as its id and a field lookup.
+fn entry(value: &Value) -> Option<(Seq, &[Value])> {
+    let Value::Array(parts) = value else {
+        return None;
+    };
+    let id = parts.first()?.as_string()?.parse().ok()?;
+    let fields = match parts.get(1) {
+        Some(Value::Array(fields)) => fields.as_slice(),
+        _ => &[],
+    };
+    Some((id, fields))
 }
 
-impl<'a> Entry<'a> {
-    fn parse(entry: &'a Value) -> Option<Self> {
-        let Value::Array(parts) = entry else {
-            return None;
-        };
-        let id = parts.first()?.as_string()?.parse().ok()?;
-        Some(Self { id, parts })
-    }
-
-    fn field(&self, name: &str) -> Option<String> {
-        let Some(Value::Array(fields)) = self.parts.get(1) else {
-            return None;
-        };
-        fields
-            .chunks(2)
-            .find(|kv| kv[0].as_string().as_deref() == Some(name))
-            .and_then(|kv| kv.get(1))
-            .and_then(Value::as_string)
-    }
+fn field(fields: &[Value], name: &str) -> Option<String> {
+    fields
+        .chunks(2)
+        .find(|kv| kv[0].as_string().as_deref() == Some(name))
+        .and_then(|kv| kv.get(1))
+        .and_then(Value::as_string)
 }
 
 /// The order an order-stream entry `id` with these `user` and `nth` fields stands for.
@@ -210,29 +227,34 @@ fn row(voucher: &Name, id: Seq, user: Option<String>, nth: Option<String>) -> Op
     })
 }
 
-/// `{id, {field, value, ...}, deliveries}` → what the ingester needs; an entry whose fields
+/// `{id, {field, value, ...}, attempts}` → what the ingester needs; an entry whose fields
 /// cannot be read still comes back (with `order: None`) so it can be dead-lettered.
-fn taken(voucher: &Name, entry: &Value) -> Result<Taken, StoreError> {
-    let e = Entry::parse(entry)
-        .ok_or_else(|| StoreError::Internal(format!("unexpected ledger entry: {entry:?}")))?;
+fn taken(voucher: &Name, value: &Value) -> Result<Taken, StoreError> {
+    let (id, fields) = entry(value)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected ledger entry: {value:?}")))?;
+    let attempts = match value {
+        Value::Array(parts) => parts.get(2).and_then(Value::as_u64).unwrap_or(0),
+        _ => 0,
+    };
     Ok(Taken {
-        id: e.id,
-        order: row(voucher, e.id, e.field("user"), e.field("nth")),
-        deliveries: e.parts.get(2).and_then(Value::as_u64).unwrap_or(1),
+        id,
+        order: row(voucher, id, field(fields, "user"), field(fields, "nth")),
+        attempts,
     })
 }
 
-/// A dead-letter stream entry `{dead id, {id, <order id>, reason, <code>, user, .., nth, ..}}`.
-fn dead_letter(voucher: &Name, entry: &Value) -> Result<DeadLetter, StoreError> {
-    let e = Entry::parse(entry)
-        .ok_or_else(|| StoreError::Internal(format!("unexpected dead letter: {entry:?}")))?;
-    let order = e
-        .field("id")
+/// A dead-letter stream entry `{dead id, {id, <entry id>, reason, <code>, attempts, <n>,
+/// user, .., nth, ..}}` (`attempts` absent in those of older versions).
+fn dead_letter(voucher: &Name, value: &Value) -> Result<DeadLetter, StoreError> {
+    let (dead_id, fields) = entry(value)
+        .ok_or_else(|| StoreError::Internal(format!("unexpected dead letter: {value:?}")))?;
+    let order = field(fields, "id")
         .and_then(|id| id.parse::<Seq>().ok())
-        .and_then(|id| row(voucher, id, e.field("user"), e.field("nth")));
+        .and_then(|id| row(voucher, id, field(fields, "user"), field(fields, "nth")));
     Ok(DeadLetter {
-        dead_id: e.id,
+        dead_id,
         order,
-        reason: e.field("reason").unwrap_or_default(),
+        reason: field(fields, "reason").unwrap_or_default(),
+        attempts: field(fields, "attempts").and_then(|a| a.parse().ok()),
     })
 }
