@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Everything a request can fail with. Each variant's doc names its status.
 #[derive(Debug, thiserror::Error)]
@@ -268,4 +268,24 @@ pub mod responses {
     #[derive(Debug, IntoResponses)]
     #[response(status = 422, content_type = "application/problem+json")]
     pub struct Unprocessable(Problem);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_refusals_keep_their_codes() {
+        let invalid = ApiError::from(crate::types::Refused::Invalid("bad".to_owned()));
+        assert_eq!(
+            (invalid.code(), invalid.status().as_u16()),
+            ("invalid_argument", 400)
+        );
+        let late = ApiError::from(crate::types::Refused::Unprocessable("too old".to_owned()));
+        assert_eq!(
+            (late.code(), late.status().as_u16()),
+            ("unprocessable", 422)
+        );
+        assert_eq!(late.detail(), "too old");
+    }
 }

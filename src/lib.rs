@@ -1,18 +1,34 @@
 //! redis-gateway: six classic Redis patterns behind a REST/JSON API.
 //!
+//! Arrows run one way (DESIGN.md "Shape"; `tests/architecture.rs` checks them):
+//!
+//! ```text
+//! http.rs of each domain, middleware, error, extract   HTTP: axum, ApiError, AppState
+//!    │ typed domain calls
+//! checkins uv geo seckill ratelimit dedup ledger        domain cores: types, rules, store traits
+//!    │ <Domain>Store traits (errors: store::error)      (plus the shared calendar and types)
+//! store: dispatch.rs → memory/ | redis/                 backends implement the traits
+//! ```
+//!
 //! - [`config`]: settings from flags and environment
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards)
-//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`): each a folder whose
-//!   core (types, rules, store trait) imports no axum, no app state and no HTTP error type —
-//!   refusals are [`types::Refused`] or the domain's own types, mapped to problems by its
-//!   `http.rs` (`tests/architecture.rs` keeps it so)
-//! - [`store`]: the in-memory and Redis backends behind those traits; [`ledger`]: the order
-//!   ledger (PostgreSQL)
+//! - [`build_state`]: the composition root, the one place that picks a backend
+//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `clients`):
+//!   each a folder whose core (`mod.rs` with the types and the `<Domain>Store` trait, pure
+//!   rules in `logic.rs`, `search.rs`, `hll.rs`) imports no axum, no app state, no HTTP error
+//!   type and no backend — refusals are [`types::Refused`] or the domain's own types
+//!   (`seckill::Refusal`, `geo::UnknownCentre`), mapped to problems by its `http.rs`
+//!   (`tests/architecture.rs` keeps it so)
+//! - [`store`]: the in-memory and Redis backends behind those traits (`fred` stays under
+//!   `store/redis/`); [`ledger`]: the order ledger (PostgreSQL)
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
 //!   (the stack, the global limiter and its route costs), [`ops`], [`telemetry`] (logs,
 //!   traces, metrics), [`healthcheck`]
+//!
+//! Adding a domain touches its folder, its backend files (`store/{memory,redis}/<domain>.rs`),
+//! one `impl` in `store/dispatch.rs` and one line in `openapi.rs`, where the routers are composed.
 
 pub mod auth;
 mod calendar;
@@ -47,7 +63,8 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::config::Settings;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
+use crate::store::Store;
 
 /// Opens the store and settles the admin token.
 pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {

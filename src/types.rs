@@ -60,6 +60,13 @@ pub enum Refused {
     Unprocessable(String),
 }
 
+impl Refused {
+    /// A 400 refusal with `detail`.
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        Self::Invalid(detail.into())
+    }
+}
+
 /// A write made under an `Idempotency-Key` (API.md "Conventions").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Idempotency {
@@ -110,6 +117,15 @@ impl fmt::Display for UserId {
         self.0.fmt(f)
     }
 }
+
+/// The name rule as the OpenAPI descriptions state it. A macro, not a `const`, so that
+/// `concat!` can put it after a parameter's own words.
+macro_rules! name_rule {
+    () => {
+        "1-128 of [A-Za-z0-9._:@-]"
+    };
+}
+pub(crate) use name_rule;
 
 /// A name (`page`, `layer`, `member`, `voucher_id`, `filter`, rate-limit `key`):
 /// 1–128 characters of `[A-Za-z0-9._:@-]`.

@@ -75,7 +75,7 @@ async fn check_in(
     let cal = Calendar::at(state.today(), state.settings.checkin_retention_days);
     let day = body.date.unwrap_or(cal.retention.today);
     cal.retention.writable(day)?;
-    let done = state.store.check_in(user, day, &cal).await?;
+    let done = state.store.checkin_record(user, day, &cal).await?;
     Ok(Json(CheckInReply {
         user_id: user.0,
         date: day,
@@ -137,7 +137,7 @@ async fn month_view(
         months.push(month);
         months.len() - 1
     });
-    let masks = state.store.months(user, &months).await?;
+    let masks = state.store.checkin_months(user, &months).await?;
     let n = masks.len().min(cal.window().len());
     let mask = masks[index];
     let days = logic::days(mask, month.days());
@@ -183,7 +183,7 @@ async fn day_status(
     ApiPath((user, date)): ApiPath<(UserId, Day)>,
 ) -> ApiResult<Json<DayStatus>> {
     acting.for_user(user)?;
-    let mask = state.store.months(user, &[date.month()]).await?[0];
+    let mask = state.store.checkin_months(user, &[date.month()]).await?[0];
     let checked_in = logic::days(mask, date.month().days()).contains(&date.0.day());
     Ok(Json(DayStatus {
         user_id: user.0,
@@ -243,7 +243,7 @@ async fn stats(
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> ApiResult<Json<Stats>> {
     let days = crate::calendar::days_between(q.from, q.to, MAX_STATS_DAYS)?;
-    let cohort = state.store.cohort(&days).await?;
+    let cohort = state.store.checkin_cohort(&days).await?;
     Ok(Json(Stats {
         from: q.from,
         to: q.to,

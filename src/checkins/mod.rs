@@ -55,12 +55,16 @@ pub(crate) trait CheckinStore {
     /// reports whether it was set before, the month's count and the current streak as of
     /// `cal.today` — computed next to the data, so a check-in moves three numbers, not a year of
     /// bitmaps. `day` must be writable (see [`Calendar::writable`]).
-    async fn check_in(&self, user: UserId, day: Day, cal: &Calendar)
-        -> Result<CheckIn, StoreError>;
+    async fn checkin_record(
+        &self,
+        user: UserId,
+        day: Day,
+        cal: &Calendar,
+    ) -> Result<CheckIn, StoreError>;
     /// Bitmasks of `months` for `user`, in order; a missing month is 0.
-    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError>;
+    async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError>;
     /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).
-    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError>;
+    async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError>;
 }
 
 /// Dates and retention as the gateway sees them right now.

@@ -15,7 +15,7 @@ use crate::error::responses::{NotFound, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use crate::types::Name;
+use crate::types::{name_rule, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -115,7 +115,7 @@ impl FilterView {
 async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     let info = state
         .store
-        .filter_info(filter)
+        .dedup_info(filter)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no filter {filter}")))?;
     Ok(FilterView::new(filter, info))
@@ -132,7 +132,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     operation_id = "dedupReserve",
     tag = "dedup",
     security(("admin" = [])),
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ReserveBody,
     responses(
         (status = 201, body = FilterView, description = "Created"),
@@ -152,7 +152,7 @@ async fn reserve(
     let params = Params::new(body.capacity, body.error_rate).map_err(ApiError::InvalidArgument)?;
     let status = match state
         .store
-        .reserve_filter(&filter, params, policy(&state))
+        .dedup_reserve(&filter, params, policy(&state))
         .await?
     {
         Reserved::Created => StatusCode::CREATED,
@@ -180,7 +180,7 @@ async fn reserve(
     path = "/v1/dedup/{filter}",
     operation_id = "dedupInfo",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     responses(
         (status = 200, body = FilterView),
         StoreErrors,
@@ -227,7 +227,7 @@ struct AddReply {
     path = "/v1/dedup/{filter}/items",
     operation_id = "dedupAdd",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
     responses(
         (status = 200, body = AddReply),
@@ -245,7 +245,7 @@ async fn add(
     validate_items(&state, &body.items)?;
     let flags = match state
         .store
-        .add_to_filter(&filter, &body.items, policy(&state))
+        .dedup_add(&filter, &body.items, policy(&state))
         .await?
     {
         Added::Flags(flags) => flags,
@@ -280,7 +280,7 @@ struct DedupCheckReply {
     path = "/v1/dedup/{filter}/check",
     operation_id = "dedupCheck",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = ItemsBody,
     responses(
         (status = 200, body = DedupCheckReply),
@@ -296,7 +296,7 @@ async fn check(
     validate_items(&state, &body.items)?;
     let seen = state
         .store
-        .check_in_filter(&filter, &body.items, policy(&state))
+        .dedup_check(&filter, &body.items, policy(&state))
         .await?;
     let results = body
         .items
@@ -338,7 +338,7 @@ struct FilterReply {
     path = "/v1/dedup/{filter}/filter",
     operation_id = "dedupFilter",
     tag = "dedup",
-    params(("filter" = String, Path, description = "Filter name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
     request_body = FilterBody,
     responses(
         (status = 200, body = FilterReply),
@@ -357,11 +357,7 @@ async fn filter(
     let policy = policy(&state);
     let unseen = if body.mark_seen {
         // Adding in order marks a repeat as not new: its first occurrence set its bits.
-        let flags = match state
-            .store
-            .add_to_filter(&filter, &body.items, policy)
-            .await?
-        {
+        let flags = match state.store.dedup_add(&filter, &body.items, policy).await? {
             Added::Flags(flags) => flags,
             Added::Full => return Err(full(&filter)),
         };
@@ -373,7 +369,7 @@ async fn filter(
     } else {
         let seen = state
             .store
-            .check_in_filter(&filter, &body.items, policy)
+            .dedup_check(&filter, &body.items, policy)
             .await?;
         logic::first_occurrences(&body.items)
             .into_iter()

@@ -93,14 +93,14 @@ pub struct Policy {
 /// What a dedup backend must do. Every method is one logical store operation.
 pub(crate) trait DedupStore {
     /// Creates `filter` with `params` unless it exists.
-    async fn reserve_filter(
+    async fn dedup_reserve(
         &self,
         filter: &Name,
         params: Params,
         policy: Policy,
     ) -> Result<Reserved, StoreError>;
     /// Adds `items` in order, creating the filter with the defaults on first use.
-    async fn add_to_filter(
+    async fn dedup_add(
         &self,
         filter: &Name,
         items: &[String],
@@ -108,12 +108,12 @@ pub(crate) trait DedupStore {
     ) -> Result<Added, StoreError>;
     /// Per item: whether it may have been added (false: definitely not). An unknown filter
     /// has seen nothing and is not created.
-    async fn check_in_filter(
+    async fn dedup_check(
         &self,
         filter: &Name,
         items: &[String],
         policy: Policy,
     ) -> Result<Vec<bool>, StoreError>;
     /// The filter's parameters and size, or `None` when it does not exist.
-    async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError>;
+    async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError>;
 }

@@ -9,15 +9,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{
-    logic, writable_member, Center, GeoStore, Order, Place, Point, Search, Shape, Unit,
-    UnknownCentre, MAX_COUNT, MAX_EXTENT_M,
-};
+use super::search::{self, ShapeKind};
+use super::{logic, writable_member, GeoStore, Order, Place, Point, Unit, UnknownCentre};
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use crate::types::Name;
+use crate::types::{name_rule, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
@@ -31,9 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/v1/geo/{layer}/nearby", reserved())
         .route("/v1/geo/{layer}/distance", reserved())
 }
-
-/// Default number of search results.
-const DEFAULT_COUNT: u32 = 20;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -91,8 +86,8 @@ struct PutReply {
     operation_id = "geoPutPlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]; `nearby` and `distance` are reserved"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!(), "; `nearby` and `distance` are reserved")),
     ),
     request_body = PositionBody,
     responses(
@@ -132,8 +127,8 @@ async fn put_place(
     operation_id = "geoGetPlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
     ),
     responses(
         (status = 200, body = PlaceView),
@@ -160,8 +155,8 @@ async fn get_place(
     operation_id = "geoDeletePlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"),
-        ("member" = String, Path, description = "Member name: 1-128 of [A-Za-z0-9._:@-]"),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
     ),
     responses(
         (status = 204, description = "Removed"),
@@ -225,7 +220,7 @@ struct PutManyReply {
     path = "/v1/geo/{layer}",
     operation_id = "geoPutPlaces",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]")),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()))),
     request_body = PlacesBody,
     responses(
         (status = 200, body = PutManyReply),
@@ -261,15 +256,6 @@ async fn put_places(
     }))
 }
 
-/// The shape of a search area.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-enum ShapeKind {
-    #[default]
-    Circle,
-    Box,
-}
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -302,85 +288,21 @@ struct NearbyQuery {
     include_self: Option<bool>,
 }
 
-impl NearbyQuery {
-    /// Turns the query into a search; the bool is whether to drop the centre member itself.
-    fn into_search(self) -> Result<(Search, bool), ApiError> {
-        let unit = self.unit.unwrap_or_default();
-        let count = self.count.unwrap_or(DEFAULT_COUNT);
-        if !(1..=MAX_COUNT).contains(&count) {
-            return Err(ApiError::invalid(format!(
-                "count must be within 1..={MAX_COUNT}, got {count}"
-            )));
+impl From<NearbyQuery> for search::Request {
+    fn from(q: NearbyQuery) -> Self {
+        Self {
+            lon: q.lon,
+            lat: q.lat,
+            member: q.member,
+            radius: q.radius,
+            shape: q.shape,
+            width: q.width,
+            height: q.height,
+            unit: q.unit,
+            count: q.count,
+            order: q.order,
+            include_self: q.include_self,
         }
-        let center = match (self.lon, self.lat, self.member) {
-            (Some(lon), Some(lat), None) => Center::Point(Point::new(lon, lat)?),
-            (None, None, Some(member)) => {
-                // A reserved name is a 400 wherever a member is named, not a 404.
-                writable_member(&member)?;
-                Center::Member(member)
-            }
-            (None, None, None) => {
-                return Err(ApiError::invalid("give lon and lat, or member"));
-            }
-            (_, _, Some(_)) => {
-                return Err(ApiError::invalid(
-                    "give either lon and lat, or member, not both",
-                ));
-            }
-            _ => return Err(ApiError::invalid("lon and lat go together")),
-        };
-        if self.include_self.is_some() && matches!(center, Center::Point(_)) {
-            return Err(ApiError::invalid(
-                "include_self applies to a search around a member",
-            ));
-        }
-        let extent = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 && v * unit.meters() <= MAX_EXTENT_M {
-                Ok(v)
-            } else {
-                Err(ApiError::invalid(format!(
-                    "{name} must be positive and at most 40000 km, got {v} {}",
-                    unit.as_str()
-                )))
-            }
-        };
-        let shape = match (self.shape.unwrap_or_default(), self.radius) {
-            (ShapeKind::Circle, Some(r)) if self.width.is_none() && self.height.is_none() => {
-                Shape::Radius(extent("radius", r)?)
-            }
-            (ShapeKind::Circle, None) if self.width.is_some() || self.height.is_some() => {
-                return Err(ApiError::invalid("width and height need shape=box"));
-            }
-            (ShapeKind::Circle, None) => {
-                return Err(ApiError::invalid(
-                    "give radius, or shape=box with width and height",
-                ));
-            }
-            (ShapeKind::Box, None) => match (self.width, self.height) {
-                (Some(w), Some(h)) => Shape::Box {
-                    width: extent("width", w)?,
-                    height: extent("height", h)?,
-                },
-                _ => return Err(ApiError::invalid("shape=box needs width and height")),
-            },
-            _ => {
-                return Err(ApiError::invalid(
-                    "give either radius, or shape=box with width and height",
-                ))
-            }
-        };
-        let drop_self = matches!(center, Center::Member(_)) && self.include_self != Some(true);
-        Ok((
-            Search {
-                center,
-                shape,
-                unit,
-                order: self.order.unwrap_or_default(),
-                // One more, so there are still `count` after dropping the member itself.
-                count: count + u32::from(drop_self),
-            },
-            drop_self,
-        ))
     }
 }
 
@@ -420,7 +342,7 @@ struct NearbyReply {
     path = "/v1/geo/{layer}/nearby",
     operation_id = "geoNearby",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), NearbyQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), NearbyQuery),
     responses(
         (status = 200, body = NearbyReply),
         StoreErrors,
@@ -432,26 +354,20 @@ async fn nearby(
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<NearbyQuery>,
 ) -> ApiResult<Json<NearbyReply>> {
-    let (search, drop_self) = q.into_search()?;
+    let plan = search::Request::from(q).plan()?;
     let found = state
         .store
-        .geo_search(&layer, &search)
+        .geo_search(&layer, &plan.search)
         .await?
         .map_err(|UnknownCentre(member)| not_found(&layer, &member))?;
-    let mut hits = found.hits;
-    if drop_self {
-        if let Center::Member(me) = &search.center {
-            hits.retain(|h| h.member != me.as_str());
-        }
-        hits.truncate(search.count as usize - 1);
-    }
+    let hits = plan.results(found.hits);
     Ok(Json(NearbyReply {
         layer: layer.to_string(),
         center: Coordinates {
             lon: found.center.lon,
             lat: found.center.lat,
         },
-        unit: search.unit,
+        unit: plan.search.unit,
         results: hits
             .into_iter()
             .map(|h| {
@@ -498,7 +414,7 @@ struct DistanceReply {
     path = "/v1/geo/{layer}/distance",
     operation_id = "geoDistance",
     tag = "geo",
-    params(("layer" = String, Path, description = "Layer name: 1-128 of [A-Za-z0-9._:@-]"), DistanceQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), DistanceQuery),
     responses(
         (status = 200, body = DistanceReply),
         StoreErrors,

@@ -7,6 +7,7 @@
 
 mod http;
 pub mod logic;
+pub mod search;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -18,13 +19,6 @@ use crate::types::{Name, Refused};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
 pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
-
-/// Largest `count` of a search.
-pub const MAX_COUNT: u32 = 1000;
-
-/// Largest radius, width or height in metres (40,000 km, about the Earth's circumference:
-/// anything larger already covers the globe).
-pub const MAX_EXTENT_M: f64 = 40_000_000.0;
 
 /// Distance units, with the factors Redis uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

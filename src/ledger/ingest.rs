@@ -8,8 +8,8 @@ use super::db::{Db, DbError, Fault};
 use super::{LedgerState, LedgerStatus, Row, Taken, BATCH, MAX_ATTEMPTS};
 use crate::config::Settings;
 use crate::seckill::logic::Seq;
+use crate::store::error::StoreError;
 use crate::store::redis::RedisStore;
-use crate::store::StoreError;
 use crate::types::Name;
 
 /// Pause after a round that found nothing to do.

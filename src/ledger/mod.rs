@@ -39,7 +39,8 @@ use utoipa::ToSchema;
 
 use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
+use crate::store::Store;
 use crate::types::{Name, UserId};
 
 /// The consumer group every gateway instance reads the order streams with.

@@ -131,7 +131,7 @@ async fn check(
     };
     match state
         .store
-        .throttle_once(&Bucket::Key(body.key), &gcra, body.quantity, idem.as_ref())
+        .ratelimit_throttle_once(&Bucket::Key(body.key), &gcra, body.quantity, idem.as_ref())
         .await?
     {
         Once::Now(decision) => Ok(reply(decision)),

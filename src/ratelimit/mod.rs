@@ -31,7 +31,7 @@ pub(crate) trait RateLimitStore {
     /// step first looks for the key's earlier decision (replayed from the clock and TAT it
     /// saw, so the reply is the first one exactly) and records this one for
     /// [`crate::types::IDEMPOTENCY_SECS`].
-    async fn throttle_once(
+    async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &logic::Gcra,
@@ -39,14 +39,17 @@ pub(crate) trait RateLimitStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<logic::Decision>, StoreError>;
 
-    /// [`Self::throttle_once`] without an idempotency key.
-    async fn throttle(
+    /// [`Self::ratelimit_throttle_once`] without an idempotency key.
+    async fn ratelimit_throttle(
         &self,
         bucket: &Bucket,
         gcra: &logic::Gcra,
         quantity: u64,
     ) -> Result<logic::Decision, StoreError> {
-        match self.throttle_once(bucket, gcra, quantity, None).await? {
+        match self
+            .ratelimit_throttle_once(bucket, gcra, quantity, None)
+            .await?
+        {
             Once::Now(d) | Once::Replayed(d) => Ok(d),
             Once::KeyReused => Err(StoreError::Internal(
                 "a throttle without a key was refused as a reused key".to_owned(),

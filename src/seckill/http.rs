@@ -24,7 +24,7 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::ledger::{Ledger, ReplayError};
 use crate::state::AppState;
-use crate::types::{Name, UserId};
+use crate::types::{name_rule, Name, UserId};
 
 /// Longest a listing waits for the ledger to say which orders it holds.
 const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
@@ -119,7 +119,7 @@ fn not_found(voucher: &Name) -> ApiError {
     operation_id = "seckillPutVoucher",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     request_body = VoucherBody,
     responses(
         (status = 201, body = VoucherView, description = "Created"),
@@ -160,7 +160,7 @@ async fn put_voucher(
         end_ms,
         per_user_limit,
     };
-    match state.store.put_voucher(&voucher, spec, cap).await? {
+    match state.store.seckill_put(&voucher, spec, cap).await? {
         Put::Created(v) => Ok((StatusCode::CREATED, Json(VoucherView::new(&voucher, &v)))),
         Put::Replaced(v) => Ok((StatusCode::OK, Json(VoucherView::new(&voucher, &v)))),
         Put::OverCap { sold } => Err(ApiError::invalid(format!(
@@ -188,7 +188,7 @@ struct RestockBody {
     tag = "seckill",
     security(("admin" = [])),
     params(
-        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("voucher_id" = String, Path, description = name_rule!()),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; a retry within 24 h replays the first reply and adds nothing"),
     ),
     request_body = RestockBody,
@@ -234,7 +234,7 @@ async fn restock(
     };
     match state
         .store
-        .restock(&voucher, body.quantity, cap, idem.as_ref())
+        .seckill_restock(&voucher, body.quantity, cap, idem.as_ref())
         .await?
     {
         Once::Now(outcome) => Ok(reply(outcome)),
@@ -251,7 +251,7 @@ async fn restock(
     path = "/v1/seckill/vouchers/{voucher_id}",
     operation_id = "seckillGetVoucher",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     responses(
         (status = 200, body = VoucherView),
         StoreErrors,
@@ -264,7 +264,7 @@ async fn get_voucher(
 ) -> ApiResult<Json<VoucherView>> {
     let v = state
         .store
-        .voucher(&voucher)
+        .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     Ok(Json(VoucherView::new(&voucher, &v)))
@@ -340,7 +340,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     operation_id = "seckillBuy",
     tag = "seckill",
     params(
-        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("voucher_id" = String, Path, description = name_rule!()),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
     ),
     request_body = BuyBody,
@@ -381,7 +381,7 @@ async fn buy(
     Ok(
         match state
             .store
-            .buy(&voucher, body.user_id, cap, idem.as_ref())
+            .seckill_buy(&voucher, body.user_id, cap, idem.as_ref())
             .await?
         {
             Bought::Now(outcome) => reply(outcome),
@@ -451,7 +451,7 @@ struct OrderPage {
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
     operation_id = "seckillListOrders",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
+    params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
     responses(
         (status = 200, body = OrderPage),
         StoreErrors,
@@ -467,7 +467,7 @@ async fn list_orders(
     // One more than asked tells whether another page exists.
     let mut orders = state
         .store
-        .orders(&voucher, after, limit + 1)
+        .seckill_orders(&voucher, after, limit + 1)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let next = (orders.len() > limit).then(|| {
@@ -541,7 +541,7 @@ struct DeadLetterPage {
     operation_id = "seckillDeadLetters",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"), OrdersQuery),
+    params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
     responses(
         (status = 200, body = DeadLetterPage),
         StoreErrors,
@@ -558,7 +558,7 @@ async fn dead_letters(
     let (limit, after) = q.page()?;
     state
         .store
-        .voucher(&voucher)
+        .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let mut dead = Ledger::dead_letters(&state.store, &voucher, after, limit + 1).await?;
@@ -609,7 +609,7 @@ struct ReplayReply {
     operation_id = "seckillReplayDeadLetters",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]")),
+    params(("voucher_id" = String, Path, description = name_rule!())),
     responses(
         (status = 200, body = ReplayReply),
         StoreErrors,
@@ -624,7 +624,7 @@ async fn replay_dead_letters(
 ) -> ApiResult<Json<ReplayReply>> {
     state
         .store
-        .voucher(&voucher)
+        .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let replayed = state
@@ -634,7 +634,7 @@ async fn replay_dead_letters(
         .map_err(|e| match e {
             ReplayError::Store(e) => ApiError::from(e),
             ReplayError::Database(reason) => ApiError::BackendUnavailable(
-                crate::store::StoreError::Unavailable(format!("ledger database: {reason}")),
+                crate::store::error::StoreError::Unavailable(format!("ledger database: {reason}")),
             ),
         })?;
     Ok(Json(ReplayReply { replayed }))
@@ -660,7 +660,7 @@ struct UserOrders {
     operation_id = "seckillUserOrders",
     tag = "seckill",
     params(
-        ("voucher_id" = String, Path, description = "1-128 of [A-Za-z0-9._:@-]"),
+        ("voucher_id" = String, Path, description = name_rule!()),
         ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
     ),
     responses(
@@ -678,7 +678,7 @@ async fn user_orders(
     acting.for_user(user)?;
     let seqs = state
         .store
-        .user_orders(&voucher, user)
+        .seckill_user_orders(&voucher, user)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     let mut orders: Vec<OrderView> = seqs

@@ -98,9 +98,9 @@ pub enum Restock {
 /// `seckill_max_orders`.
 pub(crate) trait SeckillStore {
     /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
-    /// Adds `quantity` to the stock left. Under `idem`, like [`Self::buy`].
-    async fn restock(
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
+    /// Adds `quantity` to the stock left. Under `idem`, like [`Self::seckill_buy`].
+    async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
@@ -108,12 +108,12 @@ pub(crate) trait SeckillStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Restock>, StoreError>;
     /// The voucher, or `None` when unknown.
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
     /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
     /// step first looks for the key's earlier outcome and records this one (kept
     /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it
     /// happened" and "its reply is recorded" never disagree.
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
@@ -121,14 +121,14 @@ pub(crate) trait SeckillStore {
         idem: Option<&Idempotency>,
     ) -> Result<Bought, StoreError>;
     /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError>;
     /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,

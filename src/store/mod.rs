@@ -1,5 +1,16 @@
-//! Store backends: the in-memory default and Redis (standalone, TLS, Cluster), one enum that
-//! implements every domain's store trait by dispatching to the backend chosen at start-up.
+//! Store backends: the in-memory default and Redis (standalone, TLS, Cluster), and the one
+//! [`Store`] enum that implements every domain's store trait by dispatching to the backend chosen
+//! at start-up.
+//!
+//! - [`error`]: [`StoreError`], a leaf module: the domains' traits name it without depending
+//!   on this aggregator
+//! - `dispatch.rs`: `impl <Domain>Store for Store`, one `match` per method, for every domain
+//! - [`keys`]: the only place keys are spelled (prefix, `kind:{tag}:rest`)
+//! - [`memory`] and [`redis`]: one file per domain implementing its trait; the Redis side keeps
+//!   each atomic operation in a `.lua` file beside its caller, and `fred` types never leave it
+//!
+//! Store methods carry their domain's name (`checkin_record`, `uv_union`, `seckill_orders`,
+//! `dedup_check`, ...), since every trait lands on the same `Store`.
 
 pub mod error;
 pub mod keys;
@@ -86,9 +97,4 @@ impl Store {
 }
 
 // Each domain's `impl <Domain>Store for Store`, dispatching with the macro above.
-mod checkins;
-mod dedup;
-mod geo;
-mod ratelimit;
-mod seckill;
-mod uv;
+mod dispatch;

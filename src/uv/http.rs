@@ -16,7 +16,7 @@ use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::{Day, Idempotency, Name, Once};
+use crate::types::{name_rule, Day, Idempotency, Name, Once};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -65,7 +65,7 @@ struct VisitReply {
     operation_id = "uvRecord",
     tag = "uv",
     params(
-        ("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"),
+        ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)"),
     ),
     request_body = VisitBody,
@@ -129,7 +129,7 @@ async fn record(
     };
     match state
         .store
-        .record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
+        .uv_record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
         .await?
     {
         Once::Now(done) => Ok(reply(done)),
@@ -213,7 +213,7 @@ enum PageView {
     path = "/v1/uv/{page}",
     operation_id = "uvPage",
     tag = "uv",
-    params(("page" = String, Path, description = "Page name: 1-128 of [A-Za-z0-9._:@-], not `merge`"), PageQuery),
+    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")), PageQuery),
     responses(
         (status = 200, body = PageView),
         StoreErrors,
@@ -228,7 +228,7 @@ async fn page_view(
     let today = state.today();
     if q.from.is_none() && q.to.is_none() {
         let day = q.date.unwrap_or(today);
-        let counts = state.store.page_counts(&name, &[day]).await?;
+        let counts = state.store.uv_page_counts(&name, &[day]).await?;
         let (uv, pv) = counts.daily[0];
         return Ok(Json(PageView::Day(DayView {
             page: name,
@@ -243,7 +243,7 @@ async fn page_view(
     let to = q.to.unwrap_or(today);
     let from = q.from.unwrap_or(to);
     let range = days(from, to)?;
-    let counts = state.store.page_counts(&name, &range).await?;
+    let counts = state.store.uv_page_counts(&name, &range).await?;
     Ok(Json(PageView::Range(RangeView {
         page: name,
         from,
@@ -332,7 +332,7 @@ async fn union(
     let mut distinct = pages.clone();
     distinct.sort();
     distinct.dedup();
-    let uv = state.store.union(&distinct, &range).await?;
+    let uv = state.store.uv_union(&distinct, &range).await?;
     Ok(Json(UnionReply {
         pages,
         from,
@@ -427,9 +427,9 @@ async fn merge(
     let folded = if sources.is_empty() || fold.is_empty() {
         0
     } else {
-        state.store.merge(&sources, &into, &fold).await?
+        state.store.uv_merge(&sources, &into, &fold).await?
     };
-    let uv = state.store.page_counts(&into, &range).await?.uv;
+    let uv = state.store.uv_page_counts(&into, &range).await?.uv;
     Ok(Json(MergeReply {
         into,
         days: folded,

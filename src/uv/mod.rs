@@ -59,7 +59,7 @@ pub(crate) trait UvStore {
     /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
     /// its page views, and sets both keys to expire at `expire_at` (unix seconds). Under `idem`
     /// the same step first looks for the key's first outcome and records this one (24 h).
-    async fn record(
+    async fn uv_record(
         &self,
         page: &Name,
         day: Day,
@@ -68,12 +68,12 @@ pub(crate) trait UvStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Recorded>, StoreError>;
     /// Per-day figures and the union over `days` for one page; missing days are zeros.
-    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError>;
+    async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError>;
     /// Distinct visitors over every page and day given.
-    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError>;
+    async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError>;
     /// For each day, folds the union of `sources` on that day into `into` on that day (page
     /// views untouched). Returns the number of days on which some source had visitors.
-    async fn merge(
+    async fn uv_merge(
         &self,
         sources: &[Name],
         into: &Name,

@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 
 use super::{lock, reclaim, MemoryStore};
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
 
 #[derive(Debug, Default)]
@@ -26,7 +26,7 @@ impl State {
 }
 
 impl CheckinStore for MemoryStore {
-    async fn check_in(
+    async fn checkin_record(
         &self,
         user: UserId,
         day: Day,
@@ -57,12 +57,12 @@ impl CheckinStore for MemoryStore {
         })
     }
 
-    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
+    async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
         let s = lock(&self.shared.checkins);
         Ok(months.iter().map(|m| mask(&s, user, *m)).collect())
     }
 
-    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
+    async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
         let s = lock(&self.shared.checkins);
         let empty = RoaringBitmap::new();
         let maps: Vec<&RoaringBitmap> = days

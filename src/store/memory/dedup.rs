@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::{lock, reclaim, MemoryStore};
 use crate::dedup::logic::{ItemHash, LayerSpec, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 #[derive(Debug, Default)]
@@ -129,7 +129,7 @@ fn expiry(policy: Policy) -> i64 {
 }
 
 impl DedupStore for MemoryStore {
-    async fn reserve_filter(
+    async fn dedup_reserve(
         &self,
         filter: &Name,
         params: Params,
@@ -149,7 +149,7 @@ impl DedupStore for MemoryStore {
         Ok(Reserved::Created)
     }
 
-    async fn add_to_filter(
+    async fn dedup_add(
         &self,
         filter: &Name,
         items: &[String],
@@ -170,7 +170,7 @@ impl DedupStore for MemoryStore {
         Ok(Added::Flags(hashes.into_iter().map(|h| f.add(h)).collect()))
     }
 
-    async fn check_in_filter(
+    async fn dedup_check(
         &self,
         filter: &Name,
         items: &[String],
@@ -185,7 +185,7 @@ impl DedupStore for MemoryStore {
         Ok(hashes.into_iter().map(|h| f.contains(h)).collect())
     }
 
-    async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
+    async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         let mut s = lock(&self.shared.dedup);
         Ok(s.live(filter, now()).map(|f| f.info()))
     }

@@ -12,7 +12,7 @@ use crate::geo::logic;
 use crate::geo::{
     Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 /// A stored point: its decoded position, with (member, 52-bit geohash) as data.

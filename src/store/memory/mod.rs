@@ -18,7 +18,8 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use super::{ReadyInfo, StoreError};
+use super::error::StoreError;
+use super::ReadyInfo;
 use crate::config::Settings;
 
 /// Cheap-clone handle to the in-memory state.

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{lock, reclaim, MemoryStore};
 use crate::ratelimit::logic::{self, Decision, Gcra, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
 
 #[derive(Debug, Default)]
@@ -44,7 +44,7 @@ fn now_us() -> i128 {
 }
 
 impl RateLimitStore for MemoryStore {
-    async fn throttle_once(
+    async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,
@@ -108,7 +108,7 @@ mod tests {
         let gcra = Gcra::new(1, 1, 1);
         for client in 0..10_000 {
             let bucket = Bucket::Client(format!("ip:10.0.{}.{}", client / 256, client % 256));
-            store.throttle(&bucket, &gcra, 1).await.unwrap();
+            store.ratelimit_throttle(&bucket, &gcra, 1).await.unwrap();
         }
         let peak = lock(&store.shared.ratelimit).buckets.capacity();
         assert!(peak >= 10_000);

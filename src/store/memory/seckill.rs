@@ -12,7 +12,7 @@ use crate::seckill::{
     Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
     IDEMPOTENCY_SECS,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 #[derive(Debug, Default)]
@@ -91,7 +91,7 @@ impl MemoryStore {
 }
 
 impl SeckillStore for MemoryStore {
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
         let sale = self.sale(voucher, true).expect("created");
         let mut sale = lock(&sale);
         if spec.stock.saturating_add(sale.sold) > cap {
@@ -106,7 +106,7 @@ impl SeckillStore for MemoryStore {
         })
     }
 
-    async fn restock(
+    async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
@@ -156,7 +156,7 @@ impl SeckillStore for MemoryStore {
         Ok(Once::Now(outcome))
     }
 
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let Some(sale) = self.sale(voucher, false) else {
             return Ok(None);
         };
@@ -164,7 +164,7 @@ impl SeckillStore for MemoryStore {
         Ok(sale.spec.map(|spec| sale.view(spec)))
     }
 
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
@@ -203,7 +203,7 @@ impl SeckillStore for MemoryStore {
         Ok(Bought::Now(outcome))
     }
 
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
@@ -227,7 +227,7 @@ impl SeckillStore for MemoryStore {
         ))
     }
 
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,

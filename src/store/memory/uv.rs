@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{lock, reclaim, MemoryStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
@@ -66,7 +66,7 @@ fn now() -> i64 {
 }
 
 impl UvStore for MemoryStore {
-    async fn record(
+    async fn uv_record(
         &self,
         page: &Name,
         day: Day,
@@ -113,7 +113,7 @@ impl UvStore for MemoryStore {
         Ok(Once::Now(done))
     }
 
-    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
+    async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         let s = lock(&self.shared.uv);
         let now = now();
         let mut all = Hll::new();
@@ -133,7 +133,7 @@ impl UvStore for MemoryStore {
         })
     }
 
-    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
+    async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
         let now = now();
         let mut all = Hll::new();
         // One page per critical section, so a wide union never holds the lock for long.
@@ -148,7 +148,7 @@ impl UvStore for MemoryStore {
         Ok(all.count())
     }
 
-    async fn merge(
+    async fn uv_merge(
         &self,
         sources: &[Name],
         into: &Name,

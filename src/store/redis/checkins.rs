@@ -10,8 +10,8 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
 use crate::checkins::{logic, Calendar, CheckIn, CheckinStore, Cohort};
+use crate::store::error::StoreError;
 use crate::store::keys::COHORT_CHUNK_BITS;
-use crate::store::StoreError;
 use crate::types::{Day, Month, UserId};
 
 static CHECKIN_SET: LazyLock<Script> =
@@ -61,7 +61,7 @@ fn bytes_of(v: &Value) -> &[u8] {
 }
 
 impl CheckinStore for RedisStore {
-    async fn check_in(
+    async fn checkin_record(
         &self,
         user: UserId,
         day: Day,
@@ -133,7 +133,7 @@ impl CheckinStore for RedisStore {
         })
     }
 
-    async fn months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
+    async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
         let keys: Vec<String> = months
             .iter()
             .map(|m| self.keys.checkin_month(user, *m))
@@ -148,7 +148,7 @@ impl CheckinStore for RedisStore {
 
     /// Fetches each registered chunk's day bitmaps (≤ 128 KiB each, a few chunks at a time)
     /// and combines them here: no long-running BITOP on a huge key, no cross-slot command.
-    async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
+    async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
         let chunks: Vec<i64> = self
             .pool
             .smembers(self.keys.cohort_registry())

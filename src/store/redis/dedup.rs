@@ -12,8 +12,7 @@
 //! call is retried once with what it reported.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
@@ -22,7 +21,7 @@ use fred::types::{ClusterHash, CustomCommand};
 use super::{map_err, RedisStore};
 use crate::dedup::logic::{ItemHash, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 static ADD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("dedup_add.lua")));
@@ -31,18 +30,14 @@ static CHECK: LazyLock<Script> =
 static RESERVE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("dedup_reserve.lua")));
 
-/// RedisBloom tightens each new layer's error rate by 0.5, so its compound rate approaches
-/// twice the first layer's: reserving at half the requested rate keeps the whole filter at it.
-const NATIVE_FIRST_LAYER_SHARE: f64 = 0.5;
-
 /// Filters whose parameters are remembered before the memory is dropped and rebuilt.
 const KNOWN_FILTERS: usize = 10_000;
 
 /// This process's view of dedup on the server.
 #[derive(Debug, Default)]
 pub(super) struct DedupState {
-    /// The engine new filters get: 0 not detected yet, else an [`Engine`] code.
-    engine: AtomicU8,
+    /// The engine new filters get, once detected.
+    engine: OnceLock<Engine>,
     /// Metadata key → the parameters and engine it was last seen with.
     known: Mutex<HashMap<String, (Params, Engine)>>,
 }
@@ -68,7 +63,7 @@ impl DedupState {
 }
 
 /// One attempt at an operation, given the parameters the gateway believed in.
-enum Step<T> {
+pub(super) enum Step<T> {
     Done(T),
     /// No such filter (and this call may not create it).
     Absent,
@@ -80,10 +75,8 @@ impl RedisStore {
     /// The engine new filters get, detected once: RedisBloom when `BF.ADD` exists.
     pub(super) async fn bloom_engine(&self) -> Result<Engine, StoreError> {
         let state = &self.inner.dedup;
-        match state.engine.load(Ordering::Relaxed) {
-            1 => return Ok(Engine::Lua),
-            2 => return Ok(Engine::RedisBloom),
-            _ => {}
+        if let Some(engine) = state.engine.get() {
+            return Ok(*engine);
         }
         let cmd = CustomCommand::new_static("COMMAND", ClusterHash::Random, false);
         let engine = match self
@@ -105,8 +98,8 @@ impl RedisStore {
                 other => return Err(other),
             },
         };
-        let code = if engine == Engine::RedisBloom { 2 } else { 1 };
-        state.engine.store(code, Ordering::Relaxed);
+        // Concurrent first calls may both detect; they find the same engine.
+        let _ = state.engine.set(engine);
         tracing::info!(engine = engine.as_str(), "dedup Bloom engine");
         Ok(engine)
     }
@@ -215,29 +208,24 @@ impl RedisStore {
             .evalsha_with_reload(self.pool.next(), keys, args)
             .await
             .map_err(map_err)?;
-        match reply.first().and_then(Value::as_i64) {
-            Some(0) => Ok(Step::Done(Added::Flags(
-                reply[1..].iter().map(|v| v.as_i64() == Some(1)).collect(),
-            ))),
-            Some(1) => Ok(Step::Absent),
-            Some(2) => stored(&reply).map(|(p, e)| Step::Stored(p, e)),
-            Some(3) => Ok(Step::Done(Added::Full)),
-            _ => Err(StoreError::Internal(format!(
-                "unexpected dedup script reply {reply:?}"
-            ))),
-        }
+        Ok(match LayersReply::parse(&reply)? {
+            LayersReply::Flags(flags) => Step::Done(Added::Flags(flags)),
+            LayersReply::Absent => Step::Absent,
+            LayersReply::Stored(p, e) => Step::Stored(p, e),
+            LayersReply::Full => Step::Done(Added::Full),
+        })
     }
 
     /// Runs `dedup_reserve.lua`: creates the metadata (and a Lua filter's first layer) if
     /// absent and allowed, resets the TTLs, and reports what is stored.
-    async fn reserve_meta(
+    pub(super) async fn reserve_meta(
         &self,
         filter: &Name,
         params: Params,
         engine: Engine,
         may_create: bool,
         policy: Policy,
-    ) -> Result<(i64, Option<(Params, Engine)>), StoreError> {
+    ) -> Result<MetaReply, StoreError> {
         // Both engines' data keys, so the TTLs stay in step whichever engine the stored
         // filter turns out to use.
         let mut keys = vec![self.keys.dedup_meta(filter)];
@@ -259,101 +247,74 @@ impl RedisStore {
             .evalsha_with_reload(self.pool.next(), keys, args)
             .await
             .map_err(map_err)?;
-        let status = reply.first().and_then(Value::as_i64).unwrap_or(-1);
-        match status {
-            0..=2 => Ok((status, Some(stored(&reply)?))),
-            3 => Ok((status, None)),
-            _ => Err(StoreError::Internal(format!(
-                "unexpected dedup reserve reply {reply:?}"
-            ))),
-        }
-    }
-
-    /// One RedisBloom command; its first argument is the key it routes by.
-    async fn native(&self, command: &'static str, args: Vec<Value>) -> Result<Value, StoreError> {
-        let cmd = CustomCommand::new_static(command, ClusterHash::FirstKey, false);
-        self.pool.custom(cmd, args).await.map_err(map_err)
-    }
-
-    async fn native_add(
-        &self,
-        filter: &Name,
-        params: Params,
-        may_create: bool,
-        items: &[String],
-        policy: Policy,
-    ) -> Result<Step<Added>, StoreError> {
-        let (status, stored) = self
-            .reserve_meta(filter, params, Engine::RedisBloom, may_create, policy)
-            .await?;
-        match (status, stored) {
-            (3, _) => return Ok(Step::Absent),
-            (_, Some((p, e))) if p != params || e != Engine::RedisBloom => {
-                return Ok(Step::Stored(p, e))
-            }
-            _ => {}
-        }
-        let key = self.keys.dedup_native(filter);
-        // BF.INSERT creates the filter with these parameters if it is missing, so a lost race
-        // with a reservation can never leave RedisBloom's defaults behind.
-        let mut args = vec![
-            Value::from(key.clone()),
-            Value::from("CAPACITY"),
-            Value::from(params.capacity as i64),
-            Value::from("ERROR"),
-            Value::from(native_error_rate(params)),
-            Value::from("EXPANSION"),
-            Value::from(2),
-            Value::from("ITEMS"),
-        ];
-        args.extend(items.iter().map(|i| Value::from(i.as_str())));
-        let reply = self.native("BF.INSERT", args).await?;
-        self.touch_native(&key, policy).await?;
-        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
-    }
-
-    async fn native_check(
-        &self,
-        filter: &Name,
-        params: Params,
-        items: &[String],
-        policy: Policy,
-    ) -> Result<Step<Added>, StoreError> {
-        let (status, stored) = self
-            .reserve_meta(filter, params, Engine::RedisBloom, false, policy)
-            .await?;
-        match (status, stored) {
-            (3, _) => return Ok(Step::Absent),
-            (_, Some((p, e))) if p != params || e != Engine::RedisBloom => {
-                return Ok(Step::Stored(p, e))
-            }
-            _ => {}
-        }
-        let key = self.keys.dedup_native(filter);
-        let mut args = vec![Value::from(key.clone())];
-        args.extend(items.iter().map(|i| Value::from(i.as_str())));
-        let reply = self.native("BF.MEXISTS", args).await?;
-        self.touch_native(&key, policy).await?;
-        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
-    }
-
-    async fn touch_native(&self, key: &str, policy: Policy) -> Result<(), StoreError> {
-        let _: i64 = self
-            .pool
-            .expire(key, policy.retention_secs as i64, None)
-            .await
-            .map_err(map_err)?;
-        Ok(())
+        MetaReply::parse(&reply)
     }
 }
 
-/// The error rate RedisBloom's first layer gets (see [`NATIVE_FIRST_LAYER_SHARE`]).
-fn native_error_rate(params: Params) -> String {
-    (params.error_rate * NATIVE_FIRST_LAYER_SHARE).to_string()
+/// What `dedup_reserve.lua` answers (its status, then the parameters as stored).
+#[derive(Debug)]
+pub(super) enum MetaReply {
+    /// Status 0: created with these.
+    Created(Params, Engine),
+    /// Status 1: existed with the same parameters.
+    Same(Params, Engine),
+    /// Status 2: existed with these other parameters.
+    Other(Params, Engine),
+    /// Status 3: absent, and the call may not create it.
+    Absent,
 }
 
-fn text(v: &Value) -> Option<String> {
-    v.as_string()
+impl MetaReply {
+    fn parse(reply: &[Value]) -> Result<Self, StoreError> {
+        Ok(match reply.first().and_then(Value::as_i64) {
+            Some(0) => stored(reply).map(|(p, e)| Self::Created(p, e))?,
+            Some(1) => stored(reply).map(|(p, e)| Self::Same(p, e))?,
+            Some(2) => stored(reply).map(|(p, e)| Self::Other(p, e))?,
+            Some(3) => Self::Absent,
+            _ => {
+                return Err(StoreError::Internal(format!(
+                    "unexpected dedup reserve reply {reply:?}"
+                )))
+            }
+        })
+    }
+
+    /// The parameters and engine stored, unless the filter is absent.
+    pub(super) fn stored(&self) -> Option<(Params, Engine)> {
+        match *self {
+            Self::Created(p, e) | Self::Same(p, e) | Self::Other(p, e) => Some((p, e)),
+            Self::Absent => None,
+        }
+    }
+}
+
+/// What `dedup_add.lua` and `dedup_check.lua` answer.
+#[derive(Debug)]
+enum LayersReply {
+    /// Status 0: per item, whether it was new (add) or may have been seen (check).
+    Flags(Vec<bool>),
+    /// Status 1: absent, and the call may not create it.
+    Absent,
+    /// Status 2: the stored parameters differ from the ones sent.
+    Stored(Params, Engine),
+    /// Status 3: the batch could outgrow the layout; nothing was written.
+    Full,
+}
+
+impl LayersReply {
+    fn parse(reply: &[Value]) -> Result<Self, StoreError> {
+        Ok(match reply.first().and_then(Value::as_i64) {
+            Some(0) => Self::Flags(reply[1..].iter().map(|v| v.as_i64() == Some(1)).collect()),
+            Some(1) => Self::Absent,
+            Some(2) => stored(reply).map(|(p, e)| Self::Stored(p, e))?,
+            Some(3) => Self::Full,
+            _ => {
+                return Err(StoreError::Internal(format!(
+                    "unexpected dedup script reply {reply:?}"
+                )))
+            }
+        })
+    }
 }
 
 /// The `{status, capacity, error_rate, engine}` a script reports as stored.
@@ -361,17 +322,17 @@ fn stored(reply: &[Value]) -> Result<(Params, Engine), StoreError> {
     let bad = || StoreError::Internal(format!("unreadable dedup metadata {reply:?}"));
     let capacity = reply
         .get(1)
-        .and_then(text)
+        .and_then(Value::as_string)
         .and_then(|s| s.parse().ok())
         .ok_or_else(bad)?;
     let error_rate = reply
         .get(2)
-        .and_then(text)
+        .and_then(Value::as_string)
         .and_then(|s| s.parse().ok())
         .ok_or_else(bad)?;
     let engine = reply
         .get(3)
-        .and_then(text)
+        .and_then(Value::as_string)
         .and_then(|s| Engine::parse(&s))
         .ok_or_else(bad)?;
     Ok((
@@ -383,53 +344,8 @@ fn stored(reply: &[Value]) -> Result<(Params, Engine), StoreError> {
     ))
 }
 
-/// `BF.INSERT`/`BF.MEXISTS` replies: one 0/1 per item.
-fn flags(reply: Value, expected: usize) -> Result<Vec<bool>, StoreError> {
-    let Value::Array(values) = reply else {
-        return Err(StoreError::Internal(format!(
-            "unexpected RedisBloom reply {reply:?}"
-        )));
-    };
-    if values.len() != expected {
-        return Err(StoreError::Internal(format!(
-            "RedisBloom answered {} flags for {expected} items",
-            values.len()
-        )));
-    }
-    values
-        .iter()
-        .map(|v| match v {
-            Value::Integer(i) => Ok(*i == 1),
-            Value::Boolean(b) => Ok(*b),
-            other => Err(StoreError::Internal(format!(
-                "unexpected RedisBloom flag {other:?}"
-            ))),
-        })
-        .collect()
-}
-
-/// `BF.INFO`'s `name, value, ...` pairs (or a map under RESP3), by name.
-fn info_fields(reply: Value) -> HashMap<String, i64> {
-    let pairs: Vec<(Value, Value)> = match reply {
-        Value::Array(values) => {
-            let mut it = values.into_iter();
-            std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect()
-        }
-        Value::Map(map) => map
-            .inner()
-            .into_iter()
-            .map(|(k, v)| (Value::from(k), v))
-            .collect(),
-        _ => Vec::new(),
-    };
-    pairs
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.as_string()?, v.as_i64()?)))
-        .collect()
-}
-
 impl DedupStore for RedisStore {
-    async fn reserve_filter(
+    async fn dedup_reserve(
         &self,
         filter: &Name,
         params: Params,
@@ -437,41 +353,26 @@ impl DedupStore for RedisStore {
     ) -> Result<Reserved, StoreError> {
         let engine = self.bloom_engine().await?;
         let meta = self.keys.dedup_meta(filter);
-        let (status, stored) = self
+        let reply = self
             .reserve_meta(filter, params, engine, true, policy)
             .await?;
-        let (stored_params, stored_engine) = stored.unwrap_or((params, engine));
+        let (stored_params, stored_engine) = reply.stored().unwrap_or((params, engine));
         self.inner
             .dedup
             .remember(&meta, stored_params, stored_engine);
-        match status {
-            0 => {
+        match reply {
+            MetaReply::Created(..) => {
                 if engine == Engine::RedisBloom {
-                    let key = self.keys.dedup_native(filter);
-                    let args = vec![
-                        Value::from(key.clone()),
-                        Value::from(native_error_rate(params)),
-                        Value::from(params.capacity as i64),
-                        Value::from("EXPANSION"),
-                        Value::from(2),
-                    ];
-                    match self.native("BF.RESERVE", args).await {
-                        // A concurrent first add created it (with these same parameters).
-                        Err(StoreError::Internal(why)) if why.contains("exists") => {}
-                        other => {
-                            other?;
-                        }
-                    }
-                    self.touch_native(&key, policy).await?;
+                    self.native_reserve(filter, params, policy).await?;
                 }
                 Ok(Reserved::Created)
             }
-            1 => Ok(Reserved::Unchanged),
-            _ => Ok(Reserved::Conflict(stored_params)),
+            MetaReply::Same(..) => Ok(Reserved::Unchanged),
+            MetaReply::Other(..) | MetaReply::Absent => Ok(Reserved::Conflict(stored_params)),
         }
     }
 
-    async fn add_to_filter(
+    async fn dedup_add(
         &self,
         filter: &Name,
         items: &[String],
@@ -498,7 +399,7 @@ impl DedupStore for RedisStore {
         .await
     }
 
-    async fn check_in_filter(
+    async fn dedup_check(
         &self,
         filter: &Name,
         items: &[String],
@@ -526,7 +427,7 @@ impl DedupStore for RedisStore {
         }
     }
 
-    async fn filter_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
+    async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         let meta = self.keys.dedup_meta(filter);
         let fields: Vec<Option<String>> = self
             .pool
@@ -550,13 +451,7 @@ impl DedupStore for RedisStore {
         let (params, engine) = stored(&reply)?;
         let number = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
         if engine == Engine::RedisBloom {
-            let key = self.keys.dedup_native(filter);
-            let info = match self.native("BF.INFO", vec![Value::from(key)]).await {
-                Ok(reply) => info_fields(reply),
-                // Reserved but its BF.RESERVE not yet through: empty.
-                Err(StoreError::Internal(_)) => HashMap::new(),
-                Err(e) => return Err(e),
-            };
+            let info = self.native_info(filter).await?;
             let get = |name: &str| info.get(name).copied().unwrap_or(0).max(0) as u64;
             return Ok(Some(FilterInfo {
                 params,

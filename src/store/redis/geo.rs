@@ -13,7 +13,7 @@ use crate::geo::logic;
 use crate::geo::{
     Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::Name;
 
 static NEARBY: LazyLock<Script> =

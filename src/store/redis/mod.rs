@@ -4,6 +4,7 @@
 
 mod checkins;
 mod dedup;
+mod dedup_native;
 mod geo;
 mod ledger;
 mod ratelimit;
@@ -16,8 +17,9 @@ use std::time::Duration;
 use fred::prelude::*;
 use fred::types::InfoKind;
 
+use super::error::StoreError;
 use super::keys::Keys;
-use super::{ReadyInfo, StoreError};
+use super::ReadyInfo;
 use crate::config::Settings;
 
 /// Cheap-clone handle to the Redis pool.

@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 use super::{map_err, RedisStore};
 use crate::ratelimit::logic::{self, Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
 
 static GCRA: LazyLock<Script> =
@@ -39,7 +39,7 @@ fn split(us: i128) -> [String; 2] {
 }
 
 impl RateLimitStore for RedisStore {
-    async fn throttle_once(
+    async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
         gcra: &Gcra,

@@ -12,7 +12,7 @@ use crate::seckill::{
     Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
     IDEMPOTENCY_SECS,
 };
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("seckill_put.lua")));
@@ -27,10 +27,6 @@ static USER_ORDERS: LazyLock<Script> =
 
 fn bad(what: &str, reply: &[Value]) -> StoreError {
     StoreError::Internal(format!("unexpected seckill {what} reply: {reply:?}"))
-}
-
-fn text(v: &Value) -> Option<String> {
-    v.as_string()
 }
 
 fn int(v: Option<&Value>) -> Option<i64> {
@@ -62,7 +58,7 @@ fn seqs(ids: &str) -> Result<Vec<Seq>, StoreError> {
 }
 
 fn tag(reply: &[Value]) -> String {
-    reply.first().and_then(text).unwrap_or_default()
+    reply.first().and_then(Value::as_string).unwrap_or_default()
 }
 
 impl RedisStore {
@@ -77,7 +73,7 @@ impl RedisStore {
 }
 
 impl SeckillStore for RedisStore {
-    async fn put_voucher(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
+    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
         // Registered first (it lives in another slot): the registry may name a voucher that
         // was refused, never miss one that exists.
         self.register_voucher(voucher).await?;
@@ -111,7 +107,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn restock(
+    async fn seckill_restock(
         &self,
         voucher: &Name,
         quantity: u64,
@@ -142,7 +138,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
+    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let reply: Vec<Value> = GET
             .evalsha_with_reload(self.pool.next(), vec![self.keys.voucher(voucher)], ())
             .await
@@ -154,7 +150,7 @@ impl SeckillStore for RedisStore {
         }
     }
 
-    async fn buy(
+    async fn seckill_buy(
         &self,
         voucher: &Name,
         user: UserId,
@@ -184,20 +180,20 @@ impl SeckillStore for RedisStore {
             "key_reused" => Ok(Bought::KeyReused),
             "replay" => Ok(Bought::Replayed(purchase(
                 user,
-                &reply.get(1).and_then(text).unwrap_or_default(),
-                &reply.get(2).and_then(text).unwrap_or_default(),
+                &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
+                &reply.get(2).and_then(Value::as_string).unwrap_or_default(),
                 &reply,
             )?)),
             tag => Ok(Bought::Now(purchase(
                 user,
                 tag,
-                &reply.get(1).and_then(text).unwrap_or_default(),
+                &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
                 &reply,
             )?)),
         }
     }
 
-    async fn orders(
+    async fn seckill_orders(
         &self,
         voucher: &Name,
         after: Option<Seq>,
@@ -236,7 +232,7 @@ impl SeckillStore for RedisStore {
             .map(Some)
     }
 
-    async fn user_orders(
+    async fn seckill_user_orders(
         &self,
         voucher: &Name,
         user: UserId,
@@ -254,7 +250,7 @@ impl SeckillStore for RedisStore {
             .map_err(map_err)?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
-            "ok" => seqs(&reply.get(1).and_then(text).unwrap_or_default()).map(Some),
+            "ok" => seqs(&reply.get(1).and_then(Value::as_string).unwrap_or_default()).map(Some),
             _ => Err(bad("user orders", &reply)),
         }
     }
@@ -265,15 +261,15 @@ pub(super) fn parse_entry(entry: &Value) -> Option<Order> {
     let Value::Array(parts) = entry else {
         return None;
     };
-    let seq: Seq = text(parts.first()?)?.parse().ok()?;
+    let seq: Seq = parts.first()?.as_string()?.parse().ok()?;
     let Value::Array(fields) = parts.get(1)? else {
         return None;
     };
     let user = fields
         .chunks(2)
-        .find(|kv| text(&kv[0]).as_deref() == Some("user"))
+        .find(|kv| kv[0].as_string().as_deref() == Some("user"))
         .and_then(|kv| kv.get(1))
-        .and_then(text)?;
+        .and_then(Value::as_string)?;
     Some(Order {
         seq,
         user: UserId::parse(&user).ok()?,

@@ -14,7 +14,7 @@ use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::{map_err, RedisStore};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
@@ -54,7 +54,7 @@ fn as_u64(v: &Value) -> Result<u64, StoreError> {
 }
 
 impl UvStore for RedisStore {
-    async fn record(
+    async fn uv_record(
         &self,
         page: &Name,
         day: Day,
@@ -95,7 +95,7 @@ impl UvStore for RedisStore {
         })
     }
 
-    async fn page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
+    async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         let keys: Vec<String> = days
             .iter()
             .map(|d| self.keys.uv_day(page, *d))
@@ -124,11 +124,11 @@ impl UvStore for RedisStore {
 
     /// Wave one collapses each page's range into one HyperLogLog in its own slot (pipelined,
     /// bounded by [`PAGE_DAYS_IN_FLIGHT`]); wave two counts their union under the first page's tag.
-    async fn union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
+    async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
         let first = match pages {
             [] => return Ok(0),
             // One page is one slot: its range script already counts the union.
-            [page] => return Ok(self.page_counts(page, days).await?.uv),
+            [page] => return Ok(self.uv_page_counts(page, days).await?.uv),
             [first, ..] => first,
         };
         let calls: Vec<_> = pages.iter().map(|p| self.collapse(p, days)).collect();
@@ -156,7 +156,7 @@ impl UvStore for RedisStore {
     /// Per source: one MGET of its days (one slot), then one script folding the days it has
     /// into `into` (the target's slot). A few sources run at once, each independent, so a
     /// failure half-way leaves a partial merge that a retry completes (PFMERGE is idempotent).
-    async fn merge(
+    async fn uv_merge(
         &self,
         sources: &[Name],
         into: &Name,

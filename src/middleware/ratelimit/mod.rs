@@ -6,11 +6,19 @@
 //! the request's `X-Api-Key`, with that client's own budget; otherwise the peer address.
 //!
 //! Each decision is one store round trip made by the request's own task: no lock, no buffer,
-//! nothing that serialises requests of different clients in the gateway.
+//! nothing that serialises requests of different clients in the gateway. Who the client is
+//! (the configured API client, the peer address, the `X-Forwarded-For` walk) is [`client`]'s
+//! business.
+
+mod client;
+#[cfg(test)]
+mod outcomes;
+
+pub use client::ClientKey;
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,12 +32,13 @@ use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
 
-use crate::clients::{Caller, Client};
+use crate::clients::Caller;
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
-use crate::store::{Store, StoreError};
+use crate::store::error::StoreError;
+use crate::store::Store;
 
 /// Paths never limited: probes and scrapes must work while a client is over its budget. The
 /// ops router is merged outside this layer already; this list keeps them exempt even if a
@@ -92,9 +101,7 @@ impl GlobalRateLimitLayer {
     /// and so give itself any number of budgets. Behind a proxy that is *not* listed, every
     /// client shares the proxy's one budget.
     pub fn with_trusted_proxies(mut self, proxies: Vec<IpNet>) -> Self {
-        Arc::make_mut(&mut self.limiter).clients = ClientKey {
-            trusted_proxies: proxies,
-        };
+        Arc::make_mut(&mut self.limiter).clients = ClientKey::new(proxies);
         self
     }
 }
@@ -190,29 +197,30 @@ impl Limiter {
             gcra.limit,
         );
         let bucket = Bucket::Client(client);
-        let (mut response, outcome) = match self.store.throttle(&bucket, gcra, quantity).await {
-            Ok(decision) if decision.allowed => {
-                let mut response = pass(inner, req).await?;
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "allowed")
-            }
-            Ok(decision) if self.shadow => {
-                shadow_refusal(&label);
-                let mut response = pass(inner, req).await?;
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "would_limit")
-            }
-            Ok(decision) => {
-                let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
-                let mut response = ApiError::RateLimited {
-                    retry_after: u64::try_from(retry_after).unwrap_or(1),
+        let (mut response, outcome) =
+            match self.store.ratelimit_throttle(&bucket, gcra, quantity).await {
+                Ok(decision) if decision.allowed => {
+                    let mut response = pass(inner, req).await?;
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "allowed")
                 }
-                .into_response();
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "limited")
-            }
-            Err(e) => self.store_failed(e, inner, req).await?,
-        };
+                Ok(decision) if self.shadow => {
+                    shadow_refusal(&label);
+                    let mut response = pass(inner, req).await?;
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "would_limit")
+                }
+                Ok(decision) => {
+                    let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
+                    let mut response = ApiError::RateLimited {
+                        retry_after: u64::try_from(retry_after).unwrap_or(1),
+                    }
+                    .into_response();
+                    set_headers(&decision, policy, response.headers_mut());
+                    (response, "limited")
+                }
+                Err(e) => self.store_failed(e, inner, req).await?,
+            };
         count(outcome, label);
         if let Bucket::Client(client) = bucket {
             response
@@ -295,93 +303,6 @@ fn count(outcome: &'static str, client: String) {
         .increment(1);
 }
 
-/// Who a request comes from, for the global limiter.
-///
-/// The configured API client when the request has one, otherwise the peer IP. Behind a reverse
-/// proxy the peer IP is the proxy's: list it in the trusted proxies and the right-most
-/// `X-Forwarded-For` hop that is not itself a trusted proxy is used instead.
-#[derive(Debug, Clone, Default)]
-pub struct ClientKey {
-    trusted_proxies: Vec<IpNet>,
-}
-
-impl ClientKey {
-    pub fn new(trusted_proxies: Vec<IpNet>) -> Self {
-        Self { trusted_proxies }
-    }
-
-    /// `c:<client id>` for a configured client, else `ip:<IPv4 address or IPv6 /64>`
-    /// (`ip:unknown` when the server was not given peer addresses, as in a test calling the
-    /// router directly). Client ids are names the operator chose, so no key ever reaches a
-    /// Redis key name.
-    pub fn client(
-        &self,
-        caller: Option<&Client>,
-        headers: &HeaderMap,
-        peer: Option<IpAddr>,
-    ) -> String {
-        if let Some(client) = caller {
-            return format!("c:{}", client.id);
-        }
-        match peer {
-            Some(peer) => format!(
-                "ip:{}",
-                client_net(self.client_ip(headers, peer.to_canonical()))
-            ),
-            None => "ip:unknown".to_owned(),
-        }
-    }
-
-    fn trusted(&self, ip: IpAddr) -> bool {
-        self.trusted_proxies.iter().any(|net| net.contains(&ip))
-    }
-
-    /// The peer, or, when the peer is a trusted proxy, the right-most hop of `X-Forwarded-For`
-    /// that is not a trusted proxy (everything left of it could be forged by the client).
-    fn client_ip(&self, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
-        if !self.trusted(peer) {
-            return peer;
-        }
-        let hops: Vec<&str> = headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .collect();
-        let mut client = peer;
-        for hop in hops.iter().rev() {
-            // A hop that is not an address ends the chain of trust at the last proxy.
-            let Some(ip) = parse_hop(hop) else { break };
-            client = ip;
-            if !self.trusted(ip) {
-                break;
-            }
-        }
-        client
-    }
-}
-
-/// The unit a budget belongs to: one IPv4 address, or one IPv6 /64 — a single host is usually
-/// handed a whole /64, so per-address IPv6 budgets could be multiplied at will.
-fn client_net(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => {
-            let net = IpNet::new(IpAddr::V6(v6), 64).expect("64 is a valid IPv6 prefix");
-            net.trunc().to_string()
-        }
-    }
-}
-
-/// `192.0.2.1`, `2001:db8::1`, and the forms some proxies append with a port.
-fn parse_hop(hop: &str) -> Option<IpAddr> {
-    hop.parse::<IpAddr>()
-        .or_else(|_| hop.parse::<SocketAddr>().map(|s| s.ip()))
-        .ok()
-        .map(|ip| ip.to_canonical())
-}
-
 #[cfg(test)]
 mod tests {
     use axum::extract::connect_info::MockConnectInfo;
@@ -389,6 +310,7 @@ mod tests {
     use axum::Router;
     use tower::ServiceExt;
 
+    use super::outcomes::Outcomes;
     use super::*;
     use crate::config::Settings;
     use crate::store::memory::MemoryStore;
@@ -415,68 +337,6 @@ mod tests {
     async fn call(app: &Router, path: &str) -> Response {
         let req = Request::get(path).body(axum::body::Body::empty()).unwrap();
         app.clone().oneshot(req).await.unwrap()
-    }
-
-    /// Counts `gateway_limiter_decisions_total` by outcome.
-    #[derive(Debug, Default)]
-    struct Outcomes(std::sync::Mutex<std::collections::HashMap<String, Arc<AtomicU64>>>);
-
-    impl Outcomes {
-        fn get(&self, outcome: &str) -> u64 {
-            let counts = self.0.lock().unwrap();
-            counts.get(outcome).map_or(0, |c| c.load(Ordering::Relaxed))
-        }
-    }
-
-    impl metrics::Recorder for Outcomes {
-        fn describe_counter(
-            &self,
-            _: metrics::KeyName,
-            _: Option<metrics::Unit>,
-            _: metrics::SharedString,
-        ) {
-        }
-        fn describe_gauge(
-            &self,
-            _: metrics::KeyName,
-            _: Option<metrics::Unit>,
-            _: metrics::SharedString,
-        ) {
-        }
-        fn describe_histogram(
-            &self,
-            _: metrics::KeyName,
-            _: Option<metrics::Unit>,
-            _: metrics::SharedString,
-        ) {
-        }
-        fn register_counter(
-            &self,
-            key: &metrics::Key,
-            _: &metrics::Metadata<'_>,
-        ) -> metrics::Counter {
-            // Store errors are counted too (by the store layer); only decisions matter here.
-            if key.name() != "gateway_limiter_decisions_total" {
-                return metrics::Counter::noop();
-            }
-            let outcome = key
-                .labels()
-                .find(|l| l.key() == "outcome")
-                .map(|l| l.value().to_owned())
-                .unwrap_or_default();
-            let counter = self.0.lock().unwrap().entry(outcome).or_default().clone();
-            metrics::Counter::from_arc(counter)
-        }
-        fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
-            metrics::Gauge::noop()
-        }
-        fn register_histogram(
-            &self,
-            _: &metrics::Key,
-            _: &metrics::Metadata<'_>,
-        ) -> metrics::Histogram {
-            metrics::Histogram::noop()
-        }
     }
 
     #[tokio::test]
@@ -533,90 +393,5 @@ mod tests {
             assert_eq!(probe.status(), 200);
             assert!(probe.headers().get("ratelimit").is_none());
         }
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (name, value) in pairs {
-            h.append(*name, HeaderValue::from_str(value).unwrap());
-        }
-        h
-    }
-
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
-    }
-
-    fn behind(proxies: &[&str]) -> ClientKey {
-        ClientKey::new(proxies.iter().map(|p| p.parse().unwrap()).collect())
-    }
-
-    #[test]
-    fn a_configured_client_wins_over_the_address() {
-        let k = behind(&[]);
-        let web = Client {
-            id: crate::types::Name::try_from("web".to_owned()).unwrap(),
-            limits: None,
-        };
-        let h = headers(&[("x-api-key", "abc~!{}"), ("x-forwarded-for", "192.0.2.9")]);
-        assert_eq!(k.client(Some(&web), &h, Some(ip("10.0.0.1"))), "c:web");
-        assert_eq!(k.client(None, &h, Some(ip("10.0.0.1"))), "ip:10.0.0.1");
-        assert_eq!(k.client(None, &HeaderMap::new(), None), "ip:unknown");
-    }
-
-    #[test]
-    fn ipv6_clients_share_a_budget_per_64() {
-        let k = behind(&[]);
-        let a = k.client(None, &HeaderMap::new(), Some(ip("2001:db8:1:2::1")));
-        let b = k.client(None, &HeaderMap::new(), Some(ip("2001:db8:1:2:ffff::9")));
-        let c = k.client(None, &HeaderMap::new(), Some(ip("2001:db8:1:3::1")));
-        assert_eq!(a, "ip:2001:db8:1:2::/64");
-        assert_eq!(a, b, "same /64, same budget");
-        assert_ne!(a, c);
-        let mapped = k.client(None, &HeaderMap::new(), Some(ip("::ffff:192.0.2.7")));
-        assert_eq!(mapped, "ip:192.0.2.7", "IPv4-mapped addresses stay IPv4");
-    }
-
-    #[test]
-    fn forwarded_for_is_ignored_from_untrusted_peers() {
-        let k = behind(&["10.0.0.0/8"]);
-        let h = headers(&[("x-forwarded-for", "192.0.2.9")]);
-        assert_eq!(
-            k.client(None, &h, Some(ip("198.51.100.7"))),
-            "ip:198.51.100.7"
-        );
-    }
-
-    #[test]
-    fn the_right_most_untrusted_hop_is_the_client() {
-        let k = behind(&["10.0.0.0/8", "127.0.0.1/32"]);
-        // The client forged the first hop; 203.0.113.5 is what our first proxy saw.
-        let h = headers(&[("x-forwarded-for", "192.0.2.66, 203.0.113.5, 10.1.1.1")]);
-        assert_eq!(k.client(None, &h, Some(ip("10.0.0.2"))), "ip:203.0.113.5");
-        // Hops split over several header lines, with a port and IPv4-mapped IPv6.
-        let h = headers(&[
-            ("x-forwarded-for", "192.0.2.66"),
-            ("x-forwarded-for", "[::ffff:203.0.113.6]:4711, 10.1.1.1"),
-        ]);
-        assert_eq!(k.client(None, &h, Some(ip("127.0.0.1"))), "ip:203.0.113.6");
-        // Only trusted hops: the left-most of them.
-        let h = headers(&[("x-forwarded-for", "10.9.9.9, 10.1.1.1")]);
-        assert_eq!(k.client(None, &h, Some(ip("10.0.0.2"))), "ip:10.9.9.9");
-        // Garbage ends the chain at the last trusted proxy.
-        let h = headers(&[("x-forwarded-for", "192.0.2.1, unknown, 10.1.1.1")]);
-        assert_eq!(k.client(None, &h, Some(ip("10.0.0.2"))), "ip:10.1.1.1");
-        // No header: the proxy itself.
-        assert_eq!(
-            k.client(None, &HeaderMap::new(), Some(ip("10.0.0.2"))),
-            "ip:10.0.0.2"
-        );
-        // IPv6 peers and hops.
-        let k = behind(&["2001:db8::/32"]);
-        let h = headers(&[("x-forwarded-for", "2001:db9::1")]);
-        assert_eq!(
-            k.client(None, &h, Some(ip("2001:db8::5"))),
-            "ip:2001:db9::/64",
-            "the forwarded IPv6 client, by its /64"
-        );
     }
 }

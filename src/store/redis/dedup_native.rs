@@ -1,0 +1,190 @@
+//! Dedup on RedisBloom's `BF.*` commands, for servers that have the module (see `dedup.rs`
+//! for the engine choice and the metadata both engines share).
+
+use std::collections::HashMap;
+
+use fred::prelude::*;
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::dedup::Step;
+use super::{map_err, RedisStore};
+use crate::dedup::logic::Params;
+use crate::dedup::{Added, Engine, Policy};
+use crate::store::error::StoreError;
+use crate::types::Name;
+
+/// RedisBloom tightens each new layer's error rate by 0.5, so its compound rate approaches
+/// twice the first layer's: reserving at half the requested rate keeps the whole filter at it.
+const NATIVE_FIRST_LAYER_SHARE: f64 = 0.5;
+
+impl RedisStore {
+    /// Checks the metadata: `None` when the filter is RedisBloom's with `params` (go on),
+    /// else the step the caller should report.
+    async fn native_meta(
+        &self,
+        filter: &Name,
+        params: Params,
+        may_create: bool,
+        policy: Policy,
+    ) -> Result<Option<Step<Added>>, StoreError> {
+        let reply = self
+            .reserve_meta(filter, params, Engine::RedisBloom, may_create, policy)
+            .await?;
+        Ok(match reply.stored() {
+            None => Some(Step::Absent),
+            Some((p, e)) if p != params || e != Engine::RedisBloom => Some(Step::Stored(p, e)),
+            Some(_) => None,
+        })
+    }
+
+    /// Creates the RedisBloom filter of a newly reserved filter.
+    pub(super) async fn native_reserve(
+        &self,
+        filter: &Name,
+        params: Params,
+        policy: Policy,
+    ) -> Result<(), StoreError> {
+        let key = self.keys.dedup_native(filter);
+        let args = vec![
+            Value::from(key.clone()),
+            Value::from(native_error_rate(params)),
+            Value::from(params.capacity as i64),
+            Value::from("EXPANSION"),
+            Value::from(2),
+        ];
+        match self.native("BF.RESERVE", args).await {
+            // A concurrent first add created it (with these same parameters).
+            Err(StoreError::Internal(why)) if why.contains("exists") => {}
+            other => {
+                other?;
+            }
+        }
+        self.touch_native(&key, policy).await
+    }
+
+    /// `BF.INFO`'s fields by name; empty while a reservation's `BF.RESERVE` is not through.
+    pub(super) async fn native_info(
+        &self,
+        filter: &Name,
+    ) -> Result<HashMap<String, i64>, StoreError> {
+        let key = self.keys.dedup_native(filter);
+        match self.native("BF.INFO", vec![Value::from(key)]).await {
+            Ok(reply) => Ok(info_fields(reply)),
+            Err(StoreError::Internal(_)) => Ok(HashMap::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One RedisBloom command; its first argument is the key it routes by.
+    async fn native(&self, command: &'static str, args: Vec<Value>) -> Result<Value, StoreError> {
+        let cmd = CustomCommand::new_static(command, ClusterHash::FirstKey, false);
+        self.pool.custom(cmd, args).await.map_err(map_err)
+    }
+
+    pub(super) async fn native_add(
+        &self,
+        filter: &Name,
+        params: Params,
+        may_create: bool,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Step<Added>, StoreError> {
+        if let Some(step) = self.native_meta(filter, params, may_create, policy).await? {
+            return Ok(step);
+        }
+        let key = self.keys.dedup_native(filter);
+        // BF.INSERT creates the filter with these parameters if it is missing, so a lost race
+        // with a reservation can never leave RedisBloom's defaults behind.
+        let mut args = vec![
+            Value::from(key.clone()),
+            Value::from("CAPACITY"),
+            Value::from(params.capacity as i64),
+            Value::from("ERROR"),
+            Value::from(native_error_rate(params)),
+            Value::from("EXPANSION"),
+            Value::from(2),
+            Value::from("ITEMS"),
+        ];
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
+        let reply = self.native("BF.INSERT", args).await?;
+        self.touch_native(&key, policy).await?;
+        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
+    }
+
+    pub(super) async fn native_check(
+        &self,
+        filter: &Name,
+        params: Params,
+        items: &[String],
+        policy: Policy,
+    ) -> Result<Step<Added>, StoreError> {
+        if let Some(step) = self.native_meta(filter, params, false, policy).await? {
+            return Ok(step);
+        }
+        let key = self.keys.dedup_native(filter);
+        let mut args = vec![Value::from(key.clone())];
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
+        let reply = self.native("BF.MEXISTS", args).await?;
+        self.touch_native(&key, policy).await?;
+        Ok(Step::Done(Added::Flags(flags(reply, items.len())?)))
+    }
+
+    async fn touch_native(&self, key: &str, policy: Policy) -> Result<(), StoreError> {
+        let _: i64 = self
+            .pool
+            .expire(key, policy.retention_secs as i64, None)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+}
+
+/// The error rate RedisBloom's first layer gets (see [`NATIVE_FIRST_LAYER_SHARE`]).
+fn native_error_rate(params: Params) -> String {
+    (params.error_rate * NATIVE_FIRST_LAYER_SHARE).to_string()
+}
+
+/// `BF.INSERT`/`BF.MEXISTS` replies: one 0/1 per item.
+fn flags(reply: Value, expected: usize) -> Result<Vec<bool>, StoreError> {
+    let Value::Array(values) = reply else {
+        return Err(StoreError::Internal(format!(
+            "unexpected RedisBloom reply {reply:?}"
+        )));
+    };
+    if values.len() != expected {
+        return Err(StoreError::Internal(format!(
+            "RedisBloom answered {} flags for {expected} items",
+            values.len()
+        )));
+    }
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Integer(i) => Ok(*i == 1),
+            Value::Boolean(b) => Ok(*b),
+            other => Err(StoreError::Internal(format!(
+                "unexpected RedisBloom flag {other:?}"
+            ))),
+        })
+        .collect()
+}
+
+/// `BF.INFO`'s `name, value, ...` pairs (or a map under RESP3), by name.
+fn info_fields(reply: Value) -> HashMap<String, i64> {
+    let pairs: Vec<(Value, Value)> = match reply {
+        Value::Array(values) => {
+            let mut it = values.into_iter();
+            std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect()
+        }
+        Value::Map(map) => map
+            .inner()
+            .into_iter()
+            .map(|(k, v)| (Value::from(k), v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.as_string()?, v.as_i64()?)))
+        .collect()
+}
