@@ -19,6 +19,8 @@ enum Rule {
     CheckinStats,
     /// `GET /v1/geo/{layer}/nearby`: results asked for.
     Nearby,
+    /// Paged listings of large items: `1 + limit / 100` (`limit` defaults to 100).
+    PerLimit100,
     /// A fixed charge.
     Fixed(u64),
 }
@@ -66,6 +68,21 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
         Rule::Nearby,
         "1 + count / 100",
     ),
+    // A job's payload is up to 64 KiB: what it adds to the store grows with the body.
+    (
+        "POST",
+        "/v1/queues/{queue}/jobs",
+        Rule::PerBody4KiB,
+        BODY_RULE,
+    ),
+    // Up to 100 jobs moved and up to 1 MiB of payloads read in one script.
+    ("POST", "/v1/queues/{queue}/claim", Rule::Fixed(2), "2"),
+    (
+        "GET",
+        "/v1/queues/{queue}/dead",
+        Rule::PerLimit100,
+        "1 + limit / 100",
+    ),
 ];
 
 const BODY_RULE: &str = "1 + body bytes / 4096";
@@ -108,6 +125,12 @@ pub fn cost(
         }
         Rule::CheckinStats => 1 + days() / 8,
         Rule::Nearby => 1 + q("count").and_then(|c| c.parse::<u64>().ok()).unwrap_or(20) / 100,
+        Rule::PerLimit100 => {
+            1 + q("limit")
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(100)
+                / 100
+        }
         Rule::Fixed(n) => n,
     };
     raw.clamp(1, limit.max(1))
@@ -166,6 +189,13 @@ mod tests {
             11
         );
         assert_eq!(cost("POST", "/v1/uv/merge", None, None, 101), 20);
+        let enqueue = "/v1/queues/{queue}/jobs";
+        assert_eq!(cost("POST", enqueue, None, Some(60), 101), 1);
+        assert_eq!(cost("POST", enqueue, None, Some(64 * 1024 + 60), 101), 17);
+        assert_eq!(cost("POST", "/v1/queues/{queue}/claim", None, None, 101), 2);
+        let dead = "/v1/queues/{queue}/dead";
+        assert_eq!(cost("GET", dead, Some("limit=1000"), None, 101), 11);
+        assert_eq!(cost("GET", dead, None, None, 101), 2);
         // Input the handler will refuse still costs at least 1.
         assert_eq!(cost("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
     }

@@ -142,6 +142,21 @@ impl Keys {
     }
 }
 
+impl Keys {
+    /// A delayed queue's keys, in the order its scripts take them (see `queue_common.lua`):
+    /// `due`, `flight`, `meta`, `pay`, `dead`, `ctr`, all under the queue's hash tag.
+    pub fn queue(&self, queue: &Name) -> [String; 6] {
+        ["due", "flight", "meta", "pay", "dead", "ctr"]
+            .map(|part| format!("{}q:{{{queue}}}:{part}", self.prefix))
+    }
+
+    /// The first outcome of an enqueue under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the queue's slot so the enqueue script records it atomically.
+    pub fn queue_idempotency(&self, queue: &Name, digest: &str) -> String {
+        format!("{}q:{{{queue}}}:idem:{digest}", self.prefix)
+    }
+}
+
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
 pub fn hash_tag(key: &str) -> &str {
     if let Some(open) = key.find('{') {
@@ -229,6 +244,16 @@ mod tests {
         assert_eq!(check, "gw:rl:{k:abc}");
         assert_eq!(client, "gw:rlg:{k:abc}");
         assert_ne!(check, client);
+    }
+
+    #[test]
+    fn a_queues_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let q = Name::try_from("mail".to_owned()).unwrap();
+        let all = keys.queue(&q);
+        assert_eq!(all[0], "gw:q:{mail}:due");
+        assert!(all.iter().all(|k| hash_tag(k) == "mail"));
+        assert_eq!(hash_tag(&keys.queue_idempotency(&q, "ab")), "mail");
     }
 
     #[test]

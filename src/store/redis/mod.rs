@@ -7,6 +7,7 @@ mod dedup;
 mod dedup_native;
 mod geo;
 mod ledger;
+mod queues;
 mod ratelimit;
 mod seckill;
 mod uv;
@@ -37,6 +38,8 @@ struct Inner {
     chunks_known: checkins::KnownChunks,
     /// The Bloom engine and the filters this process knows (see `dedup.rs`).
     dedup: dedup::DedupState,
+    /// Wakes this process's waiting claims when it enqueues (see `queues.rs`).
+    queue_bells: crate::queues::Bells,
 }
 
 impl RedisStore {
