@@ -155,6 +155,26 @@ impl Keys {
     pub fn queue_idempotency(&self, queue: &Name, digest: &str) -> String {
         format!("{}q:{{{queue}}}:idem:{digest}", self.prefix)
     }
+
+    /// The pub/sub channel an enqueue to `queue` is announced on (classic pub/sub, which a
+    /// Cluster broadcasts to every node, so one pattern subscription anywhere hears it).
+    pub fn queue_bell(&self, queue: &Name) -> String {
+        format!("{}qbell:{queue}", self.prefix)
+    }
+
+    /// The pattern matching every [`Self::queue_bell`] channel, and the length of the text
+    /// before the queue name. Glob characters of the prefix are escaped.
+    pub fn queue_bell_pattern(&self) -> (String, usize) {
+        let mut pattern = String::new();
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str("qbell:*");
+        (pattern, self.prefix.len() + "qbell:".len())
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).

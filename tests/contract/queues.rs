@@ -507,3 +507,41 @@ crate::contract_tests!(
     full_queue_is_refused,
     enqueue_cost_grows_with_payload,
 );
+
+/// Two gateway instances on one store: a claim waiting on one is woken by an enqueue through
+/// the other (pub/sub), well before its safety-net re-check (5 s) or the end of its wait.
+async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
+    let mut s = settings(backend);
+    s.request_timeout = Duration::from_secs(40);
+    let a = Arc::new(Gateway::with_settings(s.clone()).await);
+    let b = Gateway::with_settings(s).await;
+    // Let both subscribers settle.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let waiter = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            let jobs = claim(&a, "shared", json!({"wait_ms": 20000})).await;
+            (jobs, Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let enqueued = Instant::now();
+    enqueue(&b, "shared", json!({"id": "x", "payload": 1})).await;
+    let (jobs, woken) = waiter.await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert!(
+        woken.duration_since(enqueued) < Duration::from_secs(4),
+        "woken by the announcement, not by the 5 s re-check ({:?})",
+        woken.duration_since(enqueued)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instances_enqueue_wakes_a_waiting_claim_redis() {
+    another_instances_enqueue_wakes_a_waiting_claim(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instances_enqueue_wakes_a_waiting_claim_cluster() {
+    another_instances_enqueue_wakes_a_waiting_claim(Backend::Cluster).await;
+}

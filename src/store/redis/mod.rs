@@ -52,6 +52,7 @@ impl RedisStore {
         // come up not-ready and recover, not crash-loop.
         config.fail_fast = false;
         let cluster = config.server.is_clustered();
+        let subscriber_config = config.clone();
         let timeout = settings.store_timeout;
         let pool = Builder::from_config(config)
             .with_performance_config(|perf| {
@@ -89,6 +90,7 @@ impl RedisStore {
             cluster,
             inner: Arc::default(),
         };
+        queues::listen(subscriber_config, &store.keys, Arc::downgrade(&store.inner));
         // Best effort: if Redis is not up yet, the engine is detected on first use instead.
         let _ = store.bloom_engine().await;
         Ok(store)

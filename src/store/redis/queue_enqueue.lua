@@ -4,7 +4,7 @@
 --          written when ARGV[7] is not empty
 -- ARGV[1] id  ARGV[2] payload  ARGV[3] delay ms or ''  ARGV[4] run_at ms (when no delay)
 -- ARGV[5] max_attempts  ARGV[6] most live jobs  ARGV[7] fingerprint or ''  ARGV[8] record TTL s
--- ARGV[9] idle expiry ms
+-- ARGV[9] idle expiry ms  ARGV[10] the queue's pub/sub channel, told of each new job
 -- Returns {'created'|'existing', run_at, id}, {'full'} (nothing changed and nothing recorded),
 --         {'replay', tag, run_at, id} or {'key_reused'}
 local fp = ARGV[7]
@@ -44,4 +44,6 @@ redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], int(run_at) .. ' 0 ' .. ARGV[5] .. ' -')
 redis.call('ZADD', KEYS[1], int(run_at), ARGV[1])
 touch(now, tonumber(ARGV[9]))
+-- Wakes long-polling claims on every gateway instance.
+redis.call('PUBLISH', ARGV[10], '')
 return answer('created', int(run_at))

@@ -3,7 +3,7 @@
 //! hash tag; every operation is one script (`queue_*.lua`, each prefixed by
 //! `queue_common.lua`), reading the clock with `TIME`.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Weak};
 use std::time::Duration;
 
 use fred::prelude::*;
@@ -36,9 +36,12 @@ static CANCEL: LazyLock<Script> = queue_script!("queue_cancel.lua");
 static STATS: LazyLock<Script> = queue_script!("queue_stats.lua");
 static DEAD: LazyLock<Script> = queue_script!("queue_dead.lua");
 
-/// How often a waiting claim looks again for jobs enqueued through another gateway instance
-/// (enqueues through this one wake it at once).
-const RECHECK: Duration = Duration::from_millis(500);
+/// How often a waiting claim looks again without being woken: a safety net for enqueue
+/// announcements lost while the subscriber reconnects (enqueues through this instance ring
+/// the bell directly, the others through pub/sub).
+const RECHECK: Duration = Duration::from_secs(5);
+/// How often the subscriber checks whether its store is gone.
+const LISTENER_CHECK: Duration = Duration::from_secs(10);
 
 const IDLE_MS: u64 = IDLE_SECS * 1000;
 
@@ -92,6 +95,7 @@ impl QueueStore for RedisStore {
                     idem.map_or_else(String::new, |i| i.fingerprint.clone()),
                     IDEMPOTENCY_SECS.to_string(),
                     IDLE_MS.to_string(),
+                    self.keys.queue_bell(queue),
                 ],
             )
             .await
@@ -115,6 +119,8 @@ impl QueueStore for RedisStore {
             ),
             tag => Once::Now(outcome(tag, &reply[1..]).ok_or_else(|| bad("enqueue", &reply))?),
         };
+        // The announcement (see `listen`) comes back too; ringing now also covers a
+        // subscriber that is reconnecting.
         if matches!(once, Once::Now(Enqueued::Created { .. })) {
             self.inner.queue_bells.ring(queue);
         }
@@ -257,4 +263,58 @@ impl QueueStore for RedisStore {
             recheck: Some(RECHECK),
         }
     }
+}
+
+/// Subscribes to every queue's enqueue announcements (one pattern subscription on its own
+/// connection) and rings this process's bells; re-subscribes after each reconnect and ends
+/// once the store is dropped.
+pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Weak<super::Inner>) {
+    let (pattern, name_at) = keys.queue_bell_pattern();
+    let client = match Builder::from_config(config)
+        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(error = %e, "queue announcements off: cannot build a subscriber");
+            return;
+        }
+    };
+    let mut messages = client.message_rx();
+    let mut reconnects = client.reconnect_rx();
+    client.connect();
+    tokio::spawn(async move {
+        if client.wait_for_connect().await.is_ok() {
+            if let Err(e) = client.psubscribe(pattern.clone()).await {
+                tracing::warn!(error = %e, "queue announcements: subscribe failed");
+            }
+        }
+        let mut check = tokio::time::interval(LISTENER_CHECK);
+        loop {
+            tokio::select! {
+                message = messages.recv() => match message {
+                    Ok(message) => {
+                        let Some(inner) = inner.upgrade() else { break };
+                        let queue = message.channel.get(name_at..).map(str::to_owned);
+                        if let Some(queue) = queue.and_then(|q| Name::try_from(q).ok()) {
+                            inner.queue_bells.ring(&queue);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                reconnected = reconnects.recv() => {
+                    if reconnected.is_ok() {
+                        let _ = client.psubscribe(pattern.clone()).await;
+                    }
+                }
+                _ = check.tick() => {
+                    if inner.strong_count() == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = client.quit().await;
+    });
 }
