@@ -58,7 +58,7 @@ fn json(payload: &str) -> Value {
 #[serde(deny_unknown_fields)]
 struct EnqueueBody {
     /// Any JSON value, at most 65536 bytes serialized.
-    #[schema(value_type = Object, example = json!({"to": "a@example.com"}))]
+    #[schema(required = true, example = json!({"to": "a@example.com"}))]
     #[serde(default, deserialize_with = "present")]
     payload: Option<Value>,
     /// Due this many ms after the store's now, 0..=31536000000 (default 0). Not with `run_at`.
@@ -220,7 +220,6 @@ struct ClaimBody {
 #[derive(Debug, Serialize, ToSchema)]
 struct ClaimedView {
     id: String,
-    #[schema(value_type = Object)]
     payload: Value,
     #[schema(value_type = String, format = DateTime)]
     run_at: String,
@@ -416,7 +415,6 @@ struct DeadQuery {
 #[derive(Debug, Serialize, ToSchema)]
 struct DeadView {
     id: String,
-    #[schema(value_type = Object)]
     payload: Value,
     #[schema(value_type = String, format = DateTime)]
     run_at: String,
