@@ -506,6 +506,7 @@ crate::contract_tests!(
     ranges_and_payload_cap,
     full_queue_is_refused,
     enqueue_cost_grows_with_payload,
+    the_dead_list_is_capped,
 );
 
 /// Two gateway instances on one store: a claim waiting on one is woken by an enqueue through
@@ -544,4 +545,73 @@ async fn another_instances_enqueue_wakes_a_waiting_claim_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_instances_enqueue_wakes_a_waiting_claim_cluster() {
     another_instances_enqueue_wakes_a_waiting_claim(Backend::Cluster).await;
+}
+
+/// The dead list keeps the newest 1,000 jobs: one more death drops the oldest (and its data).
+async fn the_dead_list_is_capped(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    const JOBS: usize = 1001;
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(100) {
+        join_all(chunk.iter().map(|i| {
+            let gw = gw.clone();
+            async move {
+                let body = json!({"id": format!("k{i:04}"), "payload": i, "max_attempts": 1});
+                enqueue(&gw, "cap", body).await;
+            }
+        }))
+        .await;
+    }
+    let mut claimed = 0;
+    while claimed < JOBS {
+        let jobs = claim(&gw, "cap", json!({"max": 100, "visibility_ms": 1000})).await;
+        assert!(!jobs.is_empty());
+        claimed += jobs.len();
+    }
+    // Once the claims lapse, each claim call sends up to 100 of them to the dead list.
+    let mut dead = 0;
+    for _ in 0..200 {
+        assert!(claim(&gw, "cap", json!({"max": 100, "wait_ms": 2000}))
+            .await
+            .is_empty());
+        let [_, ready, in_flight, d] = stats(&gw, "cap").await;
+        dead = d;
+        if ready + in_flight == 0 {
+            break;
+        }
+    }
+    assert_eq!(dead, 1000, "capped");
+    // The first to die (claimed first, so due first: k0000 ... in id order at one deadline)
+    // is gone; the list pages through exactly the 1,000 kept.
+    let (_, page) = gw.get("/v1/queues/cap/dead?limit=1000").await;
+    let ids: HashSet<String> = page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 1000);
+    assert!(page["next"].is_null());
+    let (status, _) = gw.delete("/v1/queues/cap/jobs/k0000").await;
+    assert_eq!(status, 404, "the oldest death was dropped whole");
+    assert!(!ids.contains("k0000"));
+}
+
+/// A queue's keys expire (an abandoned queue goes away), but never before the latest due time
+/// they hold plus the idle period (7 days).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_keys_expire_after_their_last_due_time() {
+    let s = settings(Backend::Redis);
+    let prefix = s.key_prefix.clone();
+    let gw = Gateway::with_settings(s).await;
+    let day_ms: i64 = 86_400_000;
+    enqueue(&gw, "exp", json!({"payload": 1, "delay_ms": 30 * day_ms})).await;
+    let redis = crate::common::shared_redis();
+    for part in ["due", "meta", "pay"] {
+        let key = format!("{prefix}q:{{exp}}:{part}");
+        let pttl: i64 = redis.cli(&["pttl", &key]).unwrap().trim().parse().unwrap();
+        assert!(
+            pttl > 36 * day_ms && pttl <= 37 * day_ms,
+            "{key}: PTTL {pttl} is not 30 days of delay + 7 idle"
+        );
+    }
 }
