@@ -268,6 +268,11 @@ impl QueueStore for RedisStore {
 /// Subscribes to every queue's enqueue announcements (one pattern subscription on its own
 /// connection) and rings this process's bells; re-subscribes after each reconnect and ends
 /// once the store is dropped.
+///
+/// Classic pub/sub on a Cluster too, not sharded: sharded pub/sub has no pattern form, so it
+/// would take a subscription per queue being waited on, made and dropped as claims come and
+/// go; the price of the classic form is that the Cluster bus carries each announcement (an
+/// empty message) to every node.
 pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Weak<super::Inner>) {
     let (pattern, name_at) = keys.queue_bell_pattern();
     let client = match Builder::from_config(config)
