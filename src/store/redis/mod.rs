@@ -38,7 +38,7 @@ struct Inner {
     chunks_known: checkins::KnownChunks,
     /// The Bloom engine and the filters this process knows (see `dedup.rs`).
     dedup: dedup::DedupState,
-    /// Wakes this process's waiting claims when it enqueues (see `queues.rs`).
+    /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
     queue_bells: crate::queues::Bells,
 }
 
