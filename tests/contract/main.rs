@@ -7,6 +7,7 @@ mod common;
 mod checkins;
 mod dedup;
 mod geo;
+mod queues;
 mod ratelimit;
 mod seckill;
 mod uv;
