@@ -304,3 +304,41 @@ async fn a_purchase_lost_in_a_stall_is_retried_once_with_its_key() {
     let (_, v) = gw.get("/v1/seckill/vouchers/stall").await;
     assert_eq!(v["sold"], 1, "{v}");
 }
+
+/// `GATEWAY_REQUEST_TIMEOUT_MS` bounds a request even when the store call would wait longer:
+/// with Redis paused and a 5 s store timeout, a 300 ms request timeout answers 503
+/// problem+json first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_timeout_answers_before_a_slow_store() {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = settings_on(&redis);
+    s.store_timeout = Duration::from_secs(5);
+    s.request_timeout = Duration::from_millis(300);
+    let gw = Gateway::with_settings(s).await;
+    let pid = redis
+        .cli(&["INFO", "server"])
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let signal = |sig: &str| {
+        assert!(std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP");
+    let started = Instant::now();
+    let (status, body) = gw.get("/v1/checkins/7/2026-01-01").await;
+    let took = started.elapsed();
+    signal("-CONT");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "backend_unavailable");
+    assert!(
+        took < Duration::from_secs(5),
+        "answered by the request timeout, not the store's"
+    );
+}

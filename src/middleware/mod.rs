@@ -31,7 +31,6 @@ use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::state::AppState;
@@ -41,9 +40,9 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     let settings = &state.settings;
     let router = router
         .layer(DefaultBodyLimit::max(settings.body_limit))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
+        .layer(axum::middleware::from_fn_with_state(
             settings.request_timeout,
+            request_timeout,
         ));
     let router = match cors(&settings.cors_origins) {
         Some(cors) => router.layer(cors),
@@ -62,6 +61,36 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
+}
+
+/// Routes that wait server-side on purpose, with the longest wait their body may ask for
+/// (API.md: a claim's `wait_ms` ≤ 20,000, a lock acquisition's ≤ 10,000).
+const LONG_POLLS: [(&str, &str, Duration); 2] = [
+    ("POST", "/v1/queues/{queue}/claim", Duration::from_secs(20)),
+    ("POST", "/v1/locks/{name}", Duration::from_secs(10)),
+];
+
+/// `GATEWAY_REQUEST_TIMEOUT_MS` for every request, plus the longest allowed wait on the
+/// long-poll routes, so a 20 s claim is never cut to the 10 s default. Written here rather than
+/// with tower-http's `TimeoutLayer` because that takes one duration for every route; past the
+/// budget the answer is the same bare 503 (rendered as a problem by the outer layer).
+async fn request_timeout(
+    axum::extract::State(budget): axum::extract::State<Duration>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    let wait = LONG_POLLS
+        .iter()
+        .find(|(m, r, _)| req.method().as_str() == *m && route == Some(*r))
+        .map_or(Duration::ZERO, |(.., wait)| *wait);
+    match tokio::time::timeout(budget + wait, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => axum::response::IntoResponse::into_response(StatusCode::SERVICE_UNAVAILABLE),
+    }
 }
 
 /// The span every request runs in. With traces exported it continues the caller's W3C

@@ -25,9 +25,6 @@ use crate::types::{name_rule, sha256_hex, Name};
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
-/// A long poll ends this long before the request timeout, so it answers (empty) rather than
-/// being cut off with a 503.
-const POLL_MARGIN: Duration = Duration::from_millis(250);
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -211,8 +208,7 @@ struct ClaimBody {
     /// (default 30000).
     #[schema(example = 30000)]
     visibility_ms: Option<u64>,
-    /// Long poll: when nothing is due, wait up to this many ms (0..=20000, default 0; cut to
-    /// the request timeout) and answer as soon as a job is.
+    /// Long poll: when nothing is due, wait up to this many ms (0..=20000, default 0) and answer as soon as a job is.
     #[schema(example = 10000)]
     wait_ms: Option<u64>,
 }
@@ -263,11 +259,9 @@ async fn claim(
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Json<ClaimReply>> {
     let (max, visibility_ms, wait_ms) = logic::claim(body.max, body.visibility_ms, body.wait_ms)?;
-    let longest = state
-        .settings
-        .request_timeout
-        .saturating_sub(state.settings.store_timeout + POLL_MARGIN);
-    let wait = Duration::from_millis(wait_ms).min(longest);
+    // The request timeout of this route is extended by the longest wait (middleware
+    // `LONG_POLLS`), so the whole `wait_ms` is honoured.
+    let wait = Duration::from_millis(wait_ms);
     let jobs = claim_waiting(&state.store, &queue, max, visibility_ms, wait).await?;
     Ok(Json(ClaimReply {
         jobs: jobs

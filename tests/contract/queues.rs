@@ -512,7 +512,26 @@ crate::contract_tests!(
     full_queue_is_refused,
     enqueue_cost_grows_with_payload,
     the_dead_list_is_capped,
+    a_long_poll_outlasts_the_request_timeout,
 );
+
+/// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
+/// allowed wait on top, so a poll longer than the timeout still answers 200 (with the job that
+/// became due while it waited).
+async fn a_long_poll_outlasts_the_request_timeout(backend: Backend) {
+    let mut s = settings(backend);
+    s.request_timeout = std::time::Duration::from_millis(300);
+    let gw = Gateway::with_settings(s).await;
+    enqueue(&gw, "slow", json!({"payload": 1, "delay_ms": 1200})).await;
+    let started = std::time::Instant::now();
+    let jobs = claim(&gw, "slow", json!({"wait_ms": 5000})).await;
+    assert_eq!(
+        jobs.len(),
+        1,
+        "the job due after 1.2 s arrived within the wait"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+}
 
 /// Two gateway instances on one store: a claim waiting on one is woken by an enqueue through
 /// the other (pub/sub), well before its safety-net re-check (5 s) or the end of its wait.
