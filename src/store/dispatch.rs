@@ -13,7 +13,7 @@ use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCentre};
-use crate::ratelimit::logic::{Decision, Gcra};
+use crate::ratelimit::logic::{Decision, Gcra, Window, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{Bought, Order, Put, Restock, SeckillStore, Spec, Voucher};
@@ -146,6 +146,15 @@ impl RateLimitStore for Store {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Decision>, StoreError> {
         dispatch!(self, "ratelimit.throttle", s => s.ratelimit_throttle_once(bucket, gcra, quantity, idem).await)
+    }
+    async fn ratelimit_window_once(
+        &self,
+        key: &Name,
+        window: &Window,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<WindowSeen>, StoreError> {
+        dispatch!(self, "ratelimit.window", s => s.ratelimit_window_once(key, window, quantity, idem).await)
     }
 }
 

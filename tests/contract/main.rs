@@ -8,5 +8,6 @@ mod checkins;
 mod dedup;
 mod geo;
 mod ratelimit;
+mod ratelimit_windows;
 mod seckill;
 mod uv;
