@@ -66,6 +66,12 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
         Rule::Nearby,
         "1 + count / 100",
     ),
+    // Locks: single-key steps. A waiting acquisition holds no store connection while it waits
+    // (it sleeps on a wake-up), so its wait costs nothing extra.
+    ("POST", "/v1/locks/{name}", Rule::Fixed(1), "1"),
+    ("POST", "/v1/locks/{name}/renew", Rule::Fixed(1), "1"),
+    ("DELETE", "/v1/locks/{name}", Rule::Fixed(1), "1"),
+    ("GET", "/v1/locks/{name}", Rule::Fixed(1), "1"),
 ];
 
 const BODY_RULE: &str = "1 + body bytes / 4096";

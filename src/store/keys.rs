@@ -113,6 +113,22 @@ impl Keys {
         format!("{}:idem:{digest}", self.ratelimit_window(name, kind))
     }
 
+    /// A lock's holder: "owner\ntoken", expiring with the lease.
+    pub fn lock(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}", self.prefix)
+    }
+
+    /// A lock's fencing counter: the last token handed out, outliving the holder's key.
+    pub fn lock_fence(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:fence", self.prefix)
+    }
+
+    /// The pub/sub channel lock releases are announced on (message: the lock's name). Not a
+    /// key: one channel per prefix, which every gateway instance subscribes to once.
+    pub fn lock_released_channel(&self) -> String {
+        format!("{}lk:released", self.prefix)
+    }
+
     /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
     /// operation is single-key.
     pub fn geo(&self, layer: &Name) -> String {

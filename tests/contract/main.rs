@@ -7,6 +7,7 @@ mod common;
 mod checkins;
 mod dedup;
 mod geo;
+mod locks;
 mod ratelimit;
 mod ratelimit_windows;
 mod seckill;

@@ -9,6 +9,7 @@
 mod checkins;
 mod dedup;
 mod geo;
+mod locks;
 mod ratelimit;
 mod seckill;
 mod uv;
@@ -36,6 +37,7 @@ struct Shared {
     seckill: Mutex<seckill::State>,
     ratelimit: Mutex<ratelimit::State>,
     dedup: Mutex<dedup::State>,
+    locks: Mutex<locks::State>,
 }
 
 /// How often expired entries are dropped. Short, because the global limiter writes one
@@ -78,6 +80,7 @@ async fn purge_task(shared: Weak<Shared>) {
         lock(&shared.seckill).purge(now);
         lock(&shared.ratelimit).purge(now);
         lock(&shared.dedup).purge(now);
+        lock(&shared.locks).purge(now);
     }
 }
 

@@ -7,6 +7,7 @@ mod dedup;
 mod dedup_native;
 mod geo;
 mod ledger;
+mod locks;
 mod ratelimit;
 mod seckill;
 mod uv;
@@ -37,6 +38,8 @@ struct Inner {
     chunks_known: checkins::KnownChunks,
     /// The Bloom engine and the filters this process knows (see `dedup.rs`).
     dedup: dedup::DedupState,
+    /// The lock release subscriber (see `locks.rs`).
+    locks: locks::Releases,
 }
 
 impl RedisStore {
@@ -49,6 +52,7 @@ impl RedisStore {
         // come up not-ready and recover, not crash-loop.
         config.fail_fast = false;
         let cluster = config.server.is_clustered();
+        let subscriber_config = config.clone();
         let timeout = settings.store_timeout;
         let pool = Builder::from_config(config)
             .with_performance_config(|perf| {
@@ -86,6 +90,10 @@ impl RedisStore {
             cluster,
             inner: Arc::default(),
         };
+        store
+            .inner
+            .locks
+            .configure(subscriber_config, timeout.max(Duration::from_secs(2)));
         // Best effort: if Redis is not up yet, the engine is detected on first use instead.
         let _ = store.bloom_engine().await;
         Ok(store)
