@@ -94,9 +94,9 @@ impl LockStore for MemoryStore {
         }
         let end = now + i128::from(ttl_ms) * 1_000;
         s.held.insert(name.clone(), (owner.clone(), token, end));
-        if let Some(fence) = s.fences.get_mut(name) {
-            fence.1 = fence.1.max(end + i128::from(FENCE_GRACE_MS) * 1_000);
-        }
+        let fence_end = end + i128::from(FENCE_GRACE_MS) * 1_000;
+        let fence = s.fences.entry(name.clone()).or_insert((token, fence_end));
+        fence.1 = fence.1.max(fence_end);
         Ok(Some(lease(owner, token, end)))
     }
 

@@ -8,7 +8,11 @@ end
 local ttl, grace = tonumber(ARGV[3]), tonumber(ARGV[4])
 local clock = redis.call('TIME')
 redis.call('PEXPIRE', KEYS[1], ttl)
-if redis.call('PTTL', KEYS[2]) < ttl + grace then
+local fence = redis.call('PTTL', KEYS[2])
+if fence == -2 then
+  -- Gone (deleted by hand): the holder's token is the last one handed out.
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl + grace)
+elseif fence < ttl + grace then
   redis.call('PEXPIRE', KEYS[2], ttl + grace)
 end
 return { 1, string.format('%.0f', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + ttl) }
