@@ -22,7 +22,9 @@ pub const FENCE_GRACE_MS: u64 = 3_600_000;
 ///
 /// Clock assumption: the store's clock never steps back by more than [`FENCE_GRACE_MS`] (an
 /// hour). A Redis restart from persistence keeps the counter (its expiry is absolute) or loses
-/// writes whose tokens were about their own time, which the clock is already past.
+/// writes whose tokens were about their own time, which the clock is already past. After a
+/// failover to a replica that missed the last writes, the same holds if the primaries' clocks
+/// agree (NTP) to better than the time since those writes.
 pub fn next_token(counter: Option<u64>, now_us: u64) -> u64 {
     counter.map_or(0, |c| c.saturating_add(1)).max(now_us)
 }
