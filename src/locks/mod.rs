@@ -80,13 +80,9 @@ pub(crate) async fn acquire<S: LockStore>(
     wait: Duration,
 ) -> Result<Attempt, StoreError> {
     let deadline = tokio::time::Instant::now() + wait;
+    // Made on the first refusal and kept: it hears every release from then on.
+    let mut watch: Option<Watch> = None;
     loop {
-        // Listen before trying, so a release between the attempt and the wait is not missed.
-        let mut watch = if wait.is_zero() {
-            Watch::never()
-        } else {
-            store.lock_watch(name).await
-        };
         let attempt = store.lock_acquire(name, owner, ttl_ms).await?;
         let Attempt::Held { retry_after_ms } = attempt else {
             return Ok(attempt);
@@ -95,6 +91,11 @@ pub(crate) async fn acquire<S: LockStore>(
         if now >= deadline {
             return Ok(attempt);
         }
+        let Some(watch) = watch.as_mut() else {
+            // Listen, then try again at once, so a release just before listening is not missed.
+            watch = Some(store.lock_watch(name).await);
+            continue;
+        };
         let lease_end = now + Duration::from_millis(retry_after_ms.max(1));
         tokio::select! {
             () = watch.released() => {}

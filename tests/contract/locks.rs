@@ -340,3 +340,40 @@ async fn tokens_keep_increasing_across_a_redis_restart() {
     assert_eq!(status, 200, "{c}");
     assert!(token(&c) > token(&b), "{b} then {c}");
 }
+
+/// Redis going away is a 503 on every lock route, a waiting acquisition included, and locks
+/// work again once it is back (Redis only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_outage_is_503_then_recovers() {
+    let mut redis = RedisProcess::start(&[], false);
+    let mut s = common::settings(Backend::Memory);
+    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let gw = Gateway::with_settings(s).await;
+    let (_, a) = acquire(&gw, "down", "alice", 600_000, 0).await;
+    redis.stop();
+    for (status, body) in [
+        acquire(&gw, "down", "bob", 1_000, 10_000).await,
+        acquire(&gw, "down", "bob", 1_000, 0).await,
+        release(&gw, "down", "alice", token(&a)).await,
+        {
+            let (status, body) = gw.get("/v1/locks/down").await;
+            (status.as_u16(), body)
+        },
+    ] {
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (503, Some("backend_unavailable")),
+            "{body}"
+        );
+    }
+    redis.restart();
+    let mut recovered = false;
+    for _ in 0..100 {
+        if acquire(&gw, "down", "carol", 60_000, 0).await.0 == 200 {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(recovered, "locks work again once Redis is back");
+}
