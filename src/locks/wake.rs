@@ -24,6 +24,7 @@ impl Wakeups {
         Watch {
             rx: Some(rx),
             from: Some((Arc::downgrade(self), name.to_owned())),
+            on_drop: None,
         }
     }
 
@@ -47,10 +48,17 @@ impl Wakeups {
 }
 
 /// One waiter's registration; dropping it forgets the name once nobody waits for it.
-#[derive(Debug)]
 pub struct Watch {
     rx: Option<watch::Receiver<u64>>,
     from: Option<(Weak<Wakeups>, String)>,
+    /// What the backend does when the waiter is gone (the Redis backend: unsubscribe).
+    on_drop: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("from", &self.from).finish()
+    }
 }
 
 impl Watch {
@@ -60,7 +68,14 @@ impl Watch {
         Self {
             rx: None,
             from: None,
+            on_drop: None,
         }
+    }
+
+    /// Runs `f` when this watch is dropped.
+    pub fn on_drop(mut self, f: impl FnOnce() + Send + Sync + 'static) -> Self {
+        self.on_drop = Some(Box::new(f));
+        self
     }
 
     /// Resolves once a release happened after the watch was made.
@@ -78,6 +93,9 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
+        if let Some(f) = self.on_drop.take() {
+            f();
+        }
         let Some((hub, name)) = self.from.take() else {
             return;
         };

@@ -123,10 +123,10 @@ impl Keys {
         format!("{}lk:{{{name}}}:fence", self.prefix)
     }
 
-    /// The pub/sub channel lock releases are announced on (message: the lock's name). Not a
-    /// key: one channel per prefix, which every gateway instance subscribes to once.
-    pub fn lock_released_channel(&self) -> String {
-        format!("{}lk:released", self.prefix)
+    /// The sharded pub/sub channel a lock's releases are announced on, under the lock's hash
+    /// tag so `SPUBLISH` from the release script stays in its slot (a channel, not a key).
+    pub fn lock_released_channel(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:released", self.prefix)
     }
 
     /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo

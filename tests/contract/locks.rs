@@ -224,7 +224,9 @@ async fn renew_extends_and_reacquire_by_the_owner_keeps_the_token(backend: Backe
 }
 
 async fn a_waiting_acquirer_is_woken_by_the_release(backend: Backend) {
-    let gw = Arc::new(Gateway::start(backend).await);
+    let settings = common::settings(backend);
+    let prefix = settings.key_prefix.clone();
+    let gw = Arc::new(Gateway::with_settings(settings).await);
     let name = fresh("wake");
     // A lease far longer than the wait: only the release can let the waiter in.
     let (_, a) = acquire(&gw, &name, "alice", 600_000, 0).await;
@@ -239,6 +241,19 @@ async fn a_waiting_acquirer_is_woken_by_the_release(backend: Backend) {
     assert_eq!(status, 200, "the waiter got the lock: {b}");
     assert!(token(&b) > token(&a));
     assert_eq!(b["owner"], "bob");
+    if backend == Backend::Redis {
+        // Nobody waits any more: the gateway drops its subscription to the lock's channel.
+        let channel = format!("{prefix}lk:{{{name}}}:released");
+        let mut subscribers = String::new();
+        for _ in 0..100 {
+            subscribers = redis_cli(backend, &["pubsub", "shardnumsub", &channel]).unwrap();
+            if subscribers.ends_with("\n0") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(subscribers.ends_with("\n0"), "{subscribers}");
+    }
 }
 
 async fn two_gateways_share_locks(backend: Backend) {

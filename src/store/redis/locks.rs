@@ -1,17 +1,17 @@
 //! Locks on Redis: one script per step (`lock_*.lua`), the holder and its fencing counter
-//! under the name's hash tag. Releases are announced with `PUBLISH` on one channel per key
-//! prefix; each gateway process subscribes once (lazily, on its first waiting acquisition) and
-//! wakes its own waiters. A classic channel rather than sharded pub/sub: a Cluster forwards
-//! `PUBLISH` to every node, so one subscriber connection to any node hears every shard, where
-//! `SSUBSCRIBE` would need a connection per shard owning a waited-on name. A message lost to a
-//! reconnect only delays a waiter until the lease ends.
+//! under the name's hash tag. A release is announced with `SPUBLISH` on the lock's own sharded
+//! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it.
+//! Each gateway process has one subscriber connection (made on its first waiting acquisition)
+//! that holds `SSUBSCRIBE`s for exactly the names its waiters wait on, and wakes them. A
+//! message lost to a reconnect or a slot migration only delays a waiter until the lease ends.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, OnceLock, Weak};
 use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot};
 
 use super::{map_err, RedisStore};
 use crate::locks::logic::FENCE_GRACE_MS;
@@ -32,11 +32,22 @@ static INSPECT: LazyLock<Script> =
 #[derive(Debug, Default)]
 pub(super) struct Releases {
     /// What the subscriber connects with (set once when the store connects) and how long a
-    /// waiter waits for it to be subscribed.
+    /// waiter waits for its subscription.
     config: OnceLock<(Config, Duration)>,
     wakeups: Arc<Wakeups>,
-    /// `true` once subscribed; `None` when the subscriber could not be built.
-    subscribed: OnceLock<Option<watch::Receiver<bool>>>,
+    /// The subscriber's mailbox; `None` when it could not be built.
+    subscriber: OnceLock<Option<mpsc::UnboundedSender<Cmd>>>,
+}
+
+/// What waiters ask of the subscriber, in order, so a name's subscribe and unsubscribe never
+/// overtake each other.
+#[derive(Debug)]
+enum Cmd {
+    /// One more waiter on this channel, of this lock (subscribe on the first); answered once
+    /// subscribed.
+    Listen(String, String, oneshot::Sender<()>),
+    /// One waiter fewer (unsubscribe after the last).
+    Forget(String),
 }
 
 impl Releases {
@@ -44,9 +55,10 @@ impl Releases {
         let _ = self.config.set((config, timeout));
     }
 
-    fn start(&self, channel: String) -> Option<watch::Receiver<bool>> {
+    fn start(&self) -> Option<mpsc::UnboundedSender<Cmd>> {
         let (config, timeout) = self.config.get()?.clone();
         let client = Builder::from_config(config)
+            .with_performance_config(|perf| perf.default_command_timeout = timeout)
             .with_connection_config(|conn| {
                 conn.connection_timeout = timeout;
                 conn.internal_command_timeout = timeout;
@@ -55,42 +67,55 @@ impl Releases {
             .build()
             .inspect_err(|e| tracing::warn!(error = %e, "no lock release subscriber"))
             .ok()?;
-        let (tx, rx) = watch::channel(false);
-        tokio::spawn(listen(client, channel, Arc::downgrade(&self.wakeups), tx));
-        Some(rx)
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(subscriber(client, rx, Arc::downgrade(&self.wakeups)));
+        Some(tx)
     }
 }
 
-/// Subscribes to the release channel and wakes this process's waiters for each message, until
-/// the store is gone.
-async fn listen(
+/// Holds one `SSUBSCRIBE` per channel some waiter of this process listens on and wakes the
+/// waiters of each message's lock, until the store and every waiter are gone.
+async fn subscriber(
     client: Client,
-    channel: String,
+    mut cmds: mpsc::UnboundedReceiver<Cmd>,
     wakeups: Weak<Wakeups>,
-    subscribed: watch::Sender<bool>,
 ) {
     let mut messages = client.message_rx();
     let mut reconnects = client.reconnect_rx();
     client.connect();
-    let subscribe = async {
-        client.wait_for_connect().await?;
-        client.subscribe(channel.as_str()).await
-    };
-    match subscribe.await {
-        Ok(()) => {
-            let _ = subscribed.send(true);
-        }
-        Err(e) => tracing::warn!(error = %e, "lock release subscription failed"),
-    }
-    let mut alive = tokio::time::interval(Duration::from_secs(5));
+    let _ = client.wait_for_connect().await;
+    // channel → (lock name, waiters)
+    let mut listening: HashMap<String, (String, usize)> = HashMap::new();
     loop {
         tokio::select! {
+            cmd = cmds.recv() => match cmd {
+                Some(Cmd::Listen(channel, name, done)) => {
+                    let entry = listening.entry(channel.clone()).or_insert((name, 0));
+                    entry.1 += 1;
+                    if entry.1 == 1 {
+                        if let Err(e) = client.ssubscribe(channel.as_str()).await {
+                            tracing::warn!(error = %e, "lock release subscription failed");
+                        }
+                    }
+                    let _ = done.send(());
+                }
+                Some(Cmd::Forget(channel)) => {
+                    if let Some(entry) = listening.get_mut(&channel) {
+                        entry.1 -= 1;
+                        if entry.1 == 0 {
+                            listening.remove(&channel);
+                            let _ = client.sunsubscribe(channel.as_str()).await;
+                        }
+                    }
+                }
+                None => break,
+            },
             message = messages.recv() => {
                 let Some(wakeups) = wakeups.upgrade() else { break };
                 match message {
                     Ok(m) => {
-                        if let Ok(name) = m.value.convert::<String>() {
-                            wakeups.wake(&name);
+                        if let Some((name, _)) = listening.get(&*m.channel) {
+                            wakeups.wake(name);
                         }
                     }
                     // Missed messages: wake everyone, they try again.
@@ -98,18 +123,15 @@ async fn listen(
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 }
             }
-            // A new connection has no subscription, and messages may have been missed.
+            // A new connection has no subscriptions, and messages may have been missed.
             Ok(_) = reconnects.recv() => {
-                if let Err(e) = client.subscribe(channel.as_str()).await {
-                    tracing::warn!(error = %e, "lock release subscription failed");
+                for channel in listening.keys() {
+                    if let Err(e) = client.ssubscribe(channel.as_str()).await {
+                        tracing::warn!(error = %e, "lock release subscription failed");
+                    }
                 }
                 if let Some(wakeups) = wakeups.upgrade() {
                     wakeups.wake_all();
-                }
-            }
-            _ = alive.tick() => {
-                if wakeups.strong_count() == 0 {
-                    break;
                 }
             }
         }
@@ -215,8 +237,7 @@ impl LockStore for RedisStore {
                 vec![
                     owner.to_string(),
                     token.to_string(),
-                    self.keys.lock_released_channel(),
-                    name.to_string(),
+                    self.keys.lock_released_channel(name),
                 ],
             )
             .await
@@ -246,18 +267,25 @@ impl LockStore for RedisStore {
 
     async fn lock_watch(&self, name: &Name) -> Watch {
         let releases = &self.inner.locks;
-        let subscribed = releases
-            .subscribed
-            .get_or_init(|| releases.start(self.keys.lock_released_channel()));
-        let Some(subscribed) = subscribed else {
+        let Some(subscriber) = releases.subscriber.get_or_init(|| releases.start()) else {
             return Watch::never();
         };
-        let watch = releases.wakeups.watch(name.as_str());
+        let channel = self.keys.lock_released_channel(name);
+        let (done, subscribed) = oneshot::channel();
+        if subscriber
+            .send(Cmd::Listen(channel.clone(), name.to_string(), done))
+            .is_err()
+        {
+            return Watch::never();
+        }
+        let forget = subscriber.clone();
+        let watch = releases.wakeups.watch(name.as_str()).on_drop(move || {
+            let _ = forget.send(Cmd::Forget(channel));
+        });
         // Until subscribed a release would go unheard; wait for it (briefly: the lease's end
         // still bounds the waiter without it).
         let timeout = releases.config.get().map_or(Duration::ZERO, |c| c.1);
-        let mut subscribed = subscribed.clone();
-        let _ = tokio::time::timeout(timeout, subscribed.wait_for(|s| *s)).await;
+        let _ = tokio::time::timeout(timeout, subscribed).await;
         watch
     }
 }
