@@ -151,15 +151,24 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_UV_RETENTION_DAYS", default_value_t = 400)]
     pub uv_retention_days: u32,
 
+    /// Most places one geo layer holds; a write that would pass it is `409 layer_full`.
+    #[arg(long, env = "GATEWAY_GEO_MAX_PLACES", default_value_t = 100_000)]
+    pub geo_max_places: u64,
+
+    /// Days a geo layer is kept after its last write.
+    #[arg(long, env = "GATEWAY_GEO_RETENTION_DAYS", default_value_t = 400)]
+    pub geo_retention_days: u32,
+
     /// Cap of each voucher's order stream; a voucher's stock may never exceed it.
     #[arg(long, env = "GATEWAY_SECKILL_MAX_ORDERS", default_value_t = 1_000_000)]
     pub seckill_max_orders: u64,
 
     /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
     // Small: any caller can create a filter by naming a new one, and the first layer is
-    // allocated whole (~1.3 KB at 1,000 items and 1%, against ~120 KB at 100,000); the filter
-    // adds layers as it fills, keeping the error rate.
-    #[arg(long, env = "GATEWAY_DEDUP_CAPACITY", default_value_t = 1_000)]
+    // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
+    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: README "Abuse
+    // budget"); the filter adds layers as it fills, keeping the error rate.
+    #[arg(long, env = "GATEWAY_DEDUP_CAPACITY", default_value_t = 500)]
     pub dedup_capacity: u64,
 
     /// Error rate of a dedup filter created on first use.
@@ -270,6 +279,8 @@ pub struct Settings {
     pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
     pub uv_retention_days: u32,
+    pub geo_max_places: u64,
+    pub geo_retention_days: u32,
     pub seckill_max_orders: u64,
     pub dedup_capacity: u64,
     pub dedup_error_rate: f64,
@@ -335,7 +346,10 @@ impl Config {
         if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
             return Err("GATEWAY_CHECKIN_RETENTION_DAYS must be within 1..=3660".to_owned());
         }
-        if self.uv_retention_days == 0 || self.dedup_retention_days == 0 {
+        if self.uv_retention_days == 0
+            || self.dedup_retention_days == 0
+            || self.geo_retention_days == 0
+        {
             return Err("retention settings must be at least 1 day".to_owned());
         }
         if !(self.dedup_error_rate > 0.0 && self.dedup_error_rate < 1.0) || self.dedup_capacity == 0
@@ -383,6 +397,8 @@ impl Config {
             },
             redis_pool_size: self.redis_pool_size,
             uv_retention_days: self.uv_retention_days,
+            geo_max_places: self.geo_max_places.max(1),
+            geo_retention_days: self.geo_retention_days,
             seckill_max_orders: self.seckill_max_orders,
             dedup_capacity: self.dedup_capacity,
             dedup_error_rate: self.dedup_error_rate,

@@ -418,3 +418,43 @@ async fn expensive_requests_cost_more_units() {
     // And it did not spend anything: the cheap read still fits.
     assert_eq!(get(&gw, CHEAP, &erin).await.remaining(), 2);
 }
+
+/// A merge is priced by the days in its body (1 + 12 per day), read before any store work and
+/// handed on intact; one costing more than the client's burst is refused with 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merges_are_priced_by_their_days() {
+    let mut s = common::settings(Backend::Memory);
+    s.global.enabled = true;
+    s.global.max_burst = 99;
+    s.global.count_per_period = 1;
+    s.global.period = 60;
+    let gw = Gateway::with_settings(s).await;
+    let merge = |to: &str| serde_json::json!({"sources": ["a", "b"], "into": "c", "from": "2026-01-01", "to": to});
+    let resp = gw
+        .client
+        .post(gw.url("/v1/uv/merge"))
+        .json(&merge("2026-01-02"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()["ratelimit-remaining"],
+        "75",
+        "100 - (1 + 2 × 12)"
+    );
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["days"], 0, "the handler read the same body: {body}");
+    let resp = gw
+        .client
+        .post(gw.url("/v1/uv/merge"))
+        .json(&merge("2026-01-09"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], "payload_too_large", "{body}");
+    let again = get(&gw, "/v1/checkins/7/2026-01-01", &[]).await;
+    assert_eq!(again.remaining(), 74, "a refused merge spent nothing");
+}

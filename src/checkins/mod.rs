@@ -3,7 +3,8 @@
 //!
 //! Per user, one bitmap per month (`ck:{user}:YYYY-MM`, bit = day - 1), so a user's history
 //! shares a slot and a streak is one read. Per day, a cohort bitmap (offset = user id) split
-//! into 2^20-user chunks so memory follows real users and no command touches a huge string.
+//! into 2^20-user chunks so memory follows real users and no command touches a huge string; a
+//! chunk with few users is kept as a set of offsets until it is worth a bitmap (Redis backend).
 
 mod http;
 pub mod logic;

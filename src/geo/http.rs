@@ -10,9 +10,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::search::{self, ShapeKind};
-use super::{logic, writable_member, GeoStore, Order, Place, Point, Unit, UnknownCentre};
+use super::{
+    logic, writable_member, GeoStore, LayerBound, LayerFull, Order, Place, Point, Unit,
+    UnknownCentre,
+};
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
@@ -93,6 +96,8 @@ struct PutReply {
     responses(
         (status = 201, body = PutReply, description = "New member"),
         (status = 200, body = PutReply, description = "Moved or unchanged"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`layer_full`: the layer holds `GATEWAY_GEO_MAX_PLACES` places and this write would add more"),
         StoreErrors,
         TooLarge,
         NotJson,
@@ -105,7 +110,16 @@ async fn put_place(
 ) -> ApiResult<(StatusCode, Json<PutReply>)> {
     writable_member(&member)?;
     let at = Point::new(body.lon, body.lat)?;
-    let created = state.store.geo_put(&layer, &member, at).await?;
+    let place = Place {
+        member: member.clone(),
+        at,
+    };
+    let created = state
+        .store
+        .geo_put_many(&layer, &[place], layer_bound(&state))
+        .await?
+        .map_err(|LayerFull| layer_full(&layer, &state))?
+        == 1;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -224,6 +238,8 @@ struct PutManyReply {
     request_body = PlacesBody,
     responses(
         (status = 200, body = PutManyReply),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`layer_full`: the layer holds `GATEWAY_GEO_MAX_PLACES` places and this write would add more"),
         StoreErrors,
         TooLarge,
         NotJson,
@@ -249,11 +265,35 @@ async fn put_places(
             })
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
-    let added = state.store.geo_put_many(&layer, &places).await?;
+    let added = state
+        .store
+        .geo_put_many(&layer, &places, layer_bound(&state))
+        .await?
+        .map_err(|LayerFull| layer_full(&layer, &state))?;
     Ok(Json(PutManyReply {
         added,
         updated: places.len() as u64 - added,
     }))
+}
+
+/// A layer's bound for a write made now: the configured cap, kept for the retention from now.
+fn layer_bound(state: &AppState) -> LayerBound {
+    LayerBound {
+        max_places: state.settings.geo_max_places,
+        expire_at: chrono::Utc::now().timestamp()
+            + i64::from(state.settings.geo_retention_days) * 86_400,
+    }
+}
+
+fn layer_full(layer: &Name, state: &AppState) -> ApiError {
+    ApiError::Conflict {
+        code: "layer_full",
+        detail: format!(
+            "layer {layer} holds its most places ({}); remove some first",
+            state.settings.geo_max_places
+        ),
+        extra: None,
+    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

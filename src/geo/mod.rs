@@ -106,6 +106,19 @@ pub fn writable_member(member: &Name) -> Result<(), Refused> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownCentre(pub Name);
 
+/// What a write may make of a layer: how many places it may hold, and until when it is kept
+/// (each write moves the expiry forward), so layers named by anonymous callers stay bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerBound {
+    pub max_places: u64,
+    /// Unix seconds.
+    pub expire_at: i64,
+}
+
+/// A write refused because the layer would hold more than its bound's `max_places`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerFull;
+
 /// One place of a batch.
 #[derive(Debug, Clone)]
 pub struct Place {
@@ -157,10 +170,15 @@ pub struct Found {
 
 /// What a geo backend must do. Every method is one store round trip.
 pub(crate) trait GeoStore {
-    /// Adds or moves `member`; true when it is new.
-    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError>;
-    /// Adds or moves every place in order; returns how many members were new.
-    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError>;
+    /// Adds or moves every place in order and keeps the layer until `bound.expire_at`; returns
+    /// how many members were new, or [`LayerFull`] (and writes nothing) when the new members
+    /// would take the layer past `bound.max_places`.
+    async fn geo_put_many(
+        &self,
+        layer: &Name,
+        places: &[Place],
+        bound: LayerBound,
+    ) -> Result<Result<u64, LayerFull>, StoreError>;
     /// The stored 52-bit geohash of `member`, if present.
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError>;
     /// Removes `member`; true when it was there.

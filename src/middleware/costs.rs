@@ -1,16 +1,29 @@
 //! What each request costs the global limiter (API.md "Global limiter"): the GCRA quantity it
-//! spends, known from the request line and headers before any store work. One unit for a
-//! single-key read or write; more for requests whose store work grows with their input. The
-//! same table writes each operation's `x-ratelimit-cost` into the OpenAPI document, so the
-//! rule a client reads is the rule the code applies.
+//! spends, known before any store work — from the request line and headers, and for the one
+//! route whose stored bytes follow body fields (`POST /v1/uv/merge`) from its small body. One
+//! unit for a single-key read or write; more for requests whose store work or stored bytes
+//! grow with their input. The same table writes each operation's `x-ratelimit-cost` into the
+//! OpenAPI document, so the rule a client reads is the rule the code applies.
+//!
+//! Writes are priced so that no unit adds more than ~1.4 KiB to the store: at the default
+//! budget (50 units/s) one client adds at most ~256 MiB an hour (README "Abuse budget",
+//! measured by `tests/abuse_budget.rs`). A read's cost is capped at the caller's burst, so the
+//! largest read still fits an idle bucket; a write whose stored bytes keep growing with its
+//! input is refused (`413`) when it costs more than the burst, since capping its charge would
+//! let it store more than it paid for.
 
 use chrono::NaiveDate;
 
 /// How one operation is charged.
 #[derive(Debug, Clone, Copy)]
 enum Rule {
-    /// Grows with the body: batches.
-    PerBody4KiB,
+    /// Grows with the body: 1 + body bytes / the divisor. `Capped`: what the request can
+    /// store is bounded whatever its size (a page-day's HyperLogLog is at most 12 KiB), so the
+    /// charge is capped at the burst; `Uncapped`: stored bytes grow with the body.
+    PerBody(u64, Cap),
+    /// `POST /v1/uv/merge`: 1 + 12 per day of `from..to` in the body (a day can write one dense
+    /// HyperLogLog into `into`: 12 KiB, ~15 KiB with the allocator's rounding and the key).
+    MergeDays,
     /// `GET /v1/uv/{page}` over a `from`..`to` range.
     UvRange,
     /// `GET /v1/uv`: pages × days.
@@ -19,8 +32,22 @@ enum Rule {
     CheckinStats,
     /// `GET /v1/geo/{layer}/nearby`: results asked for.
     Nearby,
-    /// A fixed charge.
-    Fixed(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cap {
+    Capped,
+    Uncapped,
+}
+
+/// What the limiter is to do with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charge {
+    /// Spend this many units.
+    Units(u64),
+    /// A write that costs more than the caller's whole burst: refuse it (`413`), it could never
+    /// be paid for.
+    TooCostly { cost: u64, limit: u64 },
 }
 
 /// (method, route template, rule, the rule as the document states it). Every other operation
@@ -29,23 +56,33 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
     (
         "POST",
         "/v1/dedup/{filter}/items",
-        Rule::PerBody4KiB,
-        BODY_RULE,
+        Rule::PerBody(512, Cap::Capped),
+        "1 + body bytes / 512",
     ),
     (
         "POST",
         "/v1/dedup/{filter}/check",
-        Rule::PerBody4KiB,
+        Rule::PerBody(4096, Cap::Capped),
         BODY_RULE,
     ),
     (
         "POST",
         "/v1/dedup/{filter}/filter",
-        Rule::PerBody4KiB,
-        BODY_RULE,
+        Rule::PerBody(512, Cap::Capped),
+        "1 + body bytes / 512",
     ),
-    ("POST", "/v1/geo/{layer}", Rule::PerBody4KiB, BODY_RULE),
-    ("POST", "/v1/uv/{page}", Rule::PerBody4KiB, BODY_RULE),
+    (
+        "POST",
+        "/v1/geo/{layer}",
+        Rule::PerBody(512, Cap::Uncapped),
+        "1 + body bytes / 512 (a body costing more than the caller's burst is refused with 413)",
+    ),
+    (
+        "POST",
+        "/v1/uv/{page}",
+        Rule::PerBody(384, Cap::Capped),
+        "1 + body bytes / 384",
+    ),
     (
         "GET",
         "/v1/uv/{page}",
@@ -53,7 +90,12 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
         "1, or 1 + days / 31 for a from..to range",
     ),
     ("GET", "/v1/uv", Rule::UvUnion, "1 + pages × days / 366"),
-    ("POST", "/v1/uv/merge", Rule::Fixed(20), "20"),
+    (
+        "POST",
+        "/v1/uv/merge",
+        Rule::MergeDays,
+        "1 + 12 × days from..to (more than the caller's burst is refused with 413: merge fewer days per request)",
+    ),
     (
         "GET",
         "/v1/checkins/stats",
@@ -76,17 +118,31 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
 
 const BODY_RULE: &str = "1 + body bytes / 4096";
 
-/// The charge of a request to `route`, capped at `limit` (the caller's whole burst), so the
-/// most expensive request a client may send still fits an idle bucket.
+/// Whether [`cost`] needs the request's body for `method route` (small bodies only).
+pub fn needs_body(method: &str, route: &str) -> bool {
+    matches!(rule(method, route), Some(Rule::MergeDays))
+}
+
+fn rule(method: &str, route: &str) -> Option<Rule> {
+    RULES
+        .iter()
+        .find(|(m, r, ..)| *m == method && *r == route)
+        .map(|&(_, _, rule, _)| rule)
+}
+
+/// The charge of a request to `route` against a caller whose burst is `limit`. `body` is
+/// given when [`needs_body`] says so.
 pub fn cost(
     method: &str,
     route: &str,
     query: Option<&str>,
     content_length: Option<u64>,
+    body: Option<&[u8]>,
     limit: u64,
-) -> u64 {
-    let Some(&(_, _, rule, _)) = RULES.iter().find(|(m, r, ..)| *m == method && *r == route) else {
-        return 1;
+) -> Charge {
+    let limit = limit.max(1);
+    let Some(rule) = rule(method, route) else {
+        return Charge::Units(1);
     };
     let q = |name: &str| -> Option<&str> {
         query?
@@ -101,7 +157,32 @@ pub fn cost(
         }
     };
     let raw = match rule {
-        Rule::PerBody4KiB => 1 + content_length.unwrap_or(0) / 4096,
+        Rule::PerBody(divisor, Cap::Uncapped) => {
+            let cost = 1 + content_length.unwrap_or(0) / divisor;
+            if cost > limit {
+                return Charge::TooCostly { cost, limit };
+            }
+            cost
+        }
+        Rule::PerBody(divisor, Cap::Capped) => 1 + content_length.unwrap_or(0) / divisor,
+        Rule::MergeDays => {
+            #[derive(serde::Deserialize)]
+            struct Range {
+                from: Option<NaiveDate>,
+                to: Option<NaiveDate>,
+            }
+            // A body the handler will refuse costs 1; the handler says what is wrong with it.
+            let days = body
+                .and_then(|b| serde_json::from_slice::<Range>(b).ok())
+                .and_then(|r| Some((r.to? - r.from?).num_days() + 1))
+                .filter(|d| (1..=366).contains(d))
+                .unwrap_or(0) as u64;
+            let cost = 1 + 12 * days;
+            if cost > limit {
+                return Charge::TooCostly { cost, limit };
+            }
+            cost
+        }
         Rule::UvRange if q("from").is_some() || q("to").is_some() => 1 + days() / 31,
         Rule::UvRange => 1,
         Rule::UvUnion => {
@@ -114,9 +195,8 @@ pub fn cost(
         }
         Rule::CheckinStats => 1 + days() / 8,
         Rule::Nearby => 1 + q("count").and_then(|c| c.parse::<u64>().ok()).unwrap_or(20) / 100,
-        Rule::Fixed(n) => n,
     };
-    raw.clamp(1, limit.max(1))
+    Charge::Units(raw.clamp(1, limit))
 }
 
 /// The rule of `method route` as the OpenAPI document states it.
@@ -131,48 +211,91 @@ pub fn rule_text(method: &str, route: &str) -> &'static str {
 mod tests {
     use super::*;
 
+    fn units(method: &str, route: &str, query: Option<&str>, len: Option<u64>, limit: u64) -> u64 {
+        match cost(method, route, query, len, None, limit) {
+            Charge::Units(n) => n,
+            other => panic!("{method} {route}: {other:?}"),
+        }
+    }
+
     #[test]
-    fn costs_follow_the_input_and_never_pass_the_limit() {
-        assert_eq!(cost("GET", "/v1/checkins/{user_id}", None, None, 101), 1);
-        assert_eq!(cost("POST", "/v1/uv/{page}", None, Some(100), 101), 1);
-        assert_eq!(cost("POST", "/v1/uv/{page}", None, Some(40_000), 101), 10);
-        assert_eq!(cost("POST", "/v1/uv/{page}", None, Some(1 << 20), 101), 101);
-        let range = Some("from=2026-01-01&to=2026-12-31");
-        assert_eq!(cost("GET", "/v1/uv/{page}", range, None, 101), 12);
+    fn costs_follow_the_input_and_reads_never_pass_the_limit() {
+        assert_eq!(units("GET", "/v1/checkins/{user_id}", None, None, 101), 1);
+        assert_eq!(units("POST", "/v1/uv/{page}", None, Some(100), 101), 1);
+        assert_eq!(units("POST", "/v1/uv/{page}", None, Some(3840), 101), 11);
         assert_eq!(
-            cost("GET", "/v1/uv/{page}", Some("date=2026-01-01"), None, 101),
+            units("POST", "/v1/uv/{page}", None, Some(1 << 20), 101),
+            101
+        );
+        assert_eq!(
+            units("POST", "/v1/dedup/{filter}/items", None, Some(40_000), 101),
+            79
+        );
+        assert_eq!(
+            units("POST", "/v1/dedup/{filter}/check", None, Some(40_000), 101),
+            10
+        );
+        let range = Some("from=2026-01-01&to=2026-12-31");
+        assert_eq!(units("GET", "/v1/uv/{page}", range, None, 101), 12);
+        assert_eq!(
+            units("GET", "/v1/uv/{page}", Some("date=2026-01-01"), None, 101),
             1
         );
         let union = Some("pages=a,b,c,d&from=2026-01-01&to=2026-12-31");
-        assert_eq!(cost("GET", "/v1/uv", union, None, 101), 4);
+        assert_eq!(units("GET", "/v1/uv", union, None, 101), 4);
         let big = format!(
             "pages={}&from=2026-01-01&to=2026-12-31",
             vec!["p"; 100].join("%2C")
         );
-        assert_eq!(cost("GET", "/v1/uv", Some(&big), None, 1000), 100);
-        assert_eq!(cost("GET", "/v1/uv", Some(&big), None, 50), 50, "capped");
+        assert_eq!(units("GET", "/v1/uv", Some(&big), None, 1000), 100);
+        assert_eq!(units("GET", "/v1/uv", Some(&big), None, 50), 50, "capped");
+        let stats = Some("from=2026-01-01&to=2026-03-31");
+        assert_eq!(units("GET", "/v1/checkins/stats", stats, None, 101), 12);
+        let nearby = Some("count=1000");
         assert_eq!(
-            cost(
-                "GET",
-                "/v1/checkins/stats",
-                Some("from=2026-01-01&to=2026-03-31"),
-                None,
-                101
-            ),
-            12
-        );
-        assert_eq!(
-            cost(
-                "GET",
-                "/v1/geo/{layer}/nearby",
-                Some("count=1000"),
-                None,
-                101
-            ),
+            units("GET", "/v1/geo/{layer}/nearby", nearby, None, 101),
             11
         );
-        assert_eq!(cost("POST", "/v1/uv/merge", None, None, 101), 20);
         // Input the handler will refuse still costs at least 1.
-        assert_eq!(cost("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
+        assert_eq!(units("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
+    }
+
+    #[test]
+    fn writes_whose_bytes_grow_with_the_input_are_refused_above_the_burst() {
+        let geo = |len| cost("POST", "/v1/geo/{layer}", None, Some(len), None, 100);
+        assert_eq!(geo(50_000), Charge::Units(98));
+        assert_eq!(
+            geo(60_000),
+            Charge::TooCostly {
+                cost: 118,
+                limit: 100
+            }
+        );
+        let merge = |body: &str| {
+            cost(
+                "POST",
+                "/v1/uv/merge",
+                None,
+                None,
+                Some(body.as_bytes()),
+                100,
+            )
+        };
+        assert!(needs_body("POST", "/v1/uv/merge"));
+        assert!(!needs_body("POST", "/v1/uv/{page}"));
+        let days = |n: i64| {
+            let to = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap() + chrono::Duration::days(n - 1);
+            format!(r#"{{"sources":["a"],"into":"b","from":"2026-01-01","to":"{to}"}}"#)
+        };
+        assert_eq!(merge(&days(1)), Charge::Units(13));
+        assert_eq!(merge(&days(8)), Charge::Units(97));
+        assert_eq!(
+            merge(&days(9)),
+            Charge::TooCostly {
+                cost: 109,
+                limit: 100
+            }
+        );
+        assert_eq!(merge("not json"), Charge::Units(1));
     }
 }

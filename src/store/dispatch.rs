@@ -12,7 +12,7 @@ use super::Store;
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
-use crate::geo::{Found, GeoStore, Place, Point, Search, Unit, UnknownCentre};
+use crate::geo::{Found, GeoStore, LayerBound, LayerFull, Place, Search, Unit, UnknownCentre};
 use crate::locks::{Attempt, Lock, LockStore, Watch};
 use crate::ratelimit::logic::{Decision, Gcra, Window, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
@@ -66,11 +66,13 @@ impl UvStore for Store {
 }
 
 impl GeoStore for Store {
-    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError> {
-        dispatch!(self, "geo.geo_put", s => s.geo_put(layer, member, at).await)
-    }
-    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError> {
-        dispatch!(self, "geo.geo_put_many", s => s.geo_put_many(layer, places).await)
+    async fn geo_put_many(
+        &self,
+        layer: &Name,
+        places: &[Place],
+        bound: LayerBound,
+    ) -> Result<Result<u64, LayerFull>, StoreError> {
+        dispatch!(self, "geo.geo_put_many", s => s.geo_put_many(layer, places, bound).await)
     }
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
         dispatch!(self, "geo.geo_get", s => s.geo_get(layer, member).await)

@@ -7,8 +7,9 @@ use crate::ratelimit::logic::WindowKind;
 use crate::ratelimit::Bucket;
 use crate::types::{Day, Month, Name, UserId};
 
-/// Users per cohort chunk: 2^20 bits = 128 KiB per chunk key, so a check-in by user
-/// 4294967295 allocates one small chunk, not a 512 MiB string.
+/// Users per cohort chunk: 2^20 bits = at most 128 KiB per chunk key, so a check-in by user
+/// 4294967295 allocates one chunk, not a 512 MiB string (and a chunk with few users stays a
+/// small set of offsets: `store/redis/cohort_set.lua`).
 pub const COHORT_CHUNK_BITS: u32 = 20;
 
 /// Builds every key under one configured prefix.

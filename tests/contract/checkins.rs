@@ -1,6 +1,7 @@
 //! Check-in scenarios (API.md "Check-ins").
 
 use chrono::{Datelike, Duration, NaiveDate, Utc};
+use futures::StreamExt;
 use serde_json::json;
 
 use crate::common::{Backend, Gateway};
@@ -31,6 +32,7 @@ crate::contract_tests!(
     streak_crosses_month_boundary,
     stats_counts_every_and_any_day,
     bad_inputs_are_problems,
+    chunks_past_the_sparse_limit_count_the_same,
 );
 
 async fn checkin_is_idempotent(backend: Backend) {
@@ -289,4 +291,41 @@ async fn bad_inputs_are_problems(backend: Backend) {
         (status.as_u16(), body["code"].as_str()),
         (404, Some("not_found"))
     );
+}
+
+/// A cohort chunk starts as a set of offsets and becomes a bitmap past 512 users (Redis
+/// backend); stats count the same either way, across the switch and beside sparse chunks.
+async fn chunks_past_the_sparse_limit_count_the_same(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let day = "2026-01-01";
+    let check = |user: u64, date: &'static str| {
+        let gw = &gw;
+        async move {
+            let (status, body) = gw
+                .post(&format!("/v1/checkins/{user}"), json!({"date": date}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+    };
+    // Chunk 3: 600 users on day 1 (a bitmap), 100 of them on day 2 (still sparse).
+    let chunk3: Vec<u64> = (0..600)
+        .map(|i| (3 << 20) | (1_048_575 - i * 1_000))
+        .collect();
+    futures::stream::iter(chunk3.iter().copied())
+        .for_each_concurrent(16, |u| check(u, day))
+        .await;
+    for u in &chunk3[..100] {
+        check(*u, "2026-01-02").await;
+    }
+    // Chunk 4095: one user each day.
+    check(4_294_967_295, day).await;
+    check(4_294_967_295, "2026-01-02").await;
+    let (status, stats) = gw
+        .get("/v1/checkins/stats?from=2026-01-01&to=2026-01-02")
+        .await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats["daily"][0]["count"], 601);
+    assert_eq!(stats["daily"][1]["count"], 101);
+    assert_eq!(stats["every_day"], 101);
+    assert_eq!(stats["any_day"], 601);
 }

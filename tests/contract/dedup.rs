@@ -170,12 +170,12 @@ async fn reserve_scenario(gw: &Gateway) {
     assert_eq!(status, 200);
     assert_eq!(
         (auto["capacity"].clone(), auto["error_rate"].clone()),
-        (json!(1_000), json!(0.01))
+        (json!(500), json!(0.01))
     );
     let (status, _) = gw
         .admin_put(
             "/v1/dedup/auto",
-            json!({"capacity": 1_000, "error_rate": 0.01}),
+            json!({"capacity": 500, "error_rate": 0.01}),
         )
         .await;
     assert_eq!(status, 200);

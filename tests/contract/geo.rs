@@ -20,6 +20,7 @@ crate::contract_tests!(
     dense_box_desc_and_member_searches_equal_brute_force,
     reserved_and_unknown_names,
     bad_inputs_are_problems,
+    layers_are_bounded,
 );
 
 const PALERMO: (f64, f64) = (13.361389, 38.115556);
@@ -770,4 +771,36 @@ async fn redis_dense_search_takes_the_shortcut() {
         run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&radius=5&count=20&order=desc").await,
         (0, 1)
     );
+}
+
+/// A layer holds at most `GATEWAY_GEO_MAX_PLACES` places: a write that would add past it is
+/// `409 layer_full` and writes nothing; moves of existing members still work.
+async fn layers_are_bounded(backend: Backend) {
+    let mut settings = crate::common::settings(backend);
+    settings.geo_max_places = 3;
+    let gw = Gateway::with_settings(settings).await;
+    let places = |names: &[&str]| {
+        let places: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"member": n, "lon": PALERMO.0, "lat": PALERMO.1}))
+            .collect();
+        json!({ "places": places })
+    };
+    let (status, body) = gw.post("/v1/geo/small", places(&["a", "b"])).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = gw.post("/v1/geo/small", places(&["a", "c", "d"])).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "layer_full");
+    let (status, _) = gw.get("/v1/geo/small/c").await;
+    assert_eq!(status, 404, "a refused batch writes nothing");
+    assert_eq!(put(&gw, "small", "c", CATANIA).await.0, 201);
+    let (status, body) = put(&gw, "small", "d", CATANIA).await;
+    assert_eq!((status, body["code"].clone()), (409, json!("layer_full")));
+    assert_eq!(
+        put(&gw, "small", "a", CATANIA).await.0,
+        200,
+        "moves still fit"
+    );
+    let (status, body) = gw.post("/v1/geo/small", places(&["a", "b", "c"])).await;
+    assert_eq!((status.as_u16(), body["added"].clone()), (200, json!(0)));
 }

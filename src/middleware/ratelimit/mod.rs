@@ -32,6 +32,7 @@ use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
 
+use super::costs::Charge;
 use crate::clients::Caller;
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
@@ -44,6 +45,9 @@ use crate::store::Store;
 /// ops router is merged outside this layer already; this list keeps them exempt even if a
 /// future change mounts them under it.
 const EXEMPT: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Largest body read to price a request (`POST /v1/uv/merge`: 20 names and two dates).
+const MAX_PRICED_BODY: usize = 16 * 1024;
 
 /// Who the limiter charged and what it decided, left in the response's extensions for the
 /// access log.
@@ -179,23 +183,54 @@ impl Limiter {
         let (gcra, policy) = own
             .as_ref()
             .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
-        // Charged before any store work, from the request line and headers alone.
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map_or("", MatchedPath::as_str);
+        // Charged before any store work, from the request line and headers (and one route's
+        // small body). Both clones are cheap: a standard method is a tag, a route an Arc.
+        let matched = req.extensions().get::<MatchedPath>().cloned();
+        let route = matched.as_ref().map_or("", MatchedPath::as_str);
         let content_length = req
             .headers()
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
-        let quantity = super::costs::cost(
-            req.method().as_str(),
+        let method = req.method().clone();
+        let method = method.as_str();
+        // The one route priced by its body (a merge's days) has a small body: read it here and
+        // hand the same bytes on.
+        let (req, body) = if super::costs::needs_body(method, route) {
+            let (parts, body) = req.into_parts();
+            match axum::body::to_bytes(body, MAX_PRICED_BODY).await {
+                Ok(bytes) => (
+                    Request::from_parts(parts, axum::body::Body::from(bytes.clone())),
+                    Some(bytes),
+                ),
+                Err(_) => {
+                    return Ok(ApiError::PayloadTooLarge(format!(
+                        "a {route} body is at most {MAX_PRICED_BODY} bytes"
+                    ))
+                    .into_response())
+                }
+            }
+        } else {
+            (req, None)
+        };
+        let quantity = match super::costs::cost(
+            method,
             route,
             req.uri().query(),
             content_length,
+            body.as_deref(),
             gcra.limit,
-        );
+        ) {
+            Charge::Units(n) => n,
+            Charge::TooCostly { cost, limit } => {
+                count("too_costly", label);
+                return Ok(ApiError::PayloadTooLarge(format!(
+                    "this request costs {cost} rate-limit units, more than the burst of {limit} \
+                     this client may spend at once; send a smaller request"
+                ))
+                .into_response());
+            }
+        };
         let bucket = Bucket::Client(client);
         let (mut response, outcome) =
             match self.store.ratelimit_throttle(&bucket, gcra, quantity).await {

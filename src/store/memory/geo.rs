@@ -2,7 +2,7 @@
 //! the positions those decode to, so a search reads only the candidates inside the shape's
 //! bounding rectangle and then applies Redis's own distance and box tests (`geo::logic`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rstar::primitives::GeomWithData;
 use rstar::{RTree, AABB};
@@ -10,7 +10,8 @@ use rstar::{RTree, AABB};
 use super::{lock, MemoryStore};
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Order, Place, Point, Search, Shape, Unit,
+    UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -27,6 +28,8 @@ pub(super) struct State {
 struct Layer {
     scores: HashMap<String, u64>,
     tree: RTree<Entry>,
+    /// Unix seconds; the layer is dropped at the next purge after it.
+    expire_at: i64,
 }
 
 fn entry(member: &str, score: u64) -> Entry {
@@ -73,21 +76,30 @@ impl Layer {
 }
 
 impl GeoStore for MemoryStore {
-    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError> {
-        let mut s = lock(&self.shared.geo);
-        Ok(s.layers
-            .entry(layer.clone())
-            .or_default()
-            .put(member.as_str(), at))
-    }
-
-    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError> {
+    async fn geo_put_many(
+        &self,
+        layer: &Name,
+        places: &[Place],
+        bound: LayerBound,
+    ) -> Result<Result<u64, LayerFull>, StoreError> {
         let mut s = lock(&self.shared.geo);
         let l = s.layers.entry(layer.clone()).or_default();
-        Ok(places
+        let fresh: HashSet<&str> = places
+            .iter()
+            .map(|p| p.member.as_str())
+            .filter(|m| !l.scores.contains_key(*m))
+            .collect();
+        if !fresh.is_empty() && (l.scores.len() + fresh.len()) as u64 > bound.max_places {
+            if l.scores.is_empty() {
+                s.layers.remove(layer);
+            }
+            return Ok(Err(LayerFull));
+        }
+        l.expire_at = bound.expire_at;
+        Ok(Ok(places
             .iter()
             .filter(|p| l.put(p.member.as_str(), p.at))
-            .count() as u64)
+            .count() as u64))
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
@@ -180,6 +192,8 @@ impl GeoStore for MemoryStore {
 }
 
 impl State {
-    /// Geo layers never expire.
-    pub(super) fn purge(&mut self, _now: i64) {}
+    /// Drops layers past their expiry (a write moves it forward, like Redis's EXPIREAT).
+    pub(super) fn purge(&mut self, now: i64) {
+        self.layers.retain(|_, l| l.expire_at > now);
+    }
 }

@@ -14,7 +14,8 @@
 -- ARGV[7]     cohort: bit offset within the chunk (ignored without KEYS[n+1])
 -- ARGV[8]     cohort: unix time at which the chunk expires
 -- ARGV[9]     cohort: the chunk number, for the registry
--- ARGV[9+i]   number of days in KEYS[i]'s month, for i = 1..n
+-- ARGV[10]    cohort: most users a chunk keeps sparse (cohort_set.lua explains the two forms)
+-- ARGV[10+i]  number of days in KEYS[i]'s month, for i = 1..n
 -- Returns     { previous bit (0|1), days set in the written month, current streak }
 --             The streak counts consecutive days ending today, or yesterday when today is not
 --             checked in yet (src/checkins/logic.rs::current_streak is the reference).
@@ -25,8 +26,20 @@ redis.call('EXPIREAT', target, ARGV[4])
 local month_count = redis.call('BITCOUNT', target)
 
 if #KEYS == n + 2 then
-  redis.call('SETBIT', KEYS[n + 1], ARGV[7], 1)
-  redis.call('EXPIREAT', KEYS[n + 1], ARGV[8])
+  local chunk = KEYS[n + 1]
+  if redis.call('TYPE', chunk).ok == 'string' then
+    redis.call('SETBIT', chunk, ARGV[7], 1)
+  else
+    redis.call('SADD', chunk, ARGV[7])
+    if redis.call('SCARD', chunk) > tonumber(ARGV[10]) then
+      local users = redis.call('SMEMBERS', chunk)
+      redis.call('DEL', chunk)
+      for _, u in ipairs(users) do
+        redis.call('SETBIT', chunk, u, 1)
+      end
+    end
+  end
+  redis.call('EXPIREAT', chunk, ARGV[8])
   redis.call('SADD', KEYS[n + 2], ARGV[9])
 end
 
@@ -35,7 +48,7 @@ local function checked(m, d)
 end
 local function before(m, d)
   if d > 1 then return m, d - 1 end
-  return m + 1, tonumber(ARGV[9 + m + 1])
+  return m + 1, tonumber(ARGV[10 + m + 1])
 end
 
 local m, d = 1, tonumber(ARGV[5])

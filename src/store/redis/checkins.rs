@@ -18,6 +18,14 @@ static CHECKIN_SET: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("checkin_set.lua")));
 static COHORT_SET: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("cohort_set.lua")));
+static COHORT_GET: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("cohort_get.lua")));
+
+/// Most users a day's chunk keeps as a set of offsets before it becomes a bitmap. 512 is
+/// Redis's default `set-max-intset-entries`, so a sparse chunk stays an intset (4 bytes per
+/// user), and a bitmap (at most 128 KiB) is only made for more than 512 users: a sparse or
+/// hostile user id costs a few bytes, never 128 KiB (issue 15, "Abuse budget" in README).
+const COHORT_SPARSE_MAX: i64 = 512;
 
 /// Chunks fetched at once when computing stats: bounds memory to a few chunks' worth of days.
 const CHUNKS_IN_FLIGHT: usize = 4;
@@ -88,6 +96,7 @@ impl CheckinStore for RedisStore {
             i64::from(offset),
             expiry.day_at,
             i64::from(chunk),
+            COHORT_SPARSE_MAX,
         ];
         args.extend(window.iter().map(|m| i64::from(m.days())));
         let reply: Vec<i64> = if self.cluster {
@@ -97,7 +106,7 @@ impl CheckinStore for RedisStore {
             let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
                 self.pool.next(),
                 vec![self.keys.cohort_chunk(chunk, day)],
-                vec![i64::from(offset), expiry.day_at],
+                vec![i64::from(offset), expiry.day_at, COHORT_SPARSE_MAX],
             );
             let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
             if existed == 0 || !self.inner.chunks_known.contains(chunk) {
@@ -146,7 +155,8 @@ impl CheckinStore for RedisStore {
             .collect())
     }
 
-    /// Fetches each registered chunk's day bitmaps (≤ 128 KiB each, a few chunks at a time)
+    /// Fetches each registered chunk's days (bitmaps ≤ 128 KiB or ≤ 512 offsets each, a few
+    /// chunks at a time)
     /// and combines them here: no long-running BITOP on a huge key, no cross-slot command.
     async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
         let chunks: Vec<i64> = self
@@ -178,10 +188,18 @@ impl RedisStore {
     async fn chunk_cohort(&self, chunk: u32, days: &[Day]) -> Result<Cohort, StoreError> {
         let gets = days.iter().map(|d| {
             let key = self.keys.cohort_chunk(chunk, *d);
-            async move { self.pool.get::<Value, _>(key).await }
+            async move {
+                COHORT_GET
+                    .evalsha_with_reload::<Vec<Value>, _, _>(self.pool.next(), key, ())
+                    .await
+            }
         });
         let values = futures::future::try_join_all(gets).await.map_err(map_err)?;
-        let bitmaps: Vec<&[u8]> = values.iter().map(bytes_of).collect();
+        let owned: Vec<Vec<u8>> = values
+            .into_iter()
+            .map(chunk_bitmap)
+            .collect::<Result<_, _>>()?;
+        let bitmaps: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let daily = bitmaps.iter().map(|b| popcount(b)).collect();
         let longest = bitmaps.iter().map(|b| b.len()).max().unwrap_or(0);
         let shortest = bitmaps.iter().map(|b| b.len()).min().unwrap_or(0);
@@ -203,6 +221,36 @@ impl RedisStore {
             every_day: every,
             any_day: any,
         })
+    }
+}
+
+/// A chunk as `cohort_get.lua` replies it, as bitmap bytes in Redis's bit order (offset 0 is
+/// the high bit of byte 0), whichever form it is stored in.
+fn chunk_bitmap(reply: Vec<Value>) -> Result<Vec<u8>, StoreError> {
+    let bad = || StoreError::Internal("cohort_get.lua replied an unknown form".to_owned());
+    let mut parts = reply.into_iter();
+    match parts.next().and_then(|v| v.as_i64()) {
+        Some(0) => Ok(parts
+            .next()
+            .map(|v| bytes_of(&v).to_vec())
+            .unwrap_or_default()),
+        Some(1) => {
+            let offsets: Vec<u32> = parts
+                .map(|v| {
+                    let n = v
+                        .as_u64()
+                        .or_else(|| std::str::from_utf8(bytes_of(&v)).ok()?.parse().ok());
+                    n.and_then(|o| u32::try_from(o).ok()).ok_or_else(bad)
+                })
+                .collect::<Result<_, _>>()?;
+            let len = offsets.iter().max().map_or(0, |m| *m as usize / 8 + 1);
+            let mut bytes = vec![0u8; len];
+            for o in offsets {
+                bytes[o as usize / 8] |= 0x80 >> (o % 8);
+            }
+            Ok(bytes)
+        }
+        _ => Err(bad()),
     }
 }
 

@@ -5,29 +5,21 @@
 use std::sync::LazyLock;
 
 use fred::prelude::*;
-use fred::types::geo::{GeoPosition, GeoUnit, GeoValue};
+use fred::types::geo::GeoUnit;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, Order, Place, Point, Search, Shape, Unit, UnknownCentre,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Order, Place, Point, Search, Shape, Unit,
+    UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
 
+static PUT: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("geo_put.lua")));
 static NEARBY: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("geo_nearby.lua")));
-
-fn geo_value(member: &Name, at: Point) -> GeoValue {
-    GeoValue {
-        coordinates: GeoPosition {
-            longitude: at.lon,
-            latitude: at.lat,
-        },
-        member: member.as_str().into(),
-    }
-}
 
 fn geo_unit(unit: Unit) -> GeoUnit {
     match unit {
@@ -72,25 +64,29 @@ fn parse_hit(v: Value) -> Result<Hit, StoreError> {
 }
 
 impl GeoStore for RedisStore {
-    async fn geo_put(&self, layer: &Name, member: &Name, at: Point) -> Result<bool, StoreError> {
-        let added: i64 = self
-            .pool
-            .geoadd(self.keys.geo(layer), None, false, geo_value(member, at))
+    /// One script for the whole batch (`geo_put.lua`): the bound check and the GEOADD are one
+    /// step. Redis counts each new member once, so a member repeated in the batch is added once
+    /// and then updated, as the memory backend counts it.
+    async fn geo_put_many(
+        &self,
+        layer: &Name,
+        places: &[Place],
+        bound: LayerBound,
+    ) -> Result<Result<u64, LayerFull>, StoreError> {
+        let mut args: Vec<String> = Vec::with_capacity(2 + 3 * places.len());
+        args.push(bound.max_places.to_string());
+        args.push(bound.expire_at.to_string());
+        for p in places {
+            // Rust prints the shortest text that parses back to the same double.
+            args.push(p.at.lon.to_string());
+            args.push(p.at.lat.to_string());
+            args.push(p.member.as_str().to_owned());
+        }
+        let added: i64 = PUT
+            .evalsha_with_reload(self.pool.next(), self.keys.geo(layer), args)
             .await
             .map_err(map_err)?;
-        Ok(added == 1)
-    }
-
-    /// One GEOADD for the whole batch; Redis counts each new member once, so a member repeated
-    /// in the batch is added once and then updated, as the memory backend counts it.
-    async fn geo_put_many(&self, layer: &Name, places: &[Place]) -> Result<u64, StoreError> {
-        let values: Vec<GeoValue> = places.iter().map(|p| geo_value(&p.member, p.at)).collect();
-        let added: i64 = self
-            .pool
-            .geoadd(self.keys.geo(layer), None, false, values)
-            .await
-            .map_err(map_err)?;
-        Ok(added as u64)
+        Ok(u64::try_from(added).map_err(|_| LayerFull))
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
