@@ -36,6 +36,8 @@ PREFIX = "gw:"
 GEO_POINTS = 100_000
 GEO_CENTER = (116.40, 39.90)
 SECKILL_STOCK = 50_000_000
+QUEUE_JOBS = 200_000  # seeded for the claim+ack row (it drains them)
+QUEUE_PAYLOAD = '{"to":"user@example.com","template":"welcome","locale":"en"}'
 
 # ---------------------------------------------------------------------------------------------
 # Rows. `raw` is the redis-benchmark command; `{sha:x}` is the SHA of bench/lua/x.lua.
@@ -87,6 +89,14 @@ ROWS = [
                 "&count=20&order=asc", None), expect=200,
          raw=["GEOSEARCH", "bench:geo:{dense}", "FROMLONLAT", "116.40", "39.90", "BYRADIUS",
               "5", "km", "ASC", "COUNT", "20"], keyspace=None, target=5.0),
+    dict(id="enqueue", label="enqueue `POST /v1/queues/{q}/jobs`", scenario="enqueue",
+         probe=("POST", "/v1/queues/bench/jobs", {"payload": {"probe": True}}), expect=201,
+         raw=["EVALSHA", "{sha:enqueue}", "2", "bench:q:{e}:due", "bench:q:{e}:pay",
+              "j__rand_int__", QUEUE_PAYLOAD], keyspace=1_000_000_000),
+    dict(id="claim_ack", label="claim + ack (alternate requests)", scenario="claim_ack",
+         probe=("POST", "/v1/queues/bench-claim/claim", {"visibility_ms": 60000}), expect=200,
+         raw=["EVALSHA", "{sha:claim_ack}", "2", "bench:q:{c}:due", "bench:q:{c}:flight"],
+         keyspace=None),
 ]
 
 
@@ -398,6 +408,22 @@ def seed(gw, redis, notes):
             if st != 200:
                 notes.append("geo batch seeding answered %s: %s" % (st, body))
                 break
+    st, _, _ = gw.call("POST", "/v1/queues/bench/jobs", {"payload": {"probe": True}})
+    if st in (404, 405):
+        missing |= {"enqueue", "claim_ack"}
+    else:
+        # Due jobs for claim+ack, written in the gateway's own layout (queue_common.lua):
+        # through the API this would take minutes.
+        q = PREFIX + "q:{bench-claim}:"
+        commands = []
+        for i in range(0, QUEUE_JOBS, 1000):
+            ids = ["c%07d" % n for n in range(i, min(i + 1000, QUEUE_JOBS))]
+            commands.append(["ZADD", q + "due"] + [x for j in ids for x in ("0", j)])
+            commands.append(["HSET", q + "meta"] + [x for j in ids for x in (j, "0 0 10 -")])
+            commands.append(["HSET", q + "pay"] + [x for j in ids for x in (j, QUEUE_PAYLOAD)])
+        commands.append(["ZADD", "bench:q:{c}:due"] +
+                        [x for n in range(10_000) for x in ("0", "c%d" % n)])
+        redis.pipe(commands)
     return missing
 
 
@@ -711,6 +737,14 @@ def write_report(args, results, notes, shas, elapsed, load):
             "- nearby: {:,} points uniform in ±0.1° lon × ±0.08° lat around 116.40,39.90 "
             "(seeded through the batch endpoint; the same points GEOADDed for the raw side); "
             "5 km, count 20, ascending.".format(GEO_POINTS),
+            "- enqueue: a new job (generated id, a 60-byte JSON payload) per request into "
+            "one queue (`GATEWAY_QUEUE_MAX_JOBS` raised so it never fills); raw: "
+            "`bench/lua/enqueue.lua` (`HSET` payload + `ZADD` by due time) by EVALSHA.",
+            "- claim + ack: {:,} due jobs seeded; each connection claims one job "
+            "(`max` 1) then acks it with its receipt, so half the requests are claims; raw: "
+            "`bench/lua/claim_ack.lua` (oldest due job to the in-flight set and out again) by "
+            "EVALSHA, both halves in one call — so the ratio is per request, not per "
+            "job.".format(QUEUE_JOBS),
             "- global layer on: a second gateway with `GATEWAY_GLOBAL_LIMIT=on` and a limit "
             "too high to refuse (burst and count 1,000,000/s), so the row prices the layer, "
             "not refusals; all requests come from one client (127.0.0.1).",
@@ -764,6 +798,7 @@ def main():
         base_env = dict(os.environ, REDIS_URL="redis://127.0.0.1:%d" % rport,
                         GATEWAY_ADMIN_TOKEN=ADMIN_TOKEN, GATEWAY_KEY_PREFIX=PREFIX,
                         GATEWAY_SECKILL_MAX_ORDERS=str(SECKILL_STOCK * 2),
+                        GATEWAY_QUEUE_MAX_JOBS="1000000000",
                         RUST_LOG=os.environ.get("BENCH_RUST_LOG", "info"))
         PIDS[gw_port] = procs.start("gateway", [args.gateway], env=dict(
             base_env, GATEWAY_LISTEN="127.0.0.1:%d" % gw_port, GATEWAY_GLOBAL_LIMIT="off")).pid

@@ -1,7 +1,7 @@
 -- wrk request generator for ./scripts/bench: one script for every gateway row.
 -- Environment (set by bench/driver.py):
 --   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby |
---                   lock_acquire | lock_release,
+--                   lock_acquire | lock_release | enqueue | claim_ack,
 --                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one
 --   BENCH_BASE      first user id of this run (seckill: ids must be unique across runs,
 --                   since a second purchase by the same user is a 409, not a sale)
@@ -46,6 +46,11 @@ local function build()
   elseif scenario == "lock_release" then
     return wrk.format("DELETE", "/v1/locks/bench-" .. math.random(0, 999999) ..
       "?owner=bench&token=1")
+  elseif scenario == "enqueue" then
+    return wrk.format("POST", "/v1/queues/bench/jobs", json,
+      '{"payload":{"to":"user@example.com","template":"welcome","locale":"en"}}')
+  elseif scenario == "claim_ack" then
+    return wrk.format("POST", "/v1/queues/bench-claim/claim", json, '{"visibility_ms":60000}')
   elseif scenario == "healthz" then
     return wrk.format("GET", "/healthz")
   elseif scenario == "checkin_one" then
@@ -70,7 +75,24 @@ function init(args)
   end
 end
 
+-- claim + ack: each claimed job's ack is sent next (from the same thread), so requests
+-- alternate between claims and acks. Defined only for that row: wrk reads every response body
+-- when a `response` function exists.
+local acks = {}
+if scenario == "claim_ack" then
+  function response(status, headers, body)
+    local id, receipt = string.match(body or "", '"id":"([^"]+)".-"receipt":"([^"]+)"')
+    if id then
+      acks[#acks + 1] = wrk.format("POST", "/v1/queues/bench-claim/jobs/" .. id .. "/ack",
+        json, '{"receipt":"' .. receipt .. '"}')
+    end
+  end
+end
+
 function request()
+  if #acks > 0 then
+    return table.remove(acks)
+  end
   if scenario == "seckill" then
     local user = next_user
     next_user = next_user + step

@@ -183,6 +183,11 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_MAX_ITEM_BYTES", default_value_t = 512)]
     pub max_item_bytes: usize,
 
+    /// Most live jobs (waiting or in flight) one delayed queue holds; enqueueing into a full
+    /// queue is 409 queue_full.
+    #[arg(long, env = "GATEWAY_QUEUE_MAX_JOBS", default_value_t = 100_000)]
+    pub queue_max_jobs: u64,
+
     /// PostgreSQL of the order ledger (postgres://...). Unset: the ledger is off.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
@@ -286,6 +291,7 @@ pub struct Settings {
     pub dedup_error_rate: f64,
     pub dedup_retention_days: u32,
     pub max_item_bytes: usize,
+    pub queue_max_jobs: u64,
     /// `None`: the order ledger is off.
     pub database_url: Option<String>,
     pub ledger_claim_idle: Duration,
@@ -366,6 +372,9 @@ impl Config {
                 "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),
             );
         }
+        if self.queue_max_jobs == 0 {
+            return Err("GATEWAY_QUEUE_MAX_JOBS must be at least 1".to_owned());
+        }
         Ok(Settings {
             listen: self.listen,
             store,
@@ -404,6 +413,7 @@ impl Config {
             dedup_error_rate: self.dedup_error_rate,
             dedup_retention_days: self.dedup_retention_days,
             max_item_bytes: self.max_item_bytes,
+            queue_max_jobs: self.queue_max_jobs,
             database_url: self
                 .database_url
                 .as_deref()

@@ -413,3 +413,33 @@ async fn locks_on_new_names() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_jobs() {
+    // Near the 64 KiB payload cap, on new queues: the stored bytes follow the body.
+    let payload = "x".repeat(60 * 1024);
+    let reqs = (0..200)
+        .map(|i| {
+            post(
+                format!("/v1/queues/q{}/jobs", i % 20),
+                "/v1/queues/{queue}/jobs",
+                json!({ "payload": payload, "delay_ms": 3_600_000 }),
+            )
+        })
+        .collect();
+    measure("queue enqueue, 60 KiB payloads", vec![], reqs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_small_jobs_on_new_queues() {
+    let reqs = (0..3000)
+        .map(|i| {
+            post(
+                format!("/v1/queues/s{i}/jobs"),
+                "/v1/queues/{queue}/jobs",
+                json!({ "payload": 1 }),
+            )
+        })
+        .collect();
+    measure("queue enqueue, a small job on a new queue", vec![], reqs).await;
+}

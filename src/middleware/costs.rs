@@ -37,6 +37,10 @@ enum Rule {
     /// member (~130 B) per admitted unit, so it costs 1 + min(quantity, count_per_period) / 8
     /// from its small body, and more than the burst is refused.
     RateLimitCheck,
+    /// Paged listings of large items: `1 + limit / 100` (`limit` defaults to 100).
+    PerLimit100,
+    /// A fixed charge.
+    Fixed(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +126,22 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
     // Locks cost the default 1 on every route (acquire, renew, release, inspect): single-key
     // steps storing ~250 B per new name (holder and fencing counter). A waiting acquisition
     // holds no store connection while it waits (it sleeps on a wake-up).
+    // A job's payload is up to 64 KiB and is stored as sent: ~1 KiB per unit keeps the
+    // abuse budget, and the largest job (65 units) still fits the default burst.
+    (
+        "POST",
+        "/v1/queues/{queue}/jobs",
+        Rule::PerBody(1024, Cap::Uncapped),
+        "1 + body bytes / 1024 (a body costing more than the caller's burst is refused with 413)",
+    ),
+    // Up to 100 jobs moved and up to 1 MiB of payloads read in one script.
+    ("POST", "/v1/queues/{queue}/claim", Rule::Fixed(2), "2"),
+    (
+        "GET",
+        "/v1/queues/{queue}/dead",
+        Rule::PerLimit100,
+        "1 + limit / 100",
+    ),
 ];
 
 const BODY_RULE: &str = "1 + body bytes / 4096";
@@ -226,6 +246,13 @@ pub fn cost(
         }
         Rule::CheckinStats => 1 + days() / 8,
         Rule::Nearby => 1 + q("count").and_then(|c| c.parse::<u64>().ok()).unwrap_or(20) / 100,
+        Rule::PerLimit100 => {
+            1 + q("limit")
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(100)
+                / 100
+        }
+        Rule::Fixed(n) => n,
     };
     Charge::Units(raw.clamp(1, limit))
 }
@@ -330,6 +357,16 @@ mod tests {
                 limit: 101
             }
         );
+        let enqueue = "/v1/queues/{queue}/jobs";
+        assert_eq!(units("POST", enqueue, None, Some(60), 101), 1);
+        assert_eq!(units("POST", enqueue, None, Some(64 * 1024 + 60), 101), 65);
+        assert_eq!(
+            units("POST", "/v1/queues/{queue}/claim", None, None, 101),
+            2
+        );
+        let dead = "/v1/queues/{queue}/dead";
+        assert_eq!(units("GET", dead, Some("limit=1000"), None, 101), 11);
+        assert_eq!(units("GET", dead, None, None, 101), 2);
         // Input the handler will refuse still costs at least 1.
         assert_eq!(units("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
     }

@@ -14,6 +14,7 @@ use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::geo::{Found, GeoStore, LayerBound, LayerFull, Place, Search, Unit, UnknownCentre};
 use crate::locks::{Attempt, Lock, LockStore, Watch};
+use crate::queues::{Acked, Bell, Cancelled, Claim, DeadJob, Enqueued, NewJob, QueueStore, Stats};
 use crate::ratelimit::logic::{Decision, Gcra, Window, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
@@ -222,5 +223,45 @@ impl LockStore for Store {
     }
     async fn lock_watch(&self, name: &Name) -> Watch {
         dispatch!(self, s => s.lock_watch(name).await)
+    }
+}
+
+impl QueueStore for Store {
+    async fn queue_enqueue(
+        &self,
+        queue: &Name,
+        job: &NewJob,
+        max_jobs: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Enqueued>, StoreError> {
+        dispatch!(self, "queues.enqueue", s => s.queue_enqueue(queue, job, max_jobs, idem).await)
+    }
+    async fn queue_claim(
+        &self,
+        queue: &Name,
+        max: u32,
+        visibility_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        dispatch!(self, "queues.claim", s => s.queue_claim(queue, max, visibility_ms).await)
+    }
+    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
+        dispatch!(self, "queues.ack", s => s.queue_ack(queue, id, receipt).await)
+    }
+    async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
+        dispatch!(self, "queues.cancel", s => s.queue_cancel(queue, id).await)
+    }
+    async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
+        dispatch!(self, "queues.stats", s => s.queue_stats(queue).await)
+    }
+    async fn queue_dead(
+        &self,
+        queue: &Name,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<DeadJob>, StoreError> {
+        dispatch!(self, "queues.dead", s => s.queue_dead(queue, after, limit).await)
+    }
+    fn queue_bell(&self, queue: &Name) -> Bell {
+        dispatch!(self, s => s.queue_bell(queue))
     }
 }

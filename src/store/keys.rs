@@ -180,6 +180,41 @@ impl Keys {
     }
 }
 
+impl Keys {
+    /// A delayed queue's keys, in the order its scripts take them (see `queue_common.lua`):
+    /// `due`, `flight`, `meta`, `pay`, `dead`, `ctr`, all under the queue's hash tag.
+    pub fn queue(&self, queue: &Name) -> [String; 6] {
+        ["due", "flight", "meta", "pay", "dead", "ctr"]
+            .map(|part| format!("{}q:{{{queue}}}:{part}", self.prefix))
+    }
+
+    /// The first outcome of an enqueue under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the queue's slot so the enqueue script records it atomically.
+    pub fn queue_idempotency(&self, queue: &Name, digest: &str) -> String {
+        format!("{}q:{{{queue}}}:idem:{digest}", self.prefix)
+    }
+
+    /// The pub/sub channel an enqueue to `queue` is announced on (classic pub/sub, which a
+    /// Cluster broadcasts to every node, so one pattern subscription anywhere hears it).
+    pub fn queue_bell(&self, queue: &Name) -> String {
+        format!("{}qbell:{queue}", self.prefix)
+    }
+
+    /// The pattern matching every [`Self::queue_bell`] channel, and the length of the text
+    /// before the queue name. Glob characters of the prefix are escaped.
+    pub fn queue_bell_pattern(&self) -> (String, usize) {
+        let mut pattern = String::new();
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str("qbell:*");
+        (pattern, self.prefix.len() + "qbell:".len())
+    }
+}
+
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
 pub fn hash_tag(key: &str) -> &str {
     if let Some(open) = key.find('{') {
@@ -267,6 +302,16 @@ mod tests {
         assert_eq!(check, "gw:rl:{k:abc}");
         assert_eq!(client, "gw:rlg:{k:abc}");
         assert_ne!(check, client);
+    }
+
+    #[test]
+    fn a_queues_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let q = Name::try_from("mail".to_owned()).unwrap();
+        let all = keys.queue(&q);
+        assert_eq!(all[0], "gw:q:{mail}:due");
+        assert!(all.iter().all(|k| hash_tag(k) == "mail"));
+        assert_eq!(hash_tag(&keys.queue_idempotency(&q, "ab")), "mail");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod checkins;
 mod dedup;
 mod geo;
 mod locks;
+mod queues;
 mod ratelimit;
 mod ratelimit_windows;
 mod seckill;

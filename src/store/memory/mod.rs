@@ -10,6 +10,7 @@ mod checkins;
 mod dedup;
 mod geo;
 mod locks;
+mod queues;
 mod ratelimit;
 mod seckill;
 mod uv;
@@ -38,6 +39,8 @@ struct Shared {
     ratelimit: Mutex<ratelimit::State>,
     dedup: Mutex<dedup::State>,
     locks: Mutex<locks::State>,
+    queues: Mutex<queues::State>,
+    queue_bells: crate::queues::Bells,
 }
 
 /// How often expired entries are dropped. Short, because the global limiter writes one
@@ -81,6 +84,7 @@ async fn purge_task(shared: Weak<Shared>) {
         lock(&shared.ratelimit).purge(now);
         lock(&shared.dedup).purge(now);
         lock(&shared.locks).purge(now);
+        lock(&shared.queues).purge(now);
     }
 }
 

@@ -8,6 +8,7 @@ mod dedup_native;
 mod geo;
 mod ledger;
 mod locks;
+mod queues;
 mod ratelimit;
 mod seckill;
 mod uv;
@@ -40,6 +41,8 @@ struct Inner {
     dedup: dedup::DedupState,
     /// The lock release subscriber (see `locks.rs`).
     locks: locks::Releases,
+    /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
+    queue_bells: crate::queues::Bells,
 }
 
 impl RedisStore {
@@ -90,10 +93,11 @@ impl RedisStore {
             cluster,
             inner: Arc::default(),
         };
-        store
-            .inner
-            .locks
-            .configure(subscriber_config, timeout.max(Duration::from_secs(2)));
+        store.inner.locks.configure(
+            subscriber_config.clone(),
+            timeout.max(Duration::from_secs(2)),
+        );
+        queues::listen(subscriber_config, &store.keys, Arc::downgrade(&store.inner));
         // Best effort: if Redis is not up yet, the engine is detected on first use instead.
         let _ = store.bloom_engine().await;
         Ok(store)

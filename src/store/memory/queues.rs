@@ -1,0 +1,343 @@
+//! Delayed queues in memory, with the Lua scripts' semantics: every operation runs under the
+//! domain lock, so a claim is as atomic as the script. The clock is the process's.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{lock, reclaim, MemoryStore};
+use crate::queues::logic::Meta;
+use crate::queues::{
+    Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
+    QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS, LAPSED_PER_CLAIM,
+    MAX_DEAD,
+};
+use crate::store::error::StoreError;
+use crate::types::Name;
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    queues: HashMap<Name, Queue>,
+}
+
+impl State {
+    /// Drops queues past their expiry (as Redis expires their keys) and stale replies.
+    pub(super) fn purge(&mut self, now: i64) {
+        let now_ms = now * 1000;
+        reclaim(&mut self.queues, |_, q| q.expires_at > now_ms);
+        for q in self.queues.values_mut() {
+            q.replies.retain(|_, r| r.expires_at > now_ms);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Job {
+    payload: String,
+    meta: Meta,
+    place: Place,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// Waiting, due at this ms.
+    Due(i64),
+    /// Claimed until this ms.
+    Flight(i64),
+    /// On the dead list under this sequence.
+    Dead(u64),
+}
+
+#[derive(Debug)]
+struct Reply {
+    fingerprint: String,
+    outcome: Enqueued,
+    expires_at: i64,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    jobs: HashMap<Name, Job>,
+    due: BTreeSet<(i64, Name)>,
+    flight: BTreeSet<(i64, Name)>,
+    dead: BTreeMap<u64, Name>,
+    dead_seq: u64,
+    receipt_seq: u64,
+    replies: HashMap<String, Reply>,
+    /// Unix ms.
+    expires_at: i64,
+}
+
+impl Queue {
+    fn live(&self) -> u64 {
+        (self.jobs.len() - self.dead.len()) as u64
+    }
+
+    /// Pushes the expiry past the latest due time or deadline held (see `IDLE_SECS`).
+    fn touch(&mut self, now: i64) {
+        let last_due = self.due.last().map_or(now, |(t, _)| *t);
+        let last_flight = self.flight.last().map_or(now, |(t, _)| *t);
+        self.expires_at = now.max(last_due).max(last_flight) + IDLE_SECS as i64 * 1000;
+    }
+
+    fn kill(&mut self, id: &Name) {
+        self.dead_seq += 1;
+        let seq = self.dead_seq;
+        if let Some(job) = self.jobs.get_mut(id) {
+            job.place = Place::Dead(seq);
+            job.meta.receipt = None;
+        }
+        self.dead.insert(seq, id.clone());
+        while self.dead.len() as u64 > MAX_DEAD {
+            if let Some((_, oldest)) = self.dead.pop_first() {
+                self.jobs.remove(&oldest);
+            }
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl QueueStore for MemoryStore {
+    async fn queue_enqueue(
+        &self,
+        queue: &Name,
+        job: &NewJob,
+        max_jobs: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Enqueued>, StoreError> {
+        let outcome = {
+            let mut s = lock(&self.shared.queues);
+            let now = now_ms();
+            let q = s.queues.entry(queue.clone()).or_default();
+            if q.expires_at <= now && q.expires_at != 0 {
+                *q = Queue::default();
+            }
+            if let Some(idem) = idem {
+                if let Some(first) = q.replies.get(&idem.key).filter(|r| r.expires_at > now) {
+                    return Ok(if first.fingerprint == idem.fingerprint {
+                        Once::Replayed(first.outcome.clone())
+                    } else {
+                        Once::KeyReused
+                    });
+                }
+            }
+            let outcome = if let Some(existing) = q.jobs.get(&job.id) {
+                Enqueued::Existing {
+                    id: job.id.clone(),
+                    run_at: existing.meta.run_at,
+                }
+            } else if q.live() >= max_jobs {
+                Enqueued::Full
+            } else {
+                let run_at = match job.due {
+                    Due::In(ms) => now + ms as i64,
+                    Due::At(at) => at,
+                };
+                q.jobs.insert(
+                    job.id.clone(),
+                    Job {
+                        payload: job.payload.clone(),
+                        meta: Meta {
+                            run_at,
+                            attempts: 0,
+                            max_attempts: job.max_attempts,
+                            receipt: None,
+                        },
+                        place: Place::Due(run_at),
+                    },
+                );
+                q.due.insert((run_at, job.id.clone()));
+                Enqueued::Created {
+                    id: job.id.clone(),
+                    run_at,
+                }
+            };
+            if let (Some(idem), false) = (idem, outcome == Enqueued::Full) {
+                q.replies.insert(
+                    idem.key.clone(),
+                    Reply {
+                        fingerprint: idem.fingerprint.clone(),
+                        outcome: outcome.clone(),
+                        expires_at: now + IDEMPOTENCY_SECS as i64 * 1000,
+                    },
+                );
+            }
+            q.touch(now);
+            outcome
+        };
+        if matches!(outcome, Enqueued::Created { .. }) {
+            self.shared.queue_bells.ring(queue);
+        }
+        Ok(Once::Now(outcome))
+    }
+
+    async fn queue_claim(
+        &self,
+        queue: &Name,
+        max: u32,
+        visibility_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        let mut s = lock(&self.shared.queues);
+        let now = now_ms();
+        let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
+            return Ok(Claim::default());
+        };
+        // Lapsed claims are due again from their deadline, attempts kept.
+        for _ in 0..LAPSED_PER_CLAIM {
+            let Some((deadline, id)) = q.flight.first().cloned().filter(|(t, _)| *t <= now) else {
+                break;
+            };
+            q.flight.remove(&(deadline, id.clone()));
+            q.due.insert((deadline, id.clone()));
+            if let Some(job) = q.jobs.get_mut(&id) {
+                job.place = Place::Due(deadline);
+                job.meta.receipt = None;
+            }
+        }
+        let mut jobs = Vec::new();
+        let mut bytes = 0u64;
+        let mut dead = 0;
+        while (jobs.len() as u32) < max && dead < DEAD_PER_CLAIM && bytes < CLAIM_BYTES {
+            let Some((due, id)) = q.due.first().cloned().filter(|(t, _)| *t <= now) else {
+                break;
+            };
+            q.due.remove(&(due, id.clone()));
+            let Some(job) = q.jobs.get_mut(&id) else {
+                continue;
+            };
+            if job.meta.attempts >= job.meta.max_attempts {
+                q.kill(&id);
+                dead += 1;
+                continue;
+            }
+            q.receipt_seq += 1;
+            job.meta.attempts += 1;
+            let receipt = format!("{}.{}", job.meta.attempts, q.receipt_seq);
+            job.meta.receipt = Some(receipt.clone());
+            let deadline = now + visibility_ms as i64;
+            job.place = Place::Flight(deadline);
+            q.flight.insert((deadline, id.clone()));
+            bytes += job.payload.len() as u64;
+            jobs.push(Claimed {
+                id,
+                payload: job.payload.clone(),
+                run_at: job.meta.run_at,
+                attempts: job.meta.attempts,
+                receipt,
+            });
+        }
+        let next = [q.due.first(), q.flight.first()]
+            .into_iter()
+            .flatten()
+            .map(|(t, _)| *t)
+            .min();
+        q.touch(now);
+        Ok(Claim {
+            jobs,
+            next_in_ms: next.map(|t| (t - now).max(0) as u64),
+        })
+    }
+
+    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
+        let mut s = lock(&self.shared.queues);
+        let now = now_ms();
+        let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
+            return Ok(Acked::Expired);
+        };
+        let Some(job) = q.jobs.get(id) else {
+            return Ok(Acked::Expired);
+        };
+        match job.place {
+            Place::Flight(deadline)
+                if deadline > now && job.meta.receipt.as_deref() == Some(receipt) =>
+            {
+                q.flight.remove(&(deadline, id.clone()));
+                q.jobs.remove(id);
+                q.touch(now);
+                Ok(Acked::Done)
+            }
+            _ => Ok(Acked::Expired),
+        }
+    }
+
+    async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
+        let mut s = lock(&self.shared.queues);
+        let now = now_ms();
+        let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
+            return Ok(Cancelled::NotFound);
+        };
+        let Some(job) = q.jobs.get(id) else {
+            return Ok(Cancelled::NotFound);
+        };
+        match job.place {
+            Place::Flight(deadline) if deadline > now => return Ok(Cancelled::InFlight),
+            Place::Flight(deadline) => {
+                q.flight.remove(&(deadline, id.clone()));
+            }
+            Place::Due(due) => {
+                q.due.remove(&(due, id.clone()));
+            }
+            Place::Dead(seq) => {
+                q.dead.remove(&seq);
+            }
+        }
+        q.jobs.remove(id);
+        q.touch(now);
+        Ok(Cancelled::Done)
+    }
+
+    async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
+        let s = lock(&self.shared.queues);
+        let now = now_ms();
+        let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
+            return Ok(Stats::default());
+        };
+        let split = (now + 1, Name::try_from("-".to_owned()).expect("a name"));
+        let ready_due = q.due.range(..&split).count() as u64;
+        let lapsed = q.flight.range(..&split).count() as u64;
+        Ok(Stats {
+            delayed: q.due.len() as u64 - ready_due,
+            ready: ready_due + lapsed,
+            in_flight: q.flight.len() as u64 - lapsed,
+            dead: q.dead.len() as u64,
+        })
+    }
+
+    async fn queue_dead(
+        &self,
+        queue: &Name,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<DeadJob>, StoreError> {
+        let s = lock(&self.shared.queues);
+        let now = now_ms();
+        let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        for (seq, id) in q.dead.range(after.map_or(0, |a| a.saturating_add(1))..) {
+            if out.len() >= limit || bytes >= CLAIM_BYTES {
+                break;
+            }
+            let Some(job) = q.jobs.get(id) else { continue };
+            bytes += job.payload.len() as u64;
+            out.push(DeadJob {
+                seq: *seq,
+                id: id.clone(),
+                payload: job.payload.clone(),
+                run_at: job.meta.run_at,
+                attempts: job.meta.attempts,
+            });
+        }
+        Ok(out)
+    }
+
+    fn queue_bell(&self, queue: &Name) -> Bell {
+        Bell {
+            notify: self.shared.queue_bells.get(queue),
+            recheck: None,
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Delayed queues on Redis: per queue a waiting zset (scored by due ms), an in-flight zset
+//! (scored by visibility deadline), job hashes and a capped dead zset, all under the queue's
+//! hash tag; every operation is one script (`queue_*.lua`, each prefixed by
+//! `queue_common.lua`), reading the clock with `TIME`.
+
+use std::sync::{LazyLock, Weak};
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+
+use super::{map_err, RedisStore};
+use crate::queues::{
+    Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
+    QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS, LAPSED_PER_CLAIM,
+    MAX_DEAD,
+};
+use crate::store::error::StoreError;
+use crate::types::Name;
+
+macro_rules! queue_script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::from_lua(concat!(
+                include_str!("queue_common.lua"),
+                include_str!($file)
+            ))
+        })
+    };
+}
+
+static ENQUEUE: LazyLock<Script> = queue_script!("queue_enqueue.lua");
+static CLAIM: LazyLock<Script> = queue_script!("queue_claim.lua");
+static ACK: LazyLock<Script> = queue_script!("queue_ack.lua");
+static CANCEL: LazyLock<Script> = queue_script!("queue_cancel.lua");
+static STATS: LazyLock<Script> = queue_script!("queue_stats.lua");
+static DEAD: LazyLock<Script> = queue_script!("queue_dead.lua");
+
+/// How often a waiting claim looks again without being woken: a safety net for enqueue
+/// announcements lost while the subscriber reconnects (enqueues through this instance ring
+/// the bell directly, the others through pub/sub).
+const RECHECK: Duration = Duration::from_secs(5);
+/// How often the subscriber checks whether its store is gone.
+const LISTENER_CHECK: Duration = Duration::from_secs(10);
+
+const IDLE_MS: u64 = IDLE_SECS * 1000;
+
+fn bad(what: &str, reply: &impl std::fmt::Debug) -> StoreError {
+    StoreError::Internal(format!("unexpected queue {what} reply: {reply:?}"))
+}
+
+fn int(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Integer(i) => Some(*i),
+        other => other.as_string()?.parse().ok(),
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    v?.as_string()
+}
+
+fn name(v: Option<&Value>) -> Option<Name> {
+    Name::try_from(text(v)?).ok()
+}
+
+impl QueueStore for RedisStore {
+    async fn queue_enqueue(
+        &self,
+        queue: &Name,
+        job: &NewJob,
+        max_jobs: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Enqueued>, StoreError> {
+        let mut keys = self.keys.queue(queue).to_vec();
+        keys.push(
+            self.keys
+                .queue_idempotency(queue, idem.map_or("", |i| i.key.as_str())),
+        );
+        let (delay, at) = match job.due {
+            Due::In(ms) => (ms.to_string(), String::new()),
+            Due::At(at) => (String::new(), at.to_string()),
+        };
+        let reply: Vec<Value> = ENQUEUE
+            .evalsha_with_reload(
+                self.pool.next(),
+                keys,
+                vec![
+                    job.id.to_string(),
+                    job.payload.clone(),
+                    delay,
+                    at,
+                    job.max_attempts.to_string(),
+                    max_jobs.to_string(),
+                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+                    IDEMPOTENCY_SECS.to_string(),
+                    IDLE_MS.to_string(),
+                    self.keys.queue_bell(queue),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        let outcome = |tag: &str, rest: &[Value]| -> Option<Enqueued> {
+            let run_at = int(rest.first())?;
+            let id = name(rest.get(1))?;
+            match tag {
+                "created" => Some(Enqueued::Created { id, run_at }),
+                "existing" => Some(Enqueued::Existing { id, run_at }),
+                _ => None,
+            }
+        };
+        let tag = text(reply.first()).unwrap_or_default();
+        let once = match tag.as_str() {
+            "key_reused" => Once::KeyReused,
+            "full" => Once::Now(Enqueued::Full),
+            "replay" => Once::Replayed(
+                outcome(&text(reply.get(1)).unwrap_or_default(), &reply[2..])
+                    .ok_or_else(|| bad("enqueue", &reply))?,
+            ),
+            tag => Once::Now(outcome(tag, &reply[1..]).ok_or_else(|| bad("enqueue", &reply))?),
+        };
+        // The announcement (see `listen`) comes back too; ringing now also covers a
+        // subscriber that is reconnecting.
+        if matches!(once, Once::Now(Enqueued::Created { .. })) {
+            self.inner.queue_bells.ring(queue);
+        }
+        Ok(once)
+    }
+
+    async fn queue_claim(
+        &self,
+        queue: &Name,
+        max: u32,
+        visibility_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        let reply: Vec<Value> = CLAIM
+            .evalsha_with_reload(
+                self.pool.next(),
+                self.keys.queue(queue).to_vec(),
+                vec![
+                    max.to_string(),
+                    visibility_ms.to_string(),
+                    LAPSED_PER_CLAIM.to_string(),
+                    DEAD_PER_CLAIM.to_string(),
+                    CLAIM_BYTES.to_string(),
+                    MAX_DEAD.to_string(),
+                    IDLE_MS.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        let next = int(reply.first()).ok_or_else(|| bad("claim", &reply))?;
+        let jobs = match reply.get(1) {
+            Some(Value::Array(jobs)) => jobs
+                .iter()
+                .map(|job| {
+                    let Value::Array(f) = job else { return None };
+                    Some(Claimed {
+                        id: name(f.first())?,
+                        payload: text(f.get(1))?,
+                        run_at: int(f.get(2))?,
+                        attempts: u32::try_from(int(f.get(3))?).ok()?,
+                        receipt: text(f.get(4))?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("claim", &reply))?,
+            // An empty Lua table comes back as an empty array or nil depending on the client.
+            _ => Vec::new(),
+        };
+        Ok(Claim {
+            jobs,
+            next_in_ms: u64::try_from(next).ok(),
+        })
+    }
+
+    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
+        let reply: String = ACK
+            .evalsha_with_reload(
+                self.pool.next(),
+                self.keys.queue(queue).to_vec(),
+                vec![id.to_string(), receipt.to_owned(), IDLE_MS.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        match reply.as_str() {
+            "ok" => Ok(Acked::Done),
+            "expired" => Ok(Acked::Expired),
+            _ => Err(bad("ack", &reply)),
+        }
+    }
+
+    async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
+        let reply: String = CANCEL
+            .evalsha_with_reload(
+                self.pool.next(),
+                self.keys.queue(queue).to_vec(),
+                vec![id.to_string(), IDLE_MS.to_string()],
+            )
+            .await
+            .map_err(map_err)?;
+        match reply.as_str() {
+            "ok" => Ok(Cancelled::Done),
+            "not_found" => Ok(Cancelled::NotFound),
+            "in_flight" => Ok(Cancelled::InFlight),
+            _ => Err(bad("cancel", &reply)),
+        }
+    }
+
+    async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
+        let reply: Vec<i64> = STATS
+            .evalsha_with_reload(self.pool.next(), self.keys.queue(queue).to_vec(), ())
+            .await
+            .map_err(map_err)?;
+        let n = |i: usize| reply.get(i).and_then(|v| u64::try_from(*v).ok());
+        Ok(Stats {
+            delayed: n(0).ok_or_else(|| bad("stats", &reply))?,
+            ready: n(1).ok_or_else(|| bad("stats", &reply))?,
+            in_flight: n(2).ok_or_else(|| bad("stats", &reply))?,
+            dead: n(3).ok_or_else(|| bad("stats", &reply))?,
+        })
+    }
+
+    async fn queue_dead(
+        &self,
+        queue: &Name,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<DeadJob>, StoreError> {
+        let reply: Value = DEAD
+            .evalsha_with_reload(
+                self.pool.next(),
+                self.keys.queue(queue).to_vec(),
+                vec![
+                    after.unwrap_or(0).to_string(),
+                    limit.to_string(),
+                    CLAIM_BYTES.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        let Value::Array(rows) = &reply else {
+            return Ok(Vec::new());
+        };
+        rows.iter()
+            .map(|row| {
+                let Value::Array(f) = row else { return None };
+                Some(DeadJob {
+                    seq: u64::try_from(int(f.first())?).ok()?,
+                    id: name(f.get(1))?,
+                    payload: text(f.get(2))?,
+                    run_at: int(f.get(3))?,
+                    attempts: u32::try_from(int(f.get(4))?).ok()?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("dead", &reply))
+    }
+
+    fn queue_bell(&self, queue: &Name) -> Bell {
+        Bell {
+            notify: self.inner.queue_bells.get(queue),
+            recheck: Some(RECHECK),
+        }
+    }
+}
+
+/// Subscribes to every queue's enqueue announcements (one pattern subscription on its own
+/// connection) and rings this process's bells; re-subscribes after each reconnect and ends
+/// once the store is dropped.
+///
+/// Classic pub/sub on a Cluster too, not sharded: sharded pub/sub has no pattern form, so it
+/// would take a subscription per queue being waited on, made and dropped as claims come and
+/// go; the price of the classic form is that the Cluster bus carries each announcement (an
+/// empty message) to every node.
+pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Weak<super::Inner>) {
+    let (pattern, name_at) = keys.queue_bell_pattern();
+    let client = match Builder::from_config(config)
+        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(error = %e, "queue announcements off: cannot build a subscriber");
+            return;
+        }
+    };
+    let mut messages = client.message_rx();
+    let mut reconnects = client.reconnect_rx();
+    client.connect();
+    tokio::spawn(async move {
+        if client.wait_for_connect().await.is_ok() {
+            if let Err(e) = client.psubscribe(pattern.clone()).await {
+                tracing::warn!(error = %e, "queue announcements: subscribe failed");
+            }
+        }
+        let mut check = tokio::time::interval(LISTENER_CHECK);
+        loop {
+            tokio::select! {
+                message = messages.recv() => match message {
+                    Ok(message) => {
+                        let Some(inner) = inner.upgrade() else { break };
+                        let queue = message.channel.get(name_at..).map(str::to_owned);
+                        if let Some(queue) = queue.and_then(|q| Name::try_from(q).ok()) {
+                            inner.queue_bells.ring(&queue);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                reconnected = reconnects.recv() => {
+                    if reconnected.is_ok() {
+                        let _ = client.psubscribe(pattern.clone()).await;
+                    }
+                }
+                _ = check.tick() => {
+                    if inner.strong_count() == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = client.quit().await;
+    });
+}

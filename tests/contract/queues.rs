@@ -1,0 +1,622 @@
+//! Delayed-queue scenarios (API.md "Delayed queues").
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+use crate::common::{settings, Backend, Gateway};
+
+fn at(offset_ms: i64) -> String {
+    (Utc::now() + chrono::Duration::milliseconds(offset_ms))
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn ms(rfc3339: &Value) -> i64 {
+    DateTime::parse_from_rfc3339(rfc3339.as_str().expect("an instant"))
+        .expect("RFC 3339")
+        .timestamp_millis()
+}
+
+async fn enqueue(gw: &Gateway, queue: &str, body: Value) -> Value {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/jobs"), body).await;
+    assert_eq!(status, 201, "{reply}");
+    reply
+}
+
+async fn claim(gw: &Gateway, queue: &str, body: Value) -> Vec<Value> {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/claim"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    reply["jobs"].as_array().expect("jobs").clone()
+}
+
+async fn ack(gw: &Gateway, queue: &str, job: &Value) -> (u16, Value) {
+    let (status, reply) = gw
+        .post(
+            &format!(
+                "/v1/queues/{queue}/jobs/{}/ack",
+                job["id"].as_str().unwrap()
+            ),
+            json!({ "receipt": job["receipt"] }),
+        )
+        .await;
+    (status.as_u16(), reply)
+}
+
+async fn stats(gw: &Gateway, queue: &str) -> [u64; 4] {
+    let (status, s) = gw.get(&format!("/v1/queues/{queue}")).await;
+    assert_eq!(status, 200, "{s}");
+    assert_eq!(s["queue"], queue);
+    ["delayed", "ready", "in_flight", "dead"].map(|k| s[k].as_u64().expect(k))
+}
+
+/// Enqueue (idempotent by id and by Idempotency-Key), claim, ack, cancel, stats.
+async fn enqueue_claim_ack_cancel(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let payload = json!({"to": "a@example.com", "n": [1, 2.5, null, "x"]});
+    let first = enqueue(&gw, "mail", json!({"id": "m1", "payload": payload})).await;
+    assert_eq!(first["id"], "m1");
+    assert_eq!(first["queue"], "mail");
+    // The same id again changes nothing and answers the existing job.
+    let (status, again) = gw
+        .post(
+            "/v1/queues/mail/jobs",
+            json!({"id": "m1", "payload": "other", "delay_ms": 60000}),
+        )
+        .await;
+    assert_eq!((status.as_u16(), &again), (200, &first));
+    assert_eq!(stats(&gw, "mail").await, [0, 1, 0, 0]);
+
+    let jobs = claim(&gw, "mail", json!({})).await;
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert_eq!(job["id"], "m1");
+    assert_eq!(job["payload"], payload);
+    assert_eq!(job["attempts"], 1);
+    assert_eq!(job["run_at"], first["run_at"]);
+    assert_eq!(stats(&gw, "mail").await, [0, 0, 1, 0]);
+    assert!(
+        claim(&gw, "mail", json!({})).await.is_empty(),
+        "claimed once"
+    );
+
+    // In flight: no cancel; a wrong receipt does not ack.
+    let (status, p) = gw.delete("/v1/queues/mail/jobs/m1").await;
+    assert_eq!(
+        (status.as_u16(), p["code"].as_str()),
+        (409, Some("conflict"))
+    );
+    let mut wrong = job.clone();
+    wrong["receipt"] = json!("7.7");
+    let (status, p) = ack(&gw, "mail", &wrong).await;
+    assert_eq!((status, p["code"].as_str()), (409, Some("receipt_expired")));
+    assert_eq!(ack(&gw, "mail", job).await.0, 204);
+    let (status, p) = ack(&gw, "mail", job).await;
+    assert_eq!(
+        (status, p["code"].as_str()),
+        (409, Some("receipt_expired")),
+        "acked once"
+    );
+    assert_eq!(stats(&gw, "mail").await, [0, 0, 0, 0]);
+
+    // Cancel a waiting job; unknown → 404.
+    enqueue(
+        &gw,
+        "mail",
+        json!({"id": "m2", "payload": 1, "delay_ms": 60000}),
+    )
+    .await;
+    assert_eq!(stats(&gw, "mail").await, [1, 0, 0, 0]);
+    assert_eq!(gw.delete("/v1/queues/mail/jobs/m2").await.0, 204);
+    let (status, p) = gw.delete("/v1/queues/mail/jobs/m2").await;
+    assert_eq!(
+        (status.as_u16(), p["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    assert_eq!(stats(&gw, "mail").await, [0, 0, 0, 0]);
+    assert_eq!(stats(&gw, "never-used").await, [0, 0, 0, 0]);
+
+    // Without an id, the Idempotency-Key makes a retry safe: same id, nothing added.
+    let body = json!({"payload": {"k": 1}, "delay_ms": 60000});
+    let (s1, r1, b1) = gw.post_once("/v1/queues/mail/jobs", "key-1", &body).await;
+    let (s2, r2, b2) = gw.post_once("/v1/queues/mail/jobs", "key-1", &body).await;
+    assert_eq!((s1, r1, s2, r2), (201, false, 201, true));
+    assert_eq!(b1, b2);
+    assert_eq!(stats(&gw, "mail").await, [1, 0, 0, 0]);
+    let other = json!({"payload": {"k": 2}});
+    let (s3, _, b3) = gw.post_once("/v1/queues/mail/jobs", "key-1", &other).await;
+    assert_eq!((s3, b3["code"].as_str()), (422, Some("unprocessable")));
+    // Without a key, two enqueues are two jobs with generated ids.
+    let a = enqueue(&gw, "mail", json!({"payload": null})).await;
+    let b = enqueue(&gw, "mail", json!({"payload": null})).await;
+    assert_ne!(a["id"], b["id"]);
+    assert_eq!(stats(&gw, "mail").await, [1, 2, 0, 0]);
+}
+
+/// 20 concurrent claimers over 2,000 jobs: every job is delivered exactly once when all ack.
+async fn concurrent_claimers_get_each_job_once(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    const JOBS: usize = 2000;
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(100) {
+        join_all(chunk.iter().map(|i| {
+            let gw = gw.clone();
+            async move {
+                enqueue(
+                    &gw,
+                    "work",
+                    json!({"id": format!("j{i}"), "payload": {"i": i}}),
+                )
+                .await;
+            }
+        }))
+        .await;
+    }
+    assert_eq!(stats(&gw, "work").await, [0, JOBS as u64, 0, 0]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    join_all((0..20).map(|_| {
+        let gw = gw.clone();
+        let seen = seen.clone();
+        async move {
+            loop {
+                let jobs = claim(&gw, "work", json!({"max": 7, "visibility_ms": 120000})).await;
+                if jobs.is_empty() {
+                    return;
+                }
+                for job in &jobs {
+                    assert_eq!(job["attempts"], 1, "{job}");
+                    assert_eq!(
+                        job["payload"]["i"]
+                            .as_u64()
+                            .map(|i| format!("j{i}"))
+                            .as_deref(),
+                        job["id"].as_str()
+                    );
+                    assert_eq!(ack(&gw, "work", job).await.0, 204, "{job}");
+                    seen.lock()
+                        .unwrap()
+                        .push(job["id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+    }))
+    .await;
+    let seen = seen.lock().unwrap().clone();
+    let distinct: HashSet<&String> = seen.iter().collect();
+    assert_eq!(distinct.len(), seen.len(), "no job delivered twice");
+    assert_eq!(distinct.len(), JOBS, "every job delivered");
+    assert_eq!(stats(&gw, "work").await, [0, 0, 0, 0]);
+}
+
+/// A claim that is not acked lapses: the job comes back with attempts + 1 and a new receipt,
+/// and the old receipt no longer acks.
+async fn unacked_job_comes_back(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    enqueue(&gw, "q", json!({"id": "a", "payload": "p"})).await;
+    let first = claim(&gw, "q", json!({"visibility_ms": 1000})).await;
+    assert_eq!(first[0]["attempts"], 1);
+    // Long poll past the visibility: the lapsed claim is due again.
+    let second = claim(&gw, "q", json!({"visibility_ms": 1000, "wait_ms": 8000})).await;
+    assert_eq!(second.len(), 1, "the job came back");
+    assert_eq!(second[0]["id"], "a");
+    assert_eq!(second[0]["attempts"], 2);
+    assert_ne!(second[0]["receipt"], first[0]["receipt"]);
+    let (status, p) = ack(&gw, "q", &first[0]).await;
+    assert_eq!((status, p["code"].as_str()), (409, Some("receipt_expired")));
+    assert_eq!(ack(&gw, "q", &second[0]).await.0, 204);
+    assert_eq!(stats(&gw, "q").await, [0, 0, 0, 0]);
+}
+
+/// A worker that crashes between claim and ack loses nothing: every job comes back.
+async fn crash_between_claim_and_ack_loses_nothing(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    for i in 0..5 {
+        enqueue(&gw, "c", json!({"id": format!("c{i}"), "payload": i})).await;
+    }
+    // The crashed worker: claims everything, drops the receipts.
+    let lost = claim(&gw, "c", json!({"max": 10, "visibility_ms": 1000})).await;
+    assert_eq!(lost.len(), 5);
+    assert!(claim(&gw, "c", json!({"max": 10})).await.is_empty());
+    // Once the claim lapses, another worker gets them all.
+    let mut back = Vec::new();
+    while back.len() < 5 {
+        let jobs = claim(&gw, "c", json!({"max": 10, "wait_ms": 8000})).await;
+        assert!(!jobs.is_empty(), "the jobs come back");
+        back.extend(jobs);
+    }
+    let ids: HashSet<&str> = back.iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 5);
+    for job in &back {
+        assert_eq!(job["attempts"], 2);
+        assert_eq!(ack(&gw, "c", job).await.0, 204);
+    }
+    assert_eq!(stats(&gw, "c").await, [0, 0, 0, 0]);
+}
+
+/// No job is claimed before it is due by the store's clock (the test runs on the store's
+/// machine, so its clock is the store's); due jobs come out oldest first.
+async fn nothing_is_claimed_before_it_is_due(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let delayed = enqueue(
+        &gw,
+        "d",
+        json!({"id": "later", "payload": 1, "delay_ms": 1500}),
+    )
+    .await;
+    let scheduled = enqueue(
+        &gw,
+        "d",
+        json!({"id": "at", "payload": 2, "run_at": at(2500)}),
+    )
+    .await;
+    assert_eq!(stats(&gw, "d").await, [2, 0, 0, 0]);
+    assert!(
+        claim(&gw, "d", json!({"max": 10})).await.is_empty(),
+        "not due yet"
+    );
+    for (expect, reply) in [("later", &delayed), ("at", &scheduled)] {
+        let jobs = claim(&gw, "d", json!({"wait_ms": 8000})).await;
+        assert_eq!(jobs.len(), 1, "{jobs:?}");
+        assert_eq!(jobs[0]["id"], expect);
+        assert_eq!(jobs[0]["run_at"], reply["run_at"]);
+        let now = Utc::now().timestamp_millis();
+        assert!(
+            now >= ms(&reply["run_at"]),
+            "claimed at {now}, before its due time {}",
+            reply["run_at"]
+        );
+    }
+    // Past due times: due at once, oldest first.
+    enqueue(
+        &gw,
+        "o",
+        json!({"id": "b", "payload": 0, "run_at": at(-1000)}),
+    )
+    .await;
+    enqueue(
+        &gw,
+        "o",
+        json!({"id": "a", "payload": 0, "run_at": at(-2000)}),
+    )
+    .await;
+    enqueue(&gw, "o", json!({"id": "c", "payload": 0})).await;
+    let jobs = claim(&gw, "o", json!({"max": 3})).await;
+    let order: Vec<&str> = jobs.iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert_eq!(order, ["a", "b", "c"]);
+}
+
+/// A long poll answers as soon as a job is enqueued, not at the end of its wait.
+async fn long_poll_wakes_on_enqueue(backend: Backend) {
+    let mut s = settings(backend);
+    s.request_timeout = Duration::from_secs(40);
+    let gw = Arc::new(Gateway::with_settings(s).await);
+    let started = Instant::now();
+    let waiter = {
+        let gw = gw.clone();
+        tokio::spawn(async move { claim(&gw, "lp", json!({"wait_ms": 20000})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    enqueue(&gw, "lp", json!({"id": "x", "payload": 1})).await;
+    let jobs = waiter.await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "woken by the enqueue, not by the end of the 20 s wait"
+    );
+}
+
+/// Jobs that used up max_attempts go to the dead list, paged; cancel drops one.
+async fn used_up_attempts_go_to_the_dead_list(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    for id in ["d1", "d2", "d3"] {
+        enqueue(
+            &gw,
+            "z",
+            json!({"id": id, "payload": {"id": id}, "max_attempts": 2}),
+        )
+        .await;
+    }
+    let one = claim(&gw, "z", json!({"max": 3, "visibility_ms": 1000})).await;
+    assert_eq!(one.len(), 3);
+    let two = claim(
+        &gw,
+        "z",
+        json!({"max": 3, "visibility_ms": 1000, "wait_ms": 8000}),
+    )
+    .await;
+    assert_eq!(two.len(), 3, "{two:?}");
+    assert!(two.iter().all(|j| j["attempts"] == 2));
+    // After the second lapse they are dead, not delivered a third time.
+    let three = claim(&gw, "z", json!({"max": 3, "wait_ms": 2500})).await;
+    assert!(three.is_empty(), "{three:?}");
+    assert_eq!(stats(&gw, "z").await, [0, 0, 0, 3]);
+
+    let (status, page) = gw.get("/v1/queues/z/dead?limit=2").await;
+    assert_eq!(status, 200, "{page}");
+    let jobs = page["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0]["attempts"], 2);
+    assert_eq!(jobs[0]["payload"]["id"], jobs[0]["id"]);
+    let next = page["next"].as_str().expect("a next page");
+    let (_, rest) = gw
+        .get(&format!("/v1/queues/z/dead?limit=2&after={next}"))
+        .await;
+    let rest = rest["jobs"].as_array().unwrap().clone();
+    assert_eq!(rest.len(), 1);
+    let (_, all) = gw.get("/v1/queues/z/dead").await;
+    assert!(all["next"].is_null());
+    let mut ids: Vec<&str> = jobs
+        .iter()
+        .chain(&rest)
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["d1", "d2", "d3"]);
+
+    // A dead id still exists (200), and cancel drops it from the list.
+    let (status, _) = gw
+        .post("/v1/queues/z/jobs", json!({"id": "d1", "payload": 0}))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(gw.delete("/v1/queues/z/jobs/d1").await.0, 204);
+    assert_eq!(stats(&gw, "z").await, [0, 0, 0, 2]);
+    enqueue(&gw, "z", json!({"id": "d1", "payload": 0})).await;
+}
+
+/// The payload cap and every range of API.md are 400 `invalid_argument`.
+async fn ranges_and_payload_cap(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    // At the cap: 65536 bytes serialized (a string of 65534 plus its quotes).
+    enqueue(&gw, "r", json!({"payload": "x".repeat(65534)})).await;
+    let bad_jobs = [
+        json!({"payload": "x".repeat(65535)}),
+        json!({}),
+        json!({"payload": 1, "delay_ms": -1}),
+        json!({"payload": 1, "delay_ms": 31_536_000_001u64}),
+        json!({"payload": 1, "delay_ms": 5, "run_at": at(0)}),
+        json!({"payload": 1, "run_at": "tomorrow"}),
+        json!({"payload": 1, "run_at": at(31_536_000_000 + 60_000)}),
+        json!({"payload": 1, "max_attempts": 0}),
+        json!({"payload": 1, "max_attempts": 1001}),
+        json!({"payload": 1, "id": "a b"}),
+        json!({"payload": 1, "id": ""}),
+        json!({"payload": 1, "extra": true}),
+    ];
+    for body in bad_jobs {
+        let (status, p) = gw.post("/v1/queues/r/jobs", body.clone()).await;
+        assert_eq!(
+            (status.as_u16(), p["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{body}"
+        );
+    }
+    let bad_claims = [
+        json!({"max": 0}),
+        json!({"max": 101}),
+        json!({"visibility_ms": 999}),
+        json!({"visibility_ms": 43_200_001}),
+        json!({"wait_ms": 20_001}),
+        json!({"wait_ms": -1}),
+        json!({"nope": 1}),
+    ];
+    for body in bad_claims {
+        let (status, p) = gw.post("/v1/queues/r/claim", body.clone()).await;
+        assert_eq!(
+            (status.as_u16(), p["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{body}"
+        );
+    }
+    // The edges are fine.
+    claim(
+        &gw,
+        "r",
+        json!({"max": 100, "visibility_ms": 43_200_000, "wait_ms": 0}),
+    )
+    .await;
+    claim(&gw, "r", json!({"max": 1, "visibility_ms": 1000})).await;
+    for (path, body) in [
+        ("/v1/queues/r/jobs/x/ack", json!({"receipt": "nope"})),
+        ("/v1/queues/r/jobs/x/ack", json!({})),
+        ("/v1/queues/bad%20name/jobs", json!({"payload": 1})),
+        ("/v1/queues/r/jobs/bad%7Bid/ack", json!({"receipt": "1.1"})),
+    ] {
+        let (status, p) = gw.post(path, body).await;
+        assert_eq!(
+            (status.as_u16(), p["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{path}"
+        );
+    }
+    for query in ["limit=0", "limit=1001", "after=x", "after=-1", "what=1"] {
+        let (status, p) = gw.get(&format!("/v1/queues/r/dead?{query}")).await;
+        assert_eq!(
+            (status.as_u16(), p["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{query}"
+        );
+    }
+}
+
+/// A queue holding GATEWAY_QUEUE_MAX_JOBS live jobs refuses new ones with 409 queue_full.
+async fn full_queue_is_refused(backend: Backend) {
+    let mut s = settings(backend);
+    s.queue_max_jobs = 3;
+    let gw = Gateway::with_settings(s).await;
+    for i in 0..3 {
+        enqueue(&gw, "f", json!({"id": format!("f{i}"), "payload": i})).await;
+    }
+    let (status, p) = gw.post("/v1/queues/f/jobs", json!({"payload": 9})).await;
+    assert_eq!(
+        (status.as_u16(), p["code"].as_str()),
+        (409, Some("queue_full"))
+    );
+    // An existing id is still answered; other queues are not affected.
+    let (status, _) = gw
+        .post("/v1/queues/f/jobs", json!({"id": "f0", "payload": 0}))
+        .await;
+    assert_eq!(status, 200);
+    enqueue(&gw, "g", json!({"payload": 1})).await;
+    // In-flight jobs count; an acked one frees its place.
+    let jobs = claim(&gw, "f", json!({})).await;
+    let (status, _) = gw.post("/v1/queues/f/jobs", json!({"payload": 9})).await;
+    assert_eq!(status, 409);
+    assert_eq!(ack(&gw, "f", &jobs[0]).await.0, 204);
+    enqueue(&gw, "f", json!({"payload": 9})).await;
+}
+
+/// An enqueue costs the global limiter more units the bigger its payload.
+async fn enqueue_cost_grows_with_payload(backend: Backend) {
+    let mut s = settings(backend);
+    s.global.enabled = true;
+    s.global.max_burst = 39; // a limit of 40, refilling one a minute
+    s.global.count_per_period = 1;
+    s.global.period = 60;
+    let gw = Gateway::with_settings(s).await;
+    let remaining = |r: &reqwest::Response| -> i64 {
+        r.headers()["ratelimit-remaining"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let send = |payload: Value| {
+        gw.client
+            .post(gw.url("/v1/queues/cost/jobs"))
+            .json(&json!({ "payload": payload }))
+            .send()
+    };
+    let small = send(json!(1)).await.unwrap();
+    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 39));
+    // ~20 KiB of payload: 1 + 20,015 / 1,024 = 20 units.
+    let big = send(json!("y".repeat(20_000))).await.unwrap();
+    assert_eq!((big.status().as_u16(), remaining(&big)), (201, 19));
+    // More than the whole burst of 40: refused as too costly, nothing spent.
+    let huge = send(json!("y".repeat(60_000))).await.unwrap();
+    assert_eq!(huge.status().as_u16(), 413);
+    let small = send(json!(2)).await.unwrap();
+    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 18));
+}
+
+crate::contract_tests!(
+    enqueue_claim_ack_cancel,
+    concurrent_claimers_get_each_job_once,
+    unacked_job_comes_back,
+    crash_between_claim_and_ack_loses_nothing,
+    nothing_is_claimed_before_it_is_due,
+    long_poll_wakes_on_enqueue,
+    used_up_attempts_go_to_the_dead_list,
+    ranges_and_payload_cap,
+    full_queue_is_refused,
+    enqueue_cost_grows_with_payload,
+    the_dead_list_is_capped,
+);
+
+/// Two gateway instances on one store: a claim waiting on one is woken by an enqueue through
+/// the other (pub/sub), well before its safety-net re-check (5 s) or the end of its wait.
+async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
+    let mut s = settings(backend);
+    s.request_timeout = Duration::from_secs(40);
+    let a = Arc::new(Gateway::with_settings(s.clone()).await);
+    let b = Gateway::with_settings(s).await;
+    // Let both subscribers settle.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let waiter = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            let jobs = claim(&a, "shared", json!({"wait_ms": 20000})).await;
+            (jobs, Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let enqueued = Instant::now();
+    enqueue(&b, "shared", json!({"id": "x", "payload": 1})).await;
+    let (jobs, woken) = waiter.await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert!(
+        woken.duration_since(enqueued) < Duration::from_secs(4),
+        "woken by the announcement, not by the 5 s re-check ({:?})",
+        woken.duration_since(enqueued)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instances_enqueue_wakes_a_waiting_claim_redis() {
+    another_instances_enqueue_wakes_a_waiting_claim(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instances_enqueue_wakes_a_waiting_claim_cluster() {
+    another_instances_enqueue_wakes_a_waiting_claim(Backend::Cluster).await;
+}
+
+/// The dead list keeps the newest 1,000 jobs: one more death drops the oldest (and its data).
+async fn the_dead_list_is_capped(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    const JOBS: usize = 1001;
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(100) {
+        join_all(chunk.iter().map(|i| {
+            let gw = gw.clone();
+            async move {
+                let body = json!({"id": format!("k{i:04}"), "payload": i, "max_attempts": 1});
+                enqueue(&gw, "cap", body).await;
+            }
+        }))
+        .await;
+    }
+    let mut claimed = 0;
+    while claimed < JOBS {
+        let jobs = claim(&gw, "cap", json!({"max": 100, "visibility_ms": 1000})).await;
+        assert!(!jobs.is_empty());
+        claimed += jobs.len();
+    }
+    // Once the claims lapse, each claim call sends up to 100 of them to the dead list.
+    let mut dead = 0;
+    for _ in 0..200 {
+        assert!(claim(&gw, "cap", json!({"max": 100, "wait_ms": 2000}))
+            .await
+            .is_empty());
+        let [_, ready, in_flight, d] = stats(&gw, "cap").await;
+        dead = d;
+        if ready + in_flight == 0 {
+            break;
+        }
+    }
+    assert_eq!(dead, 1000, "capped");
+    // The first to die (claimed first, so due first: k0000 ... in id order at one deadline)
+    // is gone; the list pages through exactly the 1,000 kept.
+    let (_, page) = gw.get("/v1/queues/cap/dead?limit=1000").await;
+    let ids: HashSet<String> = page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 1000);
+    assert!(page["next"].is_null());
+    let (status, _) = gw.delete("/v1/queues/cap/jobs/k0000").await;
+    assert_eq!(status, 404, "the oldest death was dropped whole");
+    assert!(!ids.contains("k0000"));
+}
+
+/// A queue's keys expire (an abandoned queue goes away), but never before the latest due time
+/// they hold plus the idle period (7 days).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_keys_expire_after_their_last_due_time() {
+    let s = settings(Backend::Redis);
+    let prefix = s.key_prefix.clone();
+    let gw = Gateway::with_settings(s).await;
+    let day_ms: i64 = 86_400_000;
+    enqueue(&gw, "exp", json!({"payload": 1, "delay_ms": 30 * day_ms})).await;
+    let redis = crate::common::shared_redis();
+    for part in ["due", "meta", "pay"] {
+        let key = format!("{prefix}q:{{exp}}:{part}");
+        let pttl: i64 = redis.cli(&["pttl", &key]).unwrap().trim().parse().unwrap();
+        assert!(
+            pttl > 36 * day_ms && pttl <= 37 * day_ms,
+            "{key}: PTTL {pttl} is not 30 days of delay + 7 idle"
+        );
+    }
+}
