@@ -72,6 +72,18 @@ ROWS = [
          probe=("POST", "/v1/dedup/bench/filter", {"items": ["probe"]}), expect=200,
          raw=["EVALSHA", "{sha:bloom}", "1", "bench:bf"] + ["news-__rand_int__"] * 10,
          keyspace=50_000),
+    # Locks: an acquisition is SET NX PX (plus the fencing counter, in one script); a release
+    # is the compare-and-delete script. The release row releases with a token nobody holds, so
+    # both sides do the same GET-and-compare and delete nothing (409 lock_lost).
+    dict(id="lock_acquire", label="lock acquire `POST /v1/locks/{name}`", scenario="lock_acquire",
+         probe=("POST", "/v1/locks/bench-probe", {"owner": "bench", "ttl_ms": 1000}),
+         expect=200, raw=["SET", "bench:lk:__rand_int__", "bench", "NX", "PX", "1000"],
+         keyspace=1_000_000),
+    dict(id="lock_release", label="lock release `DELETE /v1/locks/{name}` (not held, 409)",
+         scenario="lock_release",
+         probe=("DELETE", "/v1/locks/bench-probe?owner=bench&token=1", None), expect=409,
+         raw=["EVALSHA", "{sha:unlock}", "1", "bench:lk:__rand_int__", "bench:1"],
+         keyspace=1_000_000),
     dict(id="nearby", label="nearby, 100k dense points, 5 km, count 20", scenario="nearby",
          probe=("GET", "/v1/geo/bench/nearby?lon=116.40&lat=39.90&radius=5&unit=km"
                 "&count=20&order=asc", None), expect=200,

@@ -1,7 +1,7 @@
 -- wrk request generator for ./scripts/bench: one script for every gateway row.
 -- Environment (set by bench/driver.py):
 --   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby |
---                   enqueue | claim_ack,
+--                   lock_acquire | lock_release | enqueue | claim_ack,
 --                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one
 --   BENCH_BASE      first user id of this run (seckill: ids must be unique across runs,
 --                   since a second purchase by the same user is a 409, not a sale)
@@ -39,6 +39,13 @@ local function build()
   elseif scenario == "nearby" then
     return wrk.format("GET",
       "/v1/geo/bench/nearby?lon=116.40&lat=39.90&radius=5&unit=km&count=20&order=asc")
+  elseif scenario == "lock_acquire" then
+    -- One owner: a name still held from an earlier request is extended (200), never refused.
+    return wrk.format("POST", "/v1/locks/bench-" .. math.random(0, 999999), json,
+      '{"owner":"bench","ttl_ms":1000}')
+  elseif scenario == "lock_release" then
+    return wrk.format("DELETE", "/v1/locks/bench-" .. math.random(0, 999999) ..
+      "?owner=bench&token=1")
   elseif scenario == "enqueue" then
     return wrk.format("POST", "/v1/queues/bench/jobs", json,
       '{"payload":{"to":"user@example.com","template":"welcome","locale":"en"}}')

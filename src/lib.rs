@@ -5,7 +5,8 @@
 //! ```text
 //! http.rs of each domain, middleware, error, extract   HTTP: axum, ApiError, AppState
 //!    │ typed domain calls
-//! checkins uv geo seckill ratelimit dedup queues ledger domain cores: types, rules, store traits
+//! checkins uv geo seckill ratelimit dedup queues locks  domain cores: types, rules, store traits
+//! ledger
 //!    │ <Domain>Store traits (errors: store::error)      (plus the shared calendar and types)
 //! store: dispatch.rs → memory/ | redis/                 backends implement the traits
 //! ```
@@ -15,7 +16,8 @@
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards)
 //! - [`build_state`]: the composition root, the one place that picks a backend
-//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `clients`):
+//! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
+//!   `clients`):
 //!   each a folder whose core (`mod.rs` with the types and the `<Domain>Store` trait, pure
 //!   rules in `logic.rs`, `search.rs`, `hll.rs`) imports no axum, no app state, no HTTP error
 //!   type and no backend — refusals are [`types::Refused`] or the domain's own types
@@ -41,6 +43,7 @@ pub mod extract;
 pub mod geo;
 pub mod healthcheck;
 pub mod ledger;
+pub mod locks;
 pub mod middleware;
 pub mod openapi;
 pub mod ops;

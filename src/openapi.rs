@@ -21,6 +21,7 @@ use crate::state::AppState;
         (name = "seckill", description = "Flash sales: atomic stock and orders"),
         (name = "ratelimit", description = "GCRA rate-limit checks, CL.THROTTLE-equivalent"),
         (name = "dedup", description = "News dedup on scalable Bloom filters"),
+        (name = "locks", description = "Distributed locks with fencing tokens"),
         (name = "queues", description = "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts"),
         (name = "clients", description = "API clients: who the caller is and its limiter budget"),
         (name = "ops", description = "Liveness, readiness and metrics; never rate limited"),
@@ -51,6 +52,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(crate::seckill::router())
         .merge(crate::ratelimit::router())
         .merge(crate::dedup::router())
+        .merge(crate::locks::router())
         .merge(crate::queues::router())
         .merge(crate::clients::router())
 }

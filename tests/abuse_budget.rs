@@ -354,6 +354,67 @@ async fn seckill_orders() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ratelimit_sliding_logs() {
+    // The most units one request may store at the default burst, on a new year-long log each.
+    let reqs = (0..60)
+        .map(|i| {
+            post(
+                "/v1/ratelimit/check".to_owned(),
+                "/v1/ratelimit/check",
+                json!({"algorithm": "sliding_window", "key": format!("s{i}"),
+                       "count_per_period": 10_000, "period": 31_536_000, "quantity": 799}),
+            )
+        })
+        .collect();
+    measure(
+        "rate-limit check, sliding_window, a new log per request",
+        vec![],
+        reqs,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ratelimit_fixed_windows() {
+    let reqs = (0..3000)
+        .map(|i| {
+            post(
+                "/v1/ratelimit/check".to_owned(),
+                "/v1/ratelimit/check",
+                json!({"algorithm": "fixed_window", "key": format!("f{i}"),
+                       "count_per_period": 1_000_000, "period": 31_536_000, "quantity": 1}),
+            )
+        })
+        .collect();
+    measure(
+        "rate-limit check, fixed_window, a new key per request",
+        vec![],
+        reqs,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn locks_on_new_names() {
+    let long = "x".repeat(120);
+    let reqs = (0..3000)
+        .map(|i| {
+            post(
+                format!("/v1/locks/{long}{i:08}"),
+                "/v1/locks/{name}",
+                json!({"owner": format!("{long}{i:08}"), "ttl_ms": 3_600_000}),
+            )
+        })
+        .collect();
+    measure(
+        "lock acquire, a new 128-character name and owner per request",
+        vec![],
+        reqs,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn queue_jobs() {
     // Near the 64 KiB payload cap, on new queues: the stored bytes follow the body.
     let payload = "x".repeat(60 * 1024);

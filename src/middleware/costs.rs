@@ -1,6 +1,7 @@
 //! What each request costs the global limiter (API.md "Global limiter"): the GCRA quantity it
-//! spends, known before any store work — from the request line and headers, and for the one
-//! route whose stored bytes follow body fields (`POST /v1/uv/merge`) from its small body. One
+//! spends, known before any store work — from the request line and headers, and for the two
+//! routes whose stored bytes follow body fields (`POST /v1/uv/merge`, `POST
+//! /v1/ratelimit/check` with `sliding_window`) from their small bodies. One
 //! unit for a single-key read or write; more for requests whose store work or stored bytes
 //! grow with their input. The same table writes each operation's `x-ratelimit-cost` into the
 //! OpenAPI document, so the rule a client reads is the rule the code applies.
@@ -32,6 +33,10 @@ enum Rule {
     CheckinStats,
     /// `GET /v1/geo/{layer}/nearby`: results asked for.
     Nearby,
+    /// `POST /v1/ratelimit/check`: 1, but a `sliding_window` check stores one sorted-set
+    /// member (~130 B) per admitted unit, so it costs 1 + min(quantity, count_per_period) / 8
+    /// from its small body, and more than the burst is refused.
+    RateLimitCheck,
     /// Paged listings of large items: `1 + limit / 100` (`limit` defaults to 100).
     PerLimit100,
     /// A fixed charge.
@@ -112,6 +117,15 @@ const RULES: &[(&str, &str, Rule, &str)] = &[
         Rule::Nearby,
         "1 + count / 100",
     ),
+    (
+        "POST",
+        "/v1/ratelimit/check",
+        Rule::RateLimitCheck,
+        "1; sliding_window: 1 + min(quantity, count_per_period) / 8 (more than the caller's burst is refused with 413)",
+    ),
+    // Locks cost the default 1 on every route (acquire, renew, release, inspect): single-key
+    // steps storing ~250 B per new name (holder and fencing counter). A waiting acquisition
+    // holds no store connection while it waits (it sleeps on a wake-up).
     // A job's payload is up to 64 KiB and is stored as sent: ~1 KiB per unit keeps the
     // abuse budget, and the largest job (65 units) still fits the default burst.
     (
@@ -134,7 +148,10 @@ const BODY_RULE: &str = "1 + body bytes / 4096";
 
 /// Whether [`cost`] needs the request's body for `method route` (small bodies only).
 pub fn needs_body(method: &str, route: &str) -> bool {
-    matches!(rule(method, route), Some(Rule::MergeDays))
+    matches!(
+        rule(method, route),
+        Some(Rule::MergeDays | Rule::RateLimitCheck)
+    )
 }
 
 fn rule(method: &str, route: &str) -> Option<Rule> {
@@ -192,6 +209,26 @@ pub fn cost(
                 .filter(|d| (1..=366).contains(d))
                 .unwrap_or(0) as u64;
             let cost = 1 + 12 * days;
+            if cost > limit {
+                return Charge::TooCostly { cost, limit };
+            }
+            cost
+        }
+        Rule::RateLimitCheck => {
+            #[derive(serde::Deserialize)]
+            struct Check {
+                algorithm: Option<String>,
+                count_per_period: Option<u64>,
+                quantity: Option<u64>,
+            }
+            // A body the handler will refuse costs 1; the handler says what is wrong with it.
+            let stored = body
+                .and_then(|b| serde_json::from_slice::<Check>(b).ok())
+                .filter(|c| c.algorithm.as_deref() == Some("sliding_window"))
+                .map_or(0, |c| {
+                    c.quantity.unwrap_or(1).min(c.count_per_period.unwrap_or(0))
+                });
+            let cost = 1 + stored / 8;
             if cost > limit {
                 return Charge::TooCostly { cost, limit };
             }
@@ -276,6 +313,49 @@ mod tests {
         assert_eq!(
             units("GET", "/v1/geo/{layer}/nearby", nearby, None, 101),
             11
+        );
+        let check = |body: &str| {
+            cost(
+                "POST",
+                "/v1/ratelimit/check",
+                None,
+                None,
+                Some(body.as_bytes()),
+                101,
+            )
+        };
+        assert_eq!(
+            check(
+                r#"{"key":"k","max_burst":1,"count_per_period":5000,"period":1,"quantity":5000}"#
+            ),
+            Charge::Units(1)
+        );
+        assert_eq!(
+            check(
+                r#"{"algorithm":"fixed_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#
+            ),
+            Charge::Units(1)
+        );
+        assert_eq!(
+            check(
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":600}"#
+            ),
+            Charge::Units(76)
+        );
+        assert_eq!(
+            check(
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":100,"period":1,"quantity":5000}"#
+            ),
+            Charge::Units(13)
+        );
+        assert_eq!(
+            check(
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#
+            ),
+            Charge::TooCostly {
+                cost: 626,
+                limit: 101
+            }
         );
         let enqueue = "/v1/queues/{queue}/jobs";
         assert_eq!(units("POST", enqueue, None, Some(60), 101), 1);

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::logic::{Decision, Gcra};
+use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT};
 use super::{Bucket, RateLimitStore};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
@@ -29,17 +29,37 @@ fn one() -> u64 {
     1
 }
 
-/// A throttle request, `CL.THROTTLE key max_burst count_per_period period quantity`.
+/// Which limiter decides (API.md "Rate-limit checks"); each keeps its own keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum Algorithm {
+    /// GCRA, exactly redis-cell's `CL.THROTTLE`.
+    #[default]
+    Gcra,
+    /// The exact sliding log: at most `count_per_period` units in any `period`-second window
+    /// (`count_per_period` ≤ 10,000; no `max_burst`).
+    SlidingWindow,
+    /// A counter per window of `period` seconds aligned to the store's clock (no `max_burst`).
+    FixedWindow,
+}
+
+/// A throttle request, `CL.THROTTLE key max_burst count_per_period period quantity`, or one of
+/// the simple limiters with `algorithm`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RateLimitCheck {
+    /// `gcra` (default), `sliding_window` or `fixed_window`.
+    #[serde(default)]
+    algorithm: Algorithm,
     /// The bucket: 1–128 characters of `[A-Za-z0-9._:@-]`.
     #[schema(value_type = String, example = "user:42:login")]
     key: Name,
-    /// Units allowed at once beyond the first (the limit is `max_burst + 1`), 0–1,000,000.
+    /// GCRA (required there): units allowed at once beyond the first (the limit is
+    /// `max_burst + 1`), 0–1,000,000. The window algorithms take none (omitted or 0).
     #[schema(minimum = 0, maximum = 1_000_000, example = 15)]
-    max_burst: u64,
-    /// Units refilled per period, 1–1,000,000.
+    max_burst: Option<u64>,
+    /// Units refilled per period (GCRA) or allowed per window, 1–1,000,000 (sliding window:
+    /// 1–10,000).
     #[schema(minimum = 1, maximum = 1_000_000, example = 30)]
     count_per_period: u64,
     /// The period in seconds, 1–31,536,000.
@@ -57,7 +77,7 @@ struct RateLimitCheck {
 struct RateLimitDecision {
     /// Whether the units were spent. A denied check is still a 200.
     allowed: bool,
-    /// `max_burst + 1`.
+    /// `max_burst + 1` (GCRA) or `count_per_period` (window algorithms).
     limit: u64,
     /// Units that would still be allowed right now.
     remaining: u64,
@@ -65,7 +85,8 @@ struct RateLimitDecision {
     /// exceeds the limit and can never fit. Rounded as redis-cell does (up past 1 ms).
     #[schema(example = -1)]
     retry_after: i64,
-    /// Seconds until the bucket is full again (rounded as redis-cell does).
+    /// Seconds until the bucket is full again (rounded as redis-cell does); sliding window:
+    /// until the window holds no unit; fixed window: to the window's end.
     reset_after: i64,
     /// `retry_after` in milliseconds, rounded up; −1 likewise.
     #[schema(example = -1)]
@@ -79,6 +100,10 @@ struct RateLimitDecision {
 /// Answers exactly what redis-cell's `CL.THROTTLE key max_burst count_per_period period
 /// quantity` answers for the same history. Nothing is stored for a denied check or a peek
 /// (`quantity: 0`), and a bucket's key expires once it is full again.
+///
+/// `algorithm` picks `sliding_window` (the exact sliding log on a sorted set, at most
+/// `count_per_period` units in any `period`) or `fixed_window` (`INCRBY` + `EXPIRE` per window
+/// of the store's clock) instead; same reply, separate keys, no `max_burst`.
 ///
 /// With an `Idempotency-Key`, a repeat of the same check within 24 h answers the first
 /// decision again (with `Idempotency-Replayed: true`) and spends nothing; the same key with
@@ -104,31 +129,87 @@ async fn check(
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<RateLimitCheck>,
 ) -> ApiResult<Response> {
-    in_range("max_burst", body.max_burst, 0, MAX_COUNT)?;
-    in_range("count_per_period", body.count_per_period, 1, MAX_COUNT)?;
+    let kind = match body.algorithm {
+        Algorithm::Gcra => None,
+        Algorithm::SlidingWindow => Some(WindowKind::Sliding),
+        Algorithm::FixedWindow => Some(WindowKind::Fixed),
+    };
+    let max_count = match kind {
+        Some(WindowKind::Sliding) => SLIDING_MAX_COUNT,
+        _ => MAX_COUNT,
+    };
+    in_range("count_per_period", body.count_per_period, 1, max_count)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
     in_range("quantity", body.quantity, 0, MAX_COUNT)?;
-    let gcra = Gcra::new(body.max_burst, body.count_per_period, body.period);
+    let Some(kind) = kind else {
+        let max_burst = body
+            .max_burst
+            .ok_or_else(|| ApiError::invalid("max_burst is required for gcra"))?;
+        in_range("max_burst", max_burst, 0, MAX_COUNT)?;
+        return gcra_check(&state, key, body, max_burst).await;
+    };
+    if body.max_burst.is_some_and(|b| b != 0) {
+        return Err(ApiError::invalid(
+            "max_burst is GCRA's; the window algorithms take none (omit it or send 0)",
+        ));
+    }
+    let window = Window {
+        kind,
+        limit: body.count_per_period,
+        period: i128::from(body.period) * 1_000_000,
+    };
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: format!(
+            "{:?}|{}|{}|{}|{}",
+            kind, body.key, body.count_per_period, body.period, body.quantity
+        ),
+    });
+    let quantity = body.quantity;
+    match state
+        .store
+        .ratelimit_window_once(&body.key, &window, quantity, idem.as_ref())
+        .await?
+    {
+        Once::Now(seen) => Ok(reply(window.decide(quantity, &seen))),
+        Once::Replayed(seen) => Ok(replayed(reply(window.decide(quantity, &seen)))),
+        Once::KeyReused => Err(key_reused()),
+    }
+}
+
+fn key_reused() -> ApiError {
+    ApiError::Unprocessable("this Idempotency-Key was used for a different check".to_owned())
+}
+
+fn reply(decision: Decision) -> Response {
+    let r = decision.reply();
+    Json(RateLimitDecision {
+        allowed: r.allowed,
+        limit: r.limit,
+        remaining: r.remaining,
+        retry_after: r.retry_after,
+        reset_after: r.reset_after,
+        retry_after_ms: r.retry_after_ms,
+        reset_after_ms: r.reset_after_ms,
+    })
+    .into_response()
+}
+
+async fn gcra_check(
+    state: &AppState,
+    key: Option<String>,
+    body: RateLimitCheck,
+    max_burst: u64,
+) -> ApiResult<Response> {
+    let gcra = Gcra::new(max_burst, body.count_per_period, body.period);
+    // The fingerprint GCRA checks had before `algorithm` existed, so their records still match.
     let idem = key.map(|key| Idempotency {
         key,
         fingerprint: format!(
             "{}|{}|{}|{}|{}",
-            body.key, body.max_burst, body.count_per_period, body.period, body.quantity
+            body.key, max_burst, body.count_per_period, body.period, body.quantity
         ),
     });
-    let reply = |decision: Decision| {
-        let r = decision.reply();
-        Json(RateLimitDecision {
-            allowed: r.allowed,
-            limit: r.limit,
-            remaining: r.remaining,
-            retry_after: r.retry_after,
-            reset_after: r.reset_after,
-            retry_after_ms: r.retry_after_ms,
-            reset_after_ms: r.reset_after_ms,
-        })
-        .into_response()
-    };
     match state
         .store
         .ratelimit_throttle_once(&Bucket::Key(body.key), &gcra, body.quantity, idem.as_ref())
@@ -136,9 +217,7 @@ async fn check(
     {
         Once::Now(decision) => Ok(reply(decision)),
         Once::Replayed(decision) => Ok(replayed(reply(decision))),
-        Once::KeyReused => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used for a different check".to_owned(),
-        )),
+        Once::KeyReused => Err(key_reused()),
     }
 }
 

@@ -164,6 +164,93 @@ impl Decision {
     }
 }
 
+/// The seeds' simple limiters (API.md "Rate-limit checks", `algorithm`): at most `limit`
+/// units per `period`, counted over a sliding log or per fixed window of the store's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub kind: WindowKind,
+    /// `count_per_period`.
+    pub limit: u64,
+    /// The period, µs.
+    pub period: i128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    /// The exact sliding log: one entry per admitted unit, scored by its µs time.
+    Sliding,
+    /// One counter per window `[k × period, (k + 1) × period)` of the store's clock.
+    Fixed,
+}
+
+/// Largest `count_per_period` of a sliding log: it keeps one sorted-set member per unit.
+pub const SLIDING_MAX_COUNT: u64 = 10_000;
+
+/// What the store saw of a window's state in the same atomic step that decided (and made)
+/// the write; the decision is derived from it alone, so both backends answer alike and an
+/// idempotent replay recomputes the first reply exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSeen {
+    /// The store's clock, µs.
+    pub now: i128,
+    /// Units counted before this request (sliding: entries still in the window).
+    pub count: u64,
+    /// Sliding only: the time (µs) of the entry whose expiry lets a refused request fit
+    /// (the `count + quantity − limit`-th oldest), when refused and `quantity ≤ limit`.
+    pub kth: Option<i128>,
+    /// Sliding only: the newest entry's time (µs) before this request.
+    pub newest: Option<i128>,
+}
+
+impl Window {
+    /// Whether `quantity` more units fit after `count` (the comparison the Lua scripts repeat).
+    pub fn fits(&self, count: u64, quantity: u64) -> bool {
+        count.saturating_add(quantity) <= self.limit
+    }
+
+    /// The end (µs, exclusive) of the fixed window holding `now`.
+    pub fn window_end(&self, now: i128) -> i128 {
+        now - now.rem_euclid(self.period) + self.period
+    }
+
+    /// The decision for `quantity` units given what the store saw.
+    pub fn decide(&self, quantity: u64, seen: &WindowSeen) -> Decision {
+        let allowed = self.fits(seen.count, quantity);
+        let after = if allowed {
+            seen.count + quantity
+        } else {
+            seen.count
+        };
+        let never = quantity > self.limit;
+        let now = seen.now;
+        let (retry_after, reset_after) = match self.kind {
+            WindowKind::Sliding => {
+                let newest = if allowed && quantity > 0 {
+                    Some(now)
+                } else {
+                    seen.newest
+                };
+                let reset = newest.map_or(0, |t| (t + self.period - now).max(0));
+                let retry = (!allowed && !never)
+                    .then(|| seen.kth.map_or(0, |t| (t + self.period - now).max(0)));
+                (retry, reset)
+            }
+            WindowKind::Fixed => {
+                let left = self.window_end(now) - now;
+                ((!allowed && !never).then_some(left), left)
+            }
+        };
+        Decision {
+            allowed,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(after),
+            retry_after,
+            reset_after,
+            write: Write::Nothing,
+        }
+    }
+}
+
 /// redis-cell 0.4+ rounding of a duration to seconds: whole seconds, plus one when the rest is
 /// at least a millisecond (2.0004 s → 2, 2.3 s → 3, 0.0005 s → 0).
 pub fn cell_secs(us: i128) -> i64 {
@@ -392,5 +479,65 @@ mod tests {
         assert_eq!(d.remaining, 1);
         assert_eq!(d.reply().reset_after, 31_536_000_000_000);
         assert_eq!(g.window_secs(), 31_536_031_536_000);
+    }
+
+    #[test]
+    fn sliding_log_replies() {
+        let w = Window {
+            kind: WindowKind::Sliding,
+            limit: 3,
+            period: 10 * SEC,
+        };
+        let seen = |now, count, kth, newest| WindowSeen {
+            now,
+            count,
+            kth,
+            newest,
+        };
+        let d = w.decide(1, &seen(T0, 0, None, None));
+        assert_eq!(
+            (d.allowed, d.remaining, d.retry_after, d.reset_after),
+            (true, 2, None, 10 * SEC)
+        );
+        // Three units at T0, T0+1s, T0+2s; a fourth at T0+3s waits for the first to leave.
+        let d = w.decide(1, &seen(T0 + 3 * SEC, 3, Some(T0), Some(T0 + 2 * SEC)));
+        assert!(!d.allowed);
+        assert_eq!(d.retry_after, Some(7 * SEC));
+        assert_eq!(d.reset_after, 9 * SEC);
+        assert_eq!(d.reply().retry_after, 7);
+        assert_eq!(d.reply().retry_after_ms, 7_000);
+        // A peek on an empty log.
+        let d = w.decide(0, &seen(T0, 0, None, None));
+        assert_eq!((d.allowed, d.remaining, d.reset_after), (true, 3, 0));
+        // More than the limit never fits.
+        let d = w.decide(4, &seen(T0, 0, None, None));
+        assert_eq!((d.allowed, d.retry_after), (false, None));
+        assert_eq!(d.reply().retry_after, -1);
+    }
+
+    #[test]
+    fn fixed_window_replies() {
+        let w = Window {
+            kind: WindowKind::Fixed,
+            limit: 2,
+            period: 60 * SEC,
+        };
+        // T0 is 34 s into its minute.
+        assert_eq!(w.window_end(T0), T0 + 26 * SEC);
+        let seen = |now, count| WindowSeen {
+            now,
+            count,
+            kth: None,
+            newest: None,
+        };
+        let d = w.decide(1, &seen(T0, 1));
+        assert_eq!(
+            (d.allowed, d.remaining, d.retry_after, d.reset_after),
+            (true, 0, None, 26 * SEC)
+        );
+        let d = w.decide(1, &seen(T0 + 500 * MS, 2));
+        assert_eq!((d.allowed, d.remaining), (false, 0));
+        assert_eq!(d.retry_after, Some(25_500 * MS));
+        assert_eq!(d.reply().retry_after, 26);
     }
 }

@@ -6,6 +6,10 @@
 //! limiter), expiring when the bucket is full again, so an idle client costs nothing. Every
 //! decision is one store round trip: the store reads its clock and the TAT and writes the new
 //! TAT atomically; [`logic`] derives the decision and the reply from those microseconds.
+//!
+//! The check endpoint also offers the seeds' simple limiters (`algorithm`): a sliding log
+//! (`rl:{key}:sw`, a sorted set of admitted units) and a fixed window (`rl:{key}:fw`, a
+//! counter expiring at its window's end), each deciding in one atomic store step too.
 
 mod http;
 pub mod logic;
@@ -38,6 +42,18 @@ pub(crate) trait RateLimitStore {
         quantity: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<logic::Decision>, StoreError>;
+
+    /// One atomic step of a sliding-log or fixed-window limit on `key` (API.md `algorithm`):
+    /// spends `quantity` units if they fit and reports what the store saw, from which
+    /// [`logic::Window::decide`] derives the reply. Under `idem` the first step's view is
+    /// recorded and replayed, as for GCRA.
+    async fn ratelimit_window_once(
+        &self,
+        key: &Name,
+        window: &logic::Window,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<logic::WindowSeen>, StoreError>;
 
     /// [`Self::ratelimit_throttle_once`] without an idempotency key.
     async fn ratelimit_throttle(

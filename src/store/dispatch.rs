@@ -13,8 +13,9 @@ use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::geo::{Found, GeoStore, LayerBound, LayerFull, Place, Search, Unit, UnknownCentre};
+use crate::locks::{Attempt, Lock, LockStore, Watch};
 use crate::queues::{Acked, Bell, Cancelled, Claim, DeadJob, Enqueued, NewJob, QueueStore, Stats};
-use crate::ratelimit::logic::{Decision, Gcra};
+use crate::ratelimit::logic::{Decision, Gcra, Window, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{Bought, Order, Put, Restock, SeckillStore, Spec, Voucher};
@@ -150,6 +151,15 @@ impl RateLimitStore for Store {
     ) -> Result<Once<Decision>, StoreError> {
         dispatch!(self, "ratelimit.throttle", s => s.ratelimit_throttle_once(bucket, gcra, quantity, idem).await)
     }
+    async fn ratelimit_window_once(
+        &self,
+        key: &Name,
+        window: &Window,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<WindowSeen>, StoreError> {
+        dispatch!(self, "ratelimit.window", s => s.ratelimit_window_once(key, window, quantity, idem).await)
+    }
 }
 
 impl DedupStore for Store {
@@ -179,6 +189,40 @@ impl DedupStore for Store {
     }
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         dispatch!(self, "dedup.filter_info", s => s.dedup_info(filter).await)
+    }
+}
+
+impl LockStore for Store {
+    async fn lock_acquire(
+        &self,
+        name: &Name,
+        owner: &Name,
+        ttl_ms: u64,
+    ) -> Result<Attempt, StoreError> {
+        dispatch!(self, "locks.acquire", s => s.lock_acquire(name, owner, ttl_ms).await)
+    }
+    async fn lock_renew(
+        &self,
+        name: &Name,
+        owner: &Name,
+        token: u64,
+        ttl_ms: u64,
+    ) -> Result<Option<Lock>, StoreError> {
+        dispatch!(self, "locks.renew", s => s.lock_renew(name, owner, token, ttl_ms).await)
+    }
+    async fn lock_release(
+        &self,
+        name: &Name,
+        owner: &Name,
+        token: u64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, "locks.release", s => s.lock_release(name, owner, token).await)
+    }
+    async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
+        dispatch!(self, "locks.inspect", s => s.lock_inspect(name).await)
+    }
+    async fn lock_watch(&self, name: &Name) -> Watch {
+        dispatch!(self, s => s.lock_watch(name).await)
     }
 }
 

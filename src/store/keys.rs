@@ -3,6 +3,7 @@
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
 //! shares it, so they land in one slot (DESIGN.md "Redis rules").
 
+use crate::ratelimit::logic::WindowKind;
 use crate::ratelimit::Bucket;
 use crate::types::{Day, Month, Name, UserId};
 
@@ -91,6 +92,42 @@ impl Keys {
     /// client's key), in the bucket's slot so the GCRA script records it atomically.
     pub fn ratelimit_idempotency(&self, bucket: &Bucket, digest: &str) -> String {
         format!("{}:idem:{digest}", self.ratelimit(bucket))
+    }
+
+    /// A sliding-log (`sw`: sorted set, one member per admitted unit) or fixed-window (`fw`:
+    /// the window's count, expiring at its end) limit of check key `name`.
+    pub fn ratelimit_window(&self, name: &Name, kind: WindowKind) -> String {
+        let suffix = match kind {
+            WindowKind::Sliding => "sw",
+            WindowKind::Fixed => "fw",
+        };
+        format!("{}rl:{{{name}}}:{suffix}", self.prefix)
+    }
+
+    /// The first decision of a window check under one idempotency key, in the limit's slot.
+    pub fn ratelimit_window_idempotency(
+        &self,
+        name: &Name,
+        kind: WindowKind,
+        digest: &str,
+    ) -> String {
+        format!("{}:idem:{digest}", self.ratelimit_window(name, kind))
+    }
+
+    /// A lock's holder: "owner\ntoken", expiring with the lease.
+    pub fn lock(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}", self.prefix)
+    }
+
+    /// A lock's fencing counter: the last token handed out, outliving the holder's key.
+    pub fn lock_fence(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:fence", self.prefix)
+    }
+
+    /// The sharded pub/sub channel a lock's releases are announced on, under the lock's hash
+    /// tag so `SPUBLISH` from the release script stays in its slot (a channel, not a key).
+    pub fn lock_released_channel(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:released", self.prefix)
     }
 
     /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo

@@ -194,8 +194,8 @@ impl Limiter {
             .and_then(|v| v.parse().ok());
         let method = req.method().clone();
         let method = method.as_str();
-        // The one route priced by its body (a merge's days) has a small body: read it here and
-        // hand the same bytes on.
+        // The routes priced by their body (a merge's days, a sliding-window check's units)
+        // have small bodies: read it here and hand the same bytes on.
         let (req, body) = if super::costs::needs_body(method, route) {
             let (parts, body) = req.into_parts();
             match axum::body::to_bytes(body, MAX_PRICED_BODY).await {

@@ -9,6 +9,7 @@
 mod checkins;
 mod dedup;
 mod geo;
+mod locks;
 mod queues;
 mod ratelimit;
 mod seckill;
@@ -37,6 +38,7 @@ struct Shared {
     seckill: Mutex<seckill::State>,
     ratelimit: Mutex<ratelimit::State>,
     dedup: Mutex<dedup::State>,
+    locks: Mutex<locks::State>,
     queues: Mutex<queues::State>,
     queue_bells: crate::queues::Bells,
 }
@@ -81,6 +83,7 @@ async fn purge_task(shared: Weak<Shared>) {
         lock(&shared.seckill).purge(now);
         lock(&shared.ratelimit).purge(now);
         lock(&shared.dedup).purge(now);
+        lock(&shared.locks).purge(now);
         lock(&shared.queues).purge(now);
     }
 }

@@ -1,14 +1,14 @@
 //! Rate-limit checks in memory: one TAT per bucket, read, decided and written under the lock
 //! so concurrent checks of one bucket serialise exactly as the Lua script does on Redis.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{lock, reclaim, MemoryStore};
-use crate::ratelimit::logic::{self, Decision, Gcra, Write};
+use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
-use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
+use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -16,6 +16,19 @@ pub(super) struct State {
     buckets: HashMap<Bucket, (i128, i128)>,
     /// (bucket, idempotency key digest) → the first check under that key.
     replies: HashMap<(Bucket, String), Reply>,
+    /// Sliding logs and fixed windows, as on Redis: (key, kind) → state and its expiry (µs).
+    windows: HashMap<(Name, WindowKind), (Units, i128)>,
+    /// (key, kind, idempotency key digest) → the first window check under that key.
+    window_replies: HashMap<(Name, WindowKind, String), (String, WindowSeen, i128)>,
+}
+
+/// A window limit's stored state.
+#[derive(Debug)]
+enum Units {
+    /// The sliding log: admitted units' times (µs), oldest first.
+    Log(VecDeque<i128>),
+    /// A fixed window's count and its end (µs).
+    Count { count: u64, end: i128 },
 }
 
 /// What the first check under an idempotency key saw, so a replay decides identically.
@@ -33,6 +46,8 @@ impl State {
         let now = i128::from(now) * 1_000_000;
         reclaim(&mut self.buckets, |_, (_, at)| *at > now);
         reclaim(&mut self.replies, |_, r| r.expires_at > now);
+        reclaim(&mut self.windows, |_, (_, at)| *at > now);
+        reclaim(&mut self.window_replies, |_, (_, _, at)| *at > now);
     }
 }
 
@@ -92,6 +107,104 @@ impl RateLimitStore for MemoryStore {
             );
         }
         Ok(Once::Now(decision))
+    }
+
+    async fn ratelimit_window_once(
+        &self,
+        key: &Name,
+        window: &Window,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<WindowSeen>, StoreError> {
+        let mut s = lock(&self.shared.ratelimit);
+        let now = now_us();
+        if let Some(idem) = idem {
+            let at = (key.clone(), window.kind, idem.key.clone());
+            if let Some((fp, seen, _)) = s.window_replies.get(&at).filter(|r| r.2 > now) {
+                return Ok(if *fp == idem.fingerprint {
+                    Once::Replayed(*seen)
+                } else {
+                    Once::KeyReused
+                });
+            }
+        }
+        let slot = (key.clone(), window.kind);
+        // An entry past its expiry is a missing key, as on Redis.
+        if s.windows.get(&slot).is_some_and(|(_, at)| *at <= now) {
+            s.windows.remove(&slot);
+        }
+        let seen = match window.kind {
+            WindowKind::Sliding => {
+                let entry = s
+                    .windows
+                    .entry(slot.clone())
+                    .or_insert_with(|| (Units::Log(VecDeque::new()), now));
+                let Units::Log(log) = &mut entry.0 else {
+                    return Err(StoreError::Internal("a window changed kind".to_owned()));
+                };
+                while log.front().is_some_and(|t| *t <= now - window.period) {
+                    log.pop_front();
+                }
+                let count = log.len() as u64;
+                let fits = window.fits(count, quantity);
+                let kth = (!fits && quantity <= window.limit).then(|| {
+                    let k = (count + quantity - window.limit) as usize;
+                    log.get(k.saturating_sub(1)).copied().unwrap_or(now)
+                });
+                let seen = WindowSeen {
+                    now,
+                    count,
+                    kth,
+                    newest: log.back().copied(),
+                };
+                if fits {
+                    log.extend(std::iter::repeat_n(now, quantity as usize));
+                }
+                match log.back() {
+                    Some(newest) => entry.1 = newest + window.period,
+                    None => {
+                        s.windows.remove(&slot);
+                    }
+                }
+                seen
+            }
+            WindowKind::Fixed => {
+                let end = window.window_end(now);
+                let count = match s.windows.get(&slot) {
+                    Some((Units::Count { count, end: e }, _)) if *e == end => *count,
+                    _ => 0,
+                };
+                if quantity > 0 && window.fits(count, quantity) {
+                    s.windows.insert(
+                        slot,
+                        (
+                            Units::Count {
+                                count: count + quantity,
+                                end,
+                            },
+                            end,
+                        ),
+                    );
+                }
+                WindowSeen {
+                    now,
+                    count,
+                    kth: None,
+                    newest: None,
+                }
+            }
+        };
+        if let Some(idem) = idem {
+            s.window_replies.insert(
+                (key.clone(), window.kind, idem.key.clone()),
+                (
+                    idem.fingerprint.clone(),
+                    seen,
+                    now + i128::from(IDEMPOTENCY_SECS) * 1_000_000,
+                ),
+            );
+        }
+        Ok(Once::Now(seen))
     }
 }
 

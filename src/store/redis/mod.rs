@@ -7,6 +7,7 @@ mod dedup;
 mod dedup_native;
 mod geo;
 mod ledger;
+mod locks;
 mod queues;
 mod ratelimit;
 mod seckill;
@@ -38,6 +39,8 @@ struct Inner {
     chunks_known: checkins::KnownChunks,
     /// The Bloom engine and the filters this process knows (see `dedup.rs`).
     dedup: dedup::DedupState,
+    /// The lock release subscriber (see `locks.rs`).
+    locks: locks::Releases,
     /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
     queue_bells: crate::queues::Bells,
 }
@@ -90,6 +93,10 @@ impl RedisStore {
             cluster,
             inner: Arc::default(),
         };
+        store.inner.locks.configure(
+            subscriber_config.clone(),
+            timeout.max(Duration::from_secs(2)),
+        );
         queues::listen(subscriber_config, &store.keys, Arc::downgrade(&store.inner));
         // Best effort: if Redis is not up yet, the engine is detected on first use instead.
         let _ = store.bloom_engine().await;

@@ -1,5 +1,6 @@
 //! Rate-limit checks on Redis: one `ratelimit_gcra.lua` call per decision, so concurrent checks
-//! of a bucket serialise in Redis and every gateway instance shares it.
+//! of a bucket serialise in Redis and every gateway instance shares it; the sliding log and the
+//! fixed window likewise with `ratelimit_sliding.lua` and `ratelimit_fixed.lua`.
 
 use std::sync::LazyLock;
 
@@ -7,13 +8,28 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::{map_err, RedisStore};
-use crate::ratelimit::logic::{self, Decision, Gcra};
+use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
-use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
+use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 
 static GCRA: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));
+
+static SLIDING: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_sliding.lua")));
+static FIXED: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_fixed.lua")));
+
+/// The text of a script's string reply (`None` for nil/false).
+fn text(v: Option<&Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s.to_string()),
+        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        Some(Value::Integer(i)) => Some(i.to_string()),
+        _ => None,
+    }
+}
 
 /// A decimal µs value the script returned as a string (`nil` → `None`).
 fn micros(v: Option<&Value>) -> Result<Option<i128>, StoreError> {
@@ -81,6 +97,60 @@ impl RateLimitStore for RedisStore {
             Once::Replayed(decision)
         } else {
             Once::Now(decision)
+        })
+    }
+
+    async fn ratelimit_window_once(
+        &self,
+        key: &Name,
+        window: &Window,
+        quantity: u64,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<WindowSeen>, StoreError> {
+        let (script, period) = match window.kind {
+            WindowKind::Sliding => (&SLIDING, window.period),
+            WindowKind::Fixed => (&FIXED, window.period / 1_000_000),
+        };
+        let log = self.keys.ratelimit_window(key, window.kind);
+        let record = self.keys.ratelimit_window_idempotency(
+            key,
+            window.kind,
+            idem.map_or("", |i| i.key.as_str()),
+        );
+        let args = vec![
+            window.limit.to_string(),
+            period.to_string(),
+            quantity.to_string(),
+            idem.map_or_else(String::new, |i| i.fingerprint.clone()),
+            IDEMPOTENCY_SECS.to_string(),
+        ];
+        let reply: Vec<Value> = script
+            .evalsha_with_reload(self.pool.next(), vec![log, record], args)
+            .await
+            .map_err(map_err)?;
+        let flag = text(reply.last()).unwrap_or_default();
+        if flag == "key_reused" {
+            return Ok(Once::KeyReused);
+        }
+        let bad = || StoreError::Internal(format!("a window script returned {reply:?}"));
+        let now = micros(reply.first())?.ok_or_else(bad)?;
+        let count = text(reply.get(1))
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(bad)?;
+        let (kth, newest) = match window.kind {
+            WindowKind::Sliding => (micros(reply.get(2))?, micros(reply.get(3))?),
+            WindowKind::Fixed => (None, None),
+        };
+        let seen = WindowSeen {
+            now,
+            count,
+            kth,
+            newest,
+        };
+        Ok(if flag == "replay" {
+            Once::Replayed(seen)
+        } else {
+            Once::Now(seen)
         })
     }
 }

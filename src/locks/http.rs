@@ -1,0 +1,264 @@
+//! Lock routes (API.md "Distributed locks").
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::logic::{MAX_WAIT_MS, TTL_MS};
+use super::{acquire, Attempt, Lock, LockStore};
+use crate::error::responses::{NotJson, StoreErrors, TooLarge};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+use crate::types::{name_rule, Name};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(acquire_lock, release_lock, inspect_lock))
+        .routes(routes!(renew_lock))
+}
+
+/// Acquire a lock.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct AcquireLock {
+    /// Who holds it: 1-128 of `[A-Za-z0-9._:@-]`.
+    #[schema(value_type = String, example = "worker-7")]
+    owner: Name,
+    /// The lease, 100–3,600,000 ms.
+    #[schema(minimum = 100, maximum = 3_600_000, example = 30_000)]
+    ttl_ms: u64,
+    /// How long to wait for another holder to let go, 0–10,000 ms (default 0).
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 10_000, default = 0, example = 5_000)]
+    wait_ms: u64,
+}
+
+/// Renew a lock.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct RenewLock {
+    #[schema(value_type = String, example = "worker-7")]
+    owner: Name,
+    /// The fencing token the acquisition returned.
+    token: u64,
+    /// The new lease from now, 100–3,600,000 ms.
+    #[schema(minimum = 100, maximum = 3_600_000, example = 30_000)]
+    ttl_ms: u64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ReleaseQuery {
+    /// The holder.
+    #[param(value_type = String)]
+    owner: Name,
+    /// The fencing token of its acquisition.
+    token: u64,
+}
+
+/// A held lock.
+#[derive(Debug, Serialize, ToSchema)]
+struct LockView {
+    #[schema(value_type = String)]
+    name: Name,
+    #[schema(value_type = String)]
+    owner: Name,
+    /// The fencing token: strictly increasing per name, never handed out twice. Pass it to
+    /// the storage you protect, which refuses writes with an older token.
+    #[schema(example = 1_763_725_414_000_001_u64)]
+    token: u64,
+    /// When the lease ends (RFC 3339, ms, the store's clock).
+    #[schema(example = "2026-11-23T03:00:00.000Z")]
+    expires_at: String,
+}
+
+/// A lock's state.
+#[derive(Debug, Serialize, ToSchema)]
+struct LockState {
+    #[schema(value_type = String)]
+    name: Name,
+    held: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    owner: Option<Name>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<String>,
+}
+
+fn instant(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn view(name: Name, lock: Lock) -> Json<LockView> {
+    Json(LockView {
+        name,
+        owner: lock.owner,
+        token: lock.token,
+        expires_at: instant(lock.expires_at_ms),
+    })
+}
+
+fn ttl(ttl_ms: u64) -> Result<(), ApiError> {
+    if TTL_MS.contains(&ttl_ms) {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(format!(
+            "ttl_ms must be within 100..=3600000, got {ttl_ms}"
+        )))
+    }
+}
+
+fn lost(name: &Name) -> ApiError {
+    ApiError::Conflict {
+        code: "lock_lost",
+        detail: format!(
+            "lock {name} is not held by this owner and token (released, expired or taken)"
+        ),
+        extra: None,
+    }
+}
+
+/// Acquire a lock (`SET NX PX` with a fencing token).
+///
+/// Free, or already held by the same `owner` (then extended, same token): 200 with a fencing
+/// token that strictly increases with every acquisition of the name and is never handed out
+/// twice, also across expiry, release and a store restart. Held by another owner: waits up to
+/// `wait_ms`, woken by a release (not polling), then `409 lock_held` with `retry_after_ms`.
+#[utoipa::path(
+    post,
+    path = "/v1/locks/{name}",
+    operation_id = "locksAcquire",
+    tag = "locks",
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    request_body = AcquireLock,
+    responses(
+        (status = 200, body = LockView, description = "Acquired (or extended by its holder)"),
+        (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
+            description = "`lock_held`: another owner holds it; `retry_after_ms` says for how long"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
+    )
+)]
+async fn acquire_lock(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+    ApiJson(body): ApiJson<AcquireLock>,
+) -> ApiResult<Json<LockView>> {
+    ttl(body.ttl_ms)?;
+    if body.wait_ms > MAX_WAIT_MS {
+        return Err(ApiError::invalid(format!(
+            "wait_ms must be within 0..={MAX_WAIT_MS}, got {}",
+            body.wait_ms
+        )));
+    }
+    let wait = Duration::from_millis(body.wait_ms);
+    match acquire(&state.store, &name, &body.owner, body.ttl_ms, wait).await? {
+        Attempt::Acquired(lock) => Ok(view(name, lock)),
+        Attempt::Held { retry_after_ms } => {
+            let mut extra = serde_json::Map::new();
+            extra.insert("retry_after_ms".to_owned(), retry_after_ms.into());
+            Err(ApiError::Conflict {
+                code: "lock_held",
+                detail: format!("lock {name} is held by another owner"),
+                extra: Some(extra),
+            })
+        }
+    }
+}
+
+/// Renew a lock still held by this owner and token.
+#[utoipa::path(
+    post,
+    path = "/v1/locks/{name}/renew",
+    operation_id = "locksRenew",
+    tag = "locks",
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    request_body = RenewLock,
+    responses(
+        (status = 200, body = LockView, description = "Extended: the lease now ends `ttl_ms` from now"),
+        (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
+            description = "`lock_lost`: released, expired, or held by someone else"),
+        StoreErrors,
+        TooLarge,
+        NotJson,
+    )
+)]
+async fn renew_lock(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+    ApiJson(body): ApiJson<RenewLock>,
+) -> ApiResult<Json<LockView>> {
+    ttl(body.ttl_ms)?;
+    match state
+        .store
+        .lock_renew(&name, &body.owner, body.token, body.ttl_ms)
+        .await?
+    {
+        Some(lock) => Ok(view(name, lock)),
+        None => Err(lost(&name)),
+    }
+}
+
+/// Release a lock, only by its holder (compare-and-delete in one step).
+#[utoipa::path(
+    delete,
+    path = "/v1/locks/{name}",
+    operation_id = "locksRelease",
+    tag = "locks",
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!())), ReleaseQuery),
+    responses(
+        (status = 204, description = "Released; waiting acquirers are woken"),
+        (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
+            description = "`lock_lost`: not held by this owner and token"),
+        StoreErrors,
+    )
+)]
+async fn release_lock(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<ReleaseQuery>,
+) -> ApiResult<StatusCode> {
+    if state.store.lock_release(&name, &q.owner, q.token).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(lost(&name))
+    }
+}
+
+/// Who holds a lock.
+#[utoipa::path(
+    get,
+    path = "/v1/locks/{name}",
+    operation_id = "locksInspect",
+    tag = "locks",
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    responses(
+        (status = 200, body = LockState, description = "The holder, if any"),
+        StoreErrors,
+    )
+)]
+async fn inspect_lock(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<Name>,
+) -> ApiResult<Json<LockState>> {
+    let lock = state.store.lock_inspect(&name).await?;
+    Ok(Json(LockState {
+        name,
+        held: lock.is_some(),
+        owner: lock.as_ref().map(|l| l.owner.clone()),
+        token: lock.as_ref().map(|l| l.token),
+        expires_at: lock.map(|l| instant(l.expires_at_ms)),
+    }))
+}

@@ -1,0 +1,291 @@
+//! Locks on Redis: one script per step (`lock_*.lua`), the holder and its fencing counter
+//! under the name's hash tag. A release is announced with `SPUBLISH` on the lock's own sharded
+//! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it.
+//! Each gateway process has one subscriber connection (made on its first waiting acquisition)
+//! that holds `SSUBSCRIBE`s for exactly the names its waiters wait on, and wakes them. A
+//! message lost to a reconnect or a slot migration only delays a waiter until the lease ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, OnceLock, Weak};
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{map_err, RedisStore};
+use crate::locks::logic::FENCE_GRACE_MS;
+use crate::locks::wake::Wakeups;
+use crate::locks::{Attempt, Lock, LockStore, Watch};
+use crate::store::error::StoreError;
+use crate::types::Name;
+
+static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lock_acquire.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("lock_renew.lua")));
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lock_release.lua")));
+static INSPECT: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("lock_inspect.lua")));
+
+/// This process's release subscriber and the waiters it wakes.
+#[derive(Debug, Default)]
+pub(super) struct Releases {
+    /// What the subscriber connects with (set once when the store connects) and how long a
+    /// waiter waits for its subscription.
+    config: OnceLock<(Config, Duration)>,
+    wakeups: Arc<Wakeups>,
+    /// The subscriber's mailbox; `None` when it could not be built.
+    subscriber: OnceLock<Option<mpsc::UnboundedSender<Cmd>>>,
+}
+
+/// What waiters ask of the subscriber, in order, so a name's subscribe and unsubscribe never
+/// overtake each other.
+#[derive(Debug)]
+enum Cmd {
+    /// One more waiter on this channel, of this lock (subscribe on the first); answered once
+    /// subscribed.
+    Listen(String, String, oneshot::Sender<()>),
+    /// One waiter fewer (unsubscribe after the last).
+    Forget(String),
+}
+
+impl Releases {
+    pub(super) fn configure(&self, config: Config, timeout: Duration) {
+        let _ = self.config.set((config, timeout));
+    }
+
+    fn start(&self) -> Option<mpsc::UnboundedSender<Cmd>> {
+        let (config, timeout) = self.config.get()?.clone();
+        let client = Builder::from_config(config)
+            .with_performance_config(|perf| perf.default_command_timeout = timeout)
+            .with_connection_config(|conn| {
+                conn.connection_timeout = timeout;
+                conn.internal_command_timeout = timeout;
+            })
+            .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+            .build()
+            .inspect_err(|e| tracing::warn!(error = %e, "no lock release subscriber"))
+            .ok()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(subscriber(client, rx, Arc::downgrade(&self.wakeups)));
+        Some(tx)
+    }
+}
+
+/// Holds one `SSUBSCRIBE` per channel some waiter of this process listens on and wakes the
+/// waiters of each message's lock, until the store and every waiter are gone.
+async fn subscriber(
+    client: Client,
+    mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    wakeups: Weak<Wakeups>,
+) {
+    let mut messages = client.message_rx();
+    let mut reconnects = client.reconnect_rx();
+    client.connect();
+    let _ = client.wait_for_connect().await;
+    // channel → (lock name, waiters)
+    let mut listening: HashMap<String, (String, usize)> = HashMap::new();
+    loop {
+        tokio::select! {
+            cmd = cmds.recv() => match cmd {
+                Some(Cmd::Listen(channel, name, done)) => {
+                    let entry = listening.entry(channel.clone()).or_insert((name, 0));
+                    entry.1 += 1;
+                    if entry.1 == 1 {
+                        if let Err(e) = client.ssubscribe(channel.as_str()).await {
+                            tracing::warn!(error = %e, "lock release subscription failed");
+                        }
+                    }
+                    let _ = done.send(());
+                }
+                Some(Cmd::Forget(channel)) => {
+                    if let Some(entry) = listening.get_mut(&channel) {
+                        entry.1 -= 1;
+                        if entry.1 == 0 {
+                            listening.remove(&channel);
+                            let _ = client.sunsubscribe(channel.as_str()).await;
+                        }
+                    }
+                }
+                None => break,
+            },
+            message = messages.recv() => {
+                let Some(wakeups) = wakeups.upgrade() else { break };
+                match message {
+                    Ok(m) => {
+                        if let Some((name, _)) = listening.get(&*m.channel) {
+                            wakeups.wake(name);
+                        }
+                    }
+                    // Missed messages: wake everyone, they try again.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => wakeups.wake_all(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+            // A new connection has no subscriptions, and messages may have been missed.
+            Ok(_) = reconnects.recv() => {
+                for channel in listening.keys() {
+                    if let Err(e) = client.ssubscribe(channel.as_str()).await {
+                        tracing::warn!(error = %e, "lock release subscription failed");
+                    }
+                }
+                if let Some(wakeups) = wakeups.upgrade() {
+                    wakeups.wake_all();
+                }
+            }
+        }
+    }
+    let _ = client.quit().await;
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s.to_string()),
+        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        Some(Value::Integer(i)) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+fn number<T: std::str::FromStr>(v: Option<&Value>) -> Result<T, StoreError> {
+    text(v)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| StoreError::Internal(format!("a lock script returned {v:?}")))
+}
+
+/// A holder's value, "owner\ntoken".
+fn holder(value: &str) -> Result<(Name, u64), StoreError> {
+    let bad = || StoreError::Internal(format!("a lock key holds {value:?}"));
+    let (owner, token) = value.split_once('\n').ok_or_else(bad)?;
+    let owner = Name::try_from(owner.to_owned()).map_err(|_| bad())?;
+    Ok((owner, token.parse().map_err(|_| bad())?))
+}
+
+impl LockStore for RedisStore {
+    async fn lock_acquire(
+        &self,
+        name: &Name,
+        owner: &Name,
+        ttl_ms: u64,
+    ) -> Result<Attempt, StoreError> {
+        let reply: Vec<Value> = ACQUIRE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.lock(name), self.keys.lock_fence(name)],
+                vec![
+                    owner.to_string(),
+                    ttl_ms.to_string(),
+                    FENCE_GRACE_MS.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        if number::<u8>(reply.first())? == 0 {
+            let pttl: i64 = number(reply.get(1))?;
+            return Ok(Attempt::Held {
+                retry_after_ms: pttl.max(1) as u64,
+            });
+        }
+        Ok(Attempt::Acquired(Lock {
+            owner: owner.clone(),
+            token: number(reply.get(1))?,
+            expires_at_ms: number(reply.get(2))?,
+        }))
+    }
+
+    async fn lock_renew(
+        &self,
+        name: &Name,
+        owner: &Name,
+        token: u64,
+        ttl_ms: u64,
+    ) -> Result<Option<Lock>, StoreError> {
+        let reply: Vec<Value> = RENEW
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.lock(name), self.keys.lock_fence(name)],
+                vec![
+                    owner.to_string(),
+                    token.to_string(),
+                    ttl_ms.to_string(),
+                    FENCE_GRACE_MS.to_string(),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        if number::<u8>(reply.first())? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Lock {
+            owner: owner.clone(),
+            token,
+            expires_at_ms: number(reply.get(1))?,
+        }))
+    }
+
+    async fn lock_release(
+        &self,
+        name: &Name,
+        owner: &Name,
+        token: u64,
+    ) -> Result<bool, StoreError> {
+        let released: i64 = RELEASE
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.lock(name)],
+                vec![
+                    owner.to_string(),
+                    token.to_string(),
+                    self.keys.lock_released_channel(name),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(released == 1)
+    }
+
+    async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
+        let reply: Vec<Value> = INSPECT
+            .evalsha_with_reload(
+                self.pool.next(),
+                vec![self.keys.lock(name)],
+                Vec::<String>::new(),
+            )
+            .await
+            .map_err(map_err)?;
+        let Some(value) = text(reply.first()) else {
+            return Ok(None);
+        };
+        let (owner, token) = holder(&value)?;
+        Ok(Some(Lock {
+            owner,
+            token,
+            expires_at_ms: number(reply.get(1))?,
+        }))
+    }
+
+    async fn lock_watch(&self, name: &Name) -> Watch {
+        let releases = &self.inner.locks;
+        let Some(subscriber) = releases.subscriber.get_or_init(|| releases.start()) else {
+            return Watch::never();
+        };
+        let channel = self.keys.lock_released_channel(name);
+        let (done, subscribed) = oneshot::channel();
+        if subscriber
+            .send(Cmd::Listen(channel.clone(), name.to_string(), done))
+            .is_err()
+        {
+            return Watch::never();
+        }
+        let forget = subscriber.clone();
+        let watch = releases.wakeups.watch(name.as_str()).on_drop(move || {
+            let _ = forget.send(Cmd::Forget(channel));
+        });
+        // Until subscribed a release would go unheard; wait for it (briefly: the lease's end
+        // still bounds the waiter without it).
+        let timeout = releases.config.get().map_or(Duration::ZERO, |c| c.1);
+        let _ = tokio::time::timeout(timeout, subscribed).await;
+        watch
+    }
+}
