@@ -2,7 +2,8 @@
 -- Environment (set by bench/driver.py):
 --   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby |
 --                   lock_acquire | lock_release | enqueue | claim_ack,
---                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one
+--                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one,
+--                   and webdis's UV add (bench/peers.py): webdis_uv
 --   BENCH_BASE      first user id of this run (seckill: ids must be unique across runs,
 --                   since a second purchase by the same user is a 409, not a sale)
 -- Requests are built up front (a pool per thread, cycled) so wrk spends its CPU on I/O, not
@@ -51,6 +52,9 @@ local function build()
       '{"payload":{"to":"user@example.com","template":"welcome","locale":"en"}}')
   elseif scenario == "claim_ack" then
     return wrk.format("POST", "/v1/queues/bench-claim/claim", json, '{"visibility_ms":60000}')
+  elseif scenario == "webdis_uv" then
+    -- webdis's own form of the UV add: the command in the path (bench/peers.py).
+    return wrk.format("GET", "/PFADD/bench:wd/v" .. math.random(0, 999999))
   elseif scenario == "healthz" then
     return wrk.format("GET", "/healthz")
   elseif scenario == "checkin_one" then

@@ -199,6 +199,13 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
+            // The store is failing over or out of reach: a second is about how long a Cluster
+            // replica takes to be promoted once its master is flagged failed.
+            Self::BackendUnavailable(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
             _ => {}
         }
         if status.is_server_error() {
@@ -287,5 +294,12 @@ mod tests {
             ("unprocessable", 422)
         );
         assert_eq!(late.detail(), "too old");
+    }
+
+    #[test]
+    fn a_store_outage_says_when_to_retry() {
+        let response = ApiError::BackendUnavailable(StoreError::Timeout).into_response();
+        assert_eq!(response.status().as_u16(), 503);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
     }
 }

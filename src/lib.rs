@@ -101,14 +101,14 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         None => None,
     };
     let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
-    Ok(AppState {
+    Ok(AppState::new(state::Shared {
         store,
         settings: Arc::new(settings),
         admin_token,
         ledger,
         clients,
         user_tokens,
-    })
+    }))
 }
 
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.

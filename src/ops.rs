@@ -47,10 +47,16 @@ pub struct Ready {
     bloom_engine: &'static str,
     /// The order ledger's state and lag (`state: off` without `DATABASE_URL`).
     ledger: crate::ledger::LedgerStatus,
+    /// Redis Cluster only, and only while some master does not serve: the nodes down and the
+    /// slot ranges they own. The instance stays ready while any master serves; requests for
+    /// keys in these slots answer 503 `backend_unavailable` with `Retry-After`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    degraded: Vec<crate::store::DownNode>,
 }
 
-/// 200 when the store answers, else 503 `backend_unavailable`: for readiness probes and load
-/// balancers. Never shows raw error texts.
+/// 200 when the store answers (on a Cluster: while any master serves, naming the ones down in
+/// `degraded`), else 503 `backend_unavailable`: for readiness probes and load balancers. Never
+/// shows raw error texts.
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -68,6 +74,7 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         redis_version: info.redis_version,
         bloom_engine: info.bloom_engine,
         ledger: state.ledger.status(),
+        degraded: info.degraded,
     }))
 }
 

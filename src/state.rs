@@ -8,9 +8,29 @@ use crate::ledger::Ledger;
 use crate::store::Store;
 use crate::types::Day;
 
-/// Cheap to clone: every field is a handle.
+/// Cheap to clone: one shared allocation. axum clones the state into every handler and
+/// middleware that takes it, several times per request; cloning each field's handle instead
+/// cost an atomic per field per clone (issue 19).
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares.
+#[derive(Debug)]
+pub struct Shared {
     pub store: Store,
     pub settings: Arc<Settings>,
     /// The bearer token admin routes require (configured or generated at start-up).
@@ -23,7 +43,7 @@ pub struct AppState {
     pub clients: Arc<Clients>,
 }
 
-impl AppState {
+impl Shared {
     /// Today in the configured time zone.
     pub fn today(&self) -> Day {
         Day(chrono::Utc::now()

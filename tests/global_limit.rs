@@ -205,6 +205,62 @@ async fn concurrent_requests_get_exactly_the_budget() {
     assert_eq!((ok, refused), (5, 45));
 }
 
+/// A busy client's limiter calls go to the store in batches (src/middleware/ratelimit/
+/// batch.rs). Requests whose clients give up while their batch is in flight — the leader's
+/// among them — must neither wedge the client's bucket nor get through unlimited: Redis is
+/// paused so every limiter call hangs, 40 requests are abandoned, and afterwards the client
+/// is still served, and still refused exactly at its budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_requests_neither_wedge_nor_bypass_the_limiter() {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = limited(Backend::Memory);
+    s.store = StoreChoice::Redis(redis.url());
+    s.store_timeout = Duration::from_secs(20);
+    let gw = Gateway::with_settings(s).await;
+    let bob = key("bob");
+    assert_eq!(get(&gw, CHEAP, &bob).await.status, 200);
+    redis
+        .cli(&["CLIENT", "PAUSE", "1500", "ALL"])
+        .expect("pause redis");
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let abandoned = futures::future::join_all((0..40).map(|_| {
+        impatient
+            .get(gw.url(CHEAP))
+            .header("x-api-key", "bob")
+            .send()
+    }))
+    .await;
+    assert!(
+        abandoned.iter().all(Result::is_err),
+        "the pause did not hold the requests"
+    );
+    // Past the pause: the bucket answers again (a wedged bucket would hang here until the
+    // client's timeout), and what the abandoned requests spent never lets more through.
+    let patient = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let r = patient
+            .get(gw.url(CHEAP))
+            .header("x-api-key", "bob")
+            .send()
+            .await
+            .expect("the limiter answers after abandoned requests");
+        statuses.push(r.status().as_u16());
+    }
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    assert!(
+        ok <= 4,
+        "more than the budget's 4 remaining units were served: {statuses:?}"
+    );
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_for_counts_only_from_trusted_proxies() {
     // Untrusted peer: X-Forwarded-For is ignored, so every "client" shares the peer's budget.

@@ -85,6 +85,20 @@ async fn every_response_carries_a_request_id() {
         "abc-123",
         "the client's id is echoed, errors included"
     );
+    // An id that could forge fields in a text log line is replaced, not echoed.
+    let r = gw
+        .client
+        .get(gw.url("/healthz"))
+        .header("x-request-id", "abc status=500")
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["x-request-id"].to_str().unwrap();
+    assert_eq!(
+        id.len(),
+        36,
+        "a generated UUID instead of the forged id: {id}"
+    );
 }
 
 #[tokio::test]

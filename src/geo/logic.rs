@@ -1,11 +1,14 @@
 //! Redis's geo arithmetic, ported so the memory backend (and the gateway's own geohash strings)
 //! agree with Redis to the last bit: the 52-bit interleaved geohash a geo set stores as its score,
 //! the centre of its cell that GEOPOS reports, the 11-character string GEOHASH prints, and the
-//! haversine GEODIST/GEOSEARCH use (Redis `src/geohash.c`, `geohash_helper.c`, `geo.c`).
+//! haversine GEODIST/GEOSEARCH use (Redis `src/geohash.c`, `geohash_helper.c`, `geo.c`), and
+//! the search tests and ordering both backends apply to candidates.
 //!
 //! Hand-rolled rather than taken from a geohash crate: the crates encode over latitude
 //! [-90, 90], while Redis stores over [-85.05112878, 85.05112878] (Web Mercator's limit) and only
 //! re-encodes over [-90, 90] for GEOHASH; matching its rounding needs its exact operation order.
+
+use super::{Order, Point, Shape, Unit};
 
 /// Earth radius Redis uses for every distance, in metres.
 pub const EARTH_RADIUS_M: f64 = 6_372_797.560_856;
@@ -192,6 +195,102 @@ pub fn box_rects(lon: f64, lat: f64, width_m: f64, height_m: f64) -> Vec<Rect> {
     rects(lon, lat, half_lon, half_lat)
 }
 
+/// Most geohash cells [`cover`] uses for one rectangle.
+const COVER_CELLS: u64 = 16;
+
+/// Score ranges `[lo, hi)` of geohash cells that together hold every stored point inside
+/// `r`: the cells of the finest step at which `r` spans at most [`COVER_CELLS`] of them, so a
+/// store can read the candidates with a few range queries. Adjacent ranges are joined.
+pub fn cover(r: &Rect) -> Vec<(u64, u64)> {
+    let (lat_lo, lat_hi) = (r.lat_lo.max(LAT_MIN), r.lat_hi.min(LAT_MAX));
+    if lat_lo > lat_hi {
+        return Vec::new();
+    }
+    let mut step = STEP;
+    loop {
+        let cells = (1u64 << step) as f64;
+        let index = |v: f64, min: f64, max: f64| {
+            ((v - min) / (max - min) * cells)
+                .floor()
+                .clamp(0.0, cells - 1.0) as u32
+        };
+        let (x0, x1) = (
+            index(r.lon_lo, LON_MIN, LON_MAX),
+            index(r.lon_hi, LON_MIN, LON_MAX),
+        );
+        let (y0, y1) = (
+            index(lat_lo, LAT_MIN, LAT_MAX),
+            index(lat_hi, LAT_MIN, LAT_MAX),
+        );
+        if step == 0 || u64::from(x1 - x0 + 1) * u64::from(y1 - y0 + 1) <= COVER_CELLS {
+            let shift = 2 * (STEP - step);
+            let mut ranges: Vec<(u64, u64)> = (y0..=y1)
+                .flat_map(|y| (x0..=x1).map(move |x| spread(y) | (spread(x) << 1)))
+                .map(|h| (h << shift, (h + 1) << shift))
+                .collect();
+            // GEOADD at longitude exactly 180 (latitude exactly the maximum) stores an index
+            // one past the last cell: bit 53 (52) set. Only such points live at or above 2^52.
+            if f64::from(x1) == cells - 1.0 {
+                ranges.push((1 << 53, 1 << 54));
+            }
+            if f64::from(y1) == cells - 1.0 {
+                ranges.push((1 << 52, 1 << 53));
+            }
+            return join(&mut ranges);
+        }
+        step -= 1;
+    }
+}
+
+/// Sorts `ranges` and joins those that touch or overlap.
+pub fn join(ranges: &mut [(u64, u64)]) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for &(lo, hi) in ranges.iter() {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// Redis's own membership test for a search shape (the same products, `radius * conversion`,
+/// that it computes): the distance in metres of a point inside the shape, else `None`.
+pub fn within(center: Point, shape: Shape, unit: Unit) -> impl Fn(f64, f64) -> Option<f64> {
+    let (cx, cy) = (center.lon, center.lat);
+    let m = unit.meters();
+    move |x, y| match shape {
+        Shape::Radius(r) => Some(distance(cx, cy, x, y)).filter(|d| *d <= r * m),
+        Shape::Box { width, height } => in_box(width * m, height * m, cx, cy, x, y),
+    }
+}
+
+/// Candidate rectangles of a search shape around `center`.
+pub fn shape_rects(center: Point, shape: Shape, unit: Unit) -> Vec<Rect> {
+    let m = unit.meters();
+    match shape {
+        Shape::Radius(r) => circle_rects(center.lon, center.lat, r * m),
+        Shape::Box { width, height } => box_rects(center.lon, center.lat, width * m, height * m),
+    }
+}
+
+/// Keeps the first `count` of `hits` (distance first) in `order`, sorted. Only those need
+/// sorting: they are selected first, so a huge area costs a linear pass, not a full sort.
+pub fn first_by_distance<T>(hits: &mut Vec<(f64, T)>, order: Order, count: usize) {
+    let by_distance = |a: &(f64, T), b: &(f64, T)| match order {
+        Order::Asc => a.0.total_cmp(&b.0),
+        Order::Desc => b.0.total_cmp(&a.0),
+    };
+    if count == 0 {
+        hits.clear();
+    } else if hits.len() > count {
+        hits.select_nth_unstable_by(count - 1, by_distance);
+        hits.truncate(count);
+    }
+    hits.sort_by(by_distance);
+}
+
 /// Geohash precision (bits per axis) whose cells are at least `2 * radius_m` tall: the cell
 /// around the centre at this step is what the Redis backend counts to estimate density.
 pub fn density_step(radius_m: f64) -> u32 {
@@ -293,5 +392,59 @@ mod tests {
         let p2 = (p1.sin() * a.cos() + p1.cos() * a.sin() * bearing.cos()).asin();
         let l2 = l1 + (bearing.sin() * a.sin() * p1.cos()).atan2(a.cos() - p1.sin() * p2.sin());
         (l2.to_degrees(), p2.to_degrees())
+    }
+
+    /// Every stored point whose position lies in a rectangle has its score in one of the
+    /// rectangle's cover ranges, and the cover stays a handful of ranges.
+    #[test]
+    fn cover_holds_every_point_of_the_rectangle() {
+        let rects = [
+            Rect {
+                lon_lo: 2.0,
+                lon_hi: 2.7,
+                lat_lo: 48.6,
+                lat_hi: 49.1,
+            },
+            Rect {
+                lon_lo: -180.0,
+                lon_hi: 180.0,
+                lat_lo: -85.1,
+                lat_hi: 85.1,
+            },
+            Rect {
+                lon_lo: 179.99,
+                lon_hi: 180.0,
+                lat_lo: -0.01,
+                lat_hi: 0.01,
+            },
+            Rect {
+                lon_lo: -10.0,
+                lon_hi: 30.0,
+                lat_lo: 35.0,
+                lat_hi: 60.0,
+            },
+        ];
+        for r in rects {
+            let ranges = cover(&r);
+            assert!(
+                !ranges.is_empty() && ranges.len() <= COVER_CELLS as usize + 2,
+                "{r:?}"
+            );
+            for i in 0..2_000u32 {
+                let fx = f64::from(i % 50) / 49.0;
+                let fy = f64::from(i / 50) / 39.0;
+                let lon = r.lon_lo + (r.lon_hi - r.lon_lo) * fx;
+                let lat = (r.lat_lo + (r.lat_hi - r.lat_lo) * fy).clamp(LAT_MIN, LAT_MAX);
+                let score = encode(lon.clamp(LON_MIN, LON_MAX), lat);
+                let (x, y) = decode(score);
+                if x < r.lon_lo || x > r.lon_hi || y < r.lat_lo || y > r.lat_hi {
+                    continue;
+                }
+                assert!(
+                    ranges.iter().any(|(lo, hi)| (*lo..*hi).contains(&score)),
+                    "{lon},{lat} in {r:?}"
+                );
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The one middleware stack every request goes through, outermost first:
 //!
-//! 1. set `x-request-id` (a UUID unless the client sent one)
+//! 1. set `x-request-id` (a UUID unless the client sent a plain one: letters, digits, `-_.:`,
+//!    at most 128 bytes)
 //! 2. `TraceLayer`: one span per request carrying the request id and the matched route
 //! 3. propagate `x-request-id` onto the response
 //! 4. count the request, its latency and requests in flight per route template (Prometheus),
@@ -25,6 +26,7 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::Router;
+use tower::util::MapRequestLayer;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
@@ -50,6 +52,7 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     };
     router.layer(
         ServiceBuilder::new()
+            .layer(MapRequestLayer::new(plain_request_id))
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
             .layer(TraceLayer::new_for_http().make_span_with(request_span))
             .layer(PropagateRequestIdLayer::x_request_id())
@@ -61,6 +64,23 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
             .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
+}
+
+/// Keeps a client's own `x-request-id` only when it is a plain token (letters, digits and
+/// `-_.:`, at most 128 bytes), else drops it so a UUID is generated. The id goes unquoted into the text access line and into every log line of the
+/// request, where a value with spaces could forge fields (`abc status=200`).
+fn plain_request_id(mut req: Request) -> Request {
+    let plain = |v: &HeaderValue| {
+        let b = v.as_bytes();
+        !b.is_empty()
+            && b.len() <= 128
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(c))
+    };
+    if req.headers().get("x-request-id").is_some_and(|v| !plain(v)) {
+        req.headers_mut().remove("x-request-id");
+    }
+    req
 }
 
 /// Routes that wait server-side on purpose, with the longest wait their body may ask for

@@ -1,6 +1,8 @@
 //! What every request leaves behind: counts, latency and in-flight requests per route template
 //! (never per raw path or raw method: bounded label sets), and the access log line.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -12,10 +14,9 @@ use super::ratelimit::LimiterNote;
 
 /// `access_log`: whether to write the per-request INFO line (`GATEWAY_ACCESS_LOG`).
 pub async fn record(State(access_log): State<bool>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    // A clone of the matched path is a reference count, not a copy of the string.
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
     let method = method_label(req.method());
     let request_id = access_log.then(|| {
         req.headers()
@@ -52,10 +53,77 @@ pub async fn record(State(access_log): State<bool>, req: Request, next: Next) ->
             "request"
         );
     }
-    metrics::histogram!("gateway_http_request_duration_seconds", "route" => route.clone(), "method" => method)
-        .record(elapsed.as_secs_f64());
-    metrics::counter!("gateway_http_requests_total", "route" => route, "method" => method, "status" => status.to_string()).increment(1);
+    let handles = RouteMetrics::of(route, method);
+    handles.duration.record(elapsed.as_secs_f64());
+    handles.requests(status).increment(1);
     response
+}
+
+/// The metric handles of one route template and method, resolved once. Through the `metrics!`
+/// macros every request built and hashed a labelled key and allocated its label strings;
+/// a handle records straight into its series (issue 19). Bounded like the labels: route
+/// templates × standard methods × status codes.
+struct RouteMetrics {
+    route: Arc<str>,
+    method: &'static str,
+    duration: metrics::Histogram,
+    by_status: RwLock<HashMap<u16, metrics::Counter>>,
+}
+
+type ByMethod = HashMap<&'static str, HashMap<Arc<str>, Arc<RouteMetrics>>>;
+
+impl RouteMetrics {
+    fn of(route: &str, method: &'static str) -> Arc<Self> {
+        static ALL: LazyLock<RwLock<ByMethod>> = LazyLock::new(RwLock::default);
+        if let Some(found) = ALL
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(method)
+            .and_then(|routes| routes.get(route))
+        {
+            return found.clone();
+        }
+        let route: Arc<str> = route.into();
+        let made = Arc::new(Self {
+            duration: metrics::histogram!("gateway_http_request_duration_seconds", "route" => route.to_string(), "method" => method),
+            route: route.clone(),
+            method,
+            by_status: RwLock::default(),
+        });
+        ALL.write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(method)
+            .or_default()
+            .entry(route)
+            .or_insert(made)
+            .clone()
+    }
+
+    fn requests(&self, status: u16) -> metrics::Counter {
+        if let Some(counter) = self
+            .by_status
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&status)
+        {
+            return counter.clone();
+        }
+        self.by_status
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(status)
+            .or_insert_with(|| {
+                metrics::counter!("gateway_http_requests_total", "route" => self.route.to_string(), "method" => self.method, "status" => status.to_string())
+            })
+            .clone()
+    }
+}
+
+/// `gateway_http_requests_in_flight`, resolved once (see [`RouteMetrics`]).
+fn in_flight() -> &'static metrics::Gauge {
+    static GAUGE: LazyLock<metrics::Gauge> =
+        LazyLock::new(|| metrics::gauge!("gateway_http_requests_in_flight"));
+    &GAUGE
 }
 
 /// Counts a request in `gateway_http_requests_in_flight` until dropped, which also happens
@@ -64,14 +132,14 @@ struct InFlight;
 
 impl InFlight {
     fn enter() -> Self {
-        metrics::gauge!("gateway_http_requests_in_flight").increment(1.0);
+        in_flight().increment(1.0);
         Self
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics::gauge!("gateway_http_requests_in_flight").decrement(1.0);
+        in_flight().decrement(1.0);
     }
 }
 

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT};
+use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT, SLIDING_MAX_QUANTITY};
 use super::{Bucket, RateLimitStore};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
@@ -37,7 +37,7 @@ enum Algorithm {
     #[default]
     Gcra,
     /// The exact sliding log: at most `count_per_period` units in any `period`-second window
-    /// (`count_per_period` ≤ 10,000; no `max_burst`).
+    /// (`count_per_period` ≤ 10,000, `quantity` ≤ 1,000; no `max_burst`).
     SlidingWindow,
     /// A counter per window of `period` seconds aligned to the store's clock (no `max_burst`).
     FixedWindow,
@@ -65,8 +65,9 @@ struct RateLimitCheck {
     /// The period in seconds, 1–31,536,000.
     #[schema(minimum = 1, maximum = 31_536_000, example = 60)]
     period: u64,
-    /// Units to spend, 0–1,000,000 (default 1). 0 peeks without spending; more than the limit
-    /// is valid and always denied.
+    /// Units to spend, 0–1,000,000 (sliding window: 0–1,000, so one check stays a short
+    /// call; default 1). 0 peeks without spending; more than the limit is valid and always
+    /// denied.
     #[serde(default = "one")]
     #[schema(minimum = 0, maximum = 1_000_000, default = 1, example = 1)]
     quantity: u64,
@@ -134,13 +135,13 @@ async fn check(
         Algorithm::SlidingWindow => Some(WindowKind::Sliding),
         Algorithm::FixedWindow => Some(WindowKind::Fixed),
     };
-    let max_count = match kind {
-        Some(WindowKind::Sliding) => SLIDING_MAX_COUNT,
-        _ => MAX_COUNT,
+    let (max_count, max_quantity) = match kind {
+        Some(WindowKind::Sliding) => (SLIDING_MAX_COUNT, SLIDING_MAX_QUANTITY),
+        _ => (MAX_COUNT, MAX_COUNT),
     };
     in_range("count_per_period", body.count_per_period, 1, max_count)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
-    in_range("quantity", body.quantity, 0, MAX_COUNT)?;
+    in_range("quantity", body.quantity, 0, max_quantity)?;
     let Some(kind) = kind else {
         let max_burst = body
             .max_burst

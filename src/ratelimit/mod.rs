@@ -55,6 +55,22 @@ pub(crate) trait RateLimitStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<logic::WindowSeen>, StoreError>;
 
+    /// Several steps on one bucket, in order, as one atomic call at one instant: decides
+    /// exactly what the steps taken one by one at that instant would. The default takes them
+    /// one by one (a backend in this process gains nothing from batching).
+    async fn ratelimit_throttle_many(
+        &self,
+        bucket: &Bucket,
+        gcra: &logic::Gcra,
+        quantities: &[u64],
+    ) -> Result<Vec<logic::Decision>, StoreError> {
+        let mut out = Vec::with_capacity(quantities.len());
+        for &quantity in quantities {
+            out.push(self.ratelimit_throttle(bucket, gcra, quantity).await?);
+        }
+        Ok(out)
+    }
+
     /// [`Self::ratelimit_throttle_once`] without an idempotency key.
     async fn ratelimit_throttle(
         &self,

@@ -151,6 +151,14 @@ impl RateLimitStore for Store {
     ) -> Result<Once<Decision>, StoreError> {
         dispatch!(self, "ratelimit.throttle", s => s.ratelimit_throttle_once(bucket, gcra, quantity, idem).await)
     }
+    async fn ratelimit_throttle_many(
+        &self,
+        bucket: &Bucket,
+        gcra: &Gcra,
+        quantities: &[u64],
+    ) -> Result<Vec<Decision>, StoreError> {
+        dispatch!(self, "ratelimit.throttle_many", s => s.ratelimit_throttle_many(bucket, gcra, quantities).await)
+    }
     async fn ratelimit_window_once(
         &self,
         key: &Name,

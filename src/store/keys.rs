@@ -15,13 +15,14 @@ pub const COHORT_CHUNK_BITS: u32 = 20;
 /// Builds every key under one configured prefix.
 #[derive(Debug, Clone)]
 pub struct Keys {
-    prefix: String,
+    /// Shared, not owned: the store (and these with it) is cloned into every request.
+    prefix: std::sync::Arc<str>,
 }
 
 impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
-            prefix: prefix.to_owned(),
+            prefix: prefix.into(),
         }
     }
 
@@ -49,6 +50,11 @@ impl Keys {
     /// Layer `i` (from 0) of a Lua-engine dedup filter: a plain bitmap.
     pub fn dedup_layer(&self, filter: &Name, i: usize) -> String {
         format!("{}bf:{{{filter}}}:{i}", self.prefix)
+    }
+
+    /// Piece `n` of a dedup layer too big for one key (`dedup_add.lua`), same hash tag.
+    pub fn dedup_layer_piece(&self, filter: &Name, i: usize, n: u64) -> String {
+        format!("{}bf:{{{filter}}}:{i}:{n}", self.prefix)
     }
 
     /// The RedisBloom filter behind a native-engine dedup filter.

@@ -27,6 +27,16 @@ pub struct ReadyInfo {
     pub backend: &'static str,
     pub redis_version: Option<String>,
     pub bloom_engine: &'static str,
+    /// Cluster masters that do not serve now (the others still do).
+    pub degraded: Vec<DownNode>,
+}
+
+/// A Cluster master that does not serve: its `host:port` and the slot ranges it owns
+/// (inclusive). Requests for keys in those slots answer 503 until a replica takes over.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct DownNode {
+    pub node: String,
+    pub slots: Vec<[u16; 2]>,
 }
 
 /// The backend the gateway runs on, a cheap-clone handle.

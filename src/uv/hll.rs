@@ -52,6 +52,31 @@ impl Hll {
         }
     }
 
+    /// A counter from its registers, one byte each (values above `Q + 1` are clamped), as a
+    /// backend decoded them from its own storage format.
+    pub fn from_registers(mut regs: Box<[u8; REGISTERS]>) -> Self {
+        for r in regs.iter_mut() {
+            *r = (*r).min(Q as u8 + 1);
+        }
+        Self {
+            registers: Registers::Dense(regs),
+        }
+    }
+
+    /// Its registers, one byte each.
+    pub fn registers(&self) -> Box<[u8; REGISTERS]> {
+        match &self.registers {
+            Registers::Dense(regs) => regs.clone(),
+            Registers::Sparse(map) => {
+                let mut regs = Box::new([0u8; REGISTERS]);
+                for (&i, &v) in map {
+                    regs[usize::from(i)] = v;
+                }
+                regs
+            }
+        }
+    }
+
     /// Adds one element; true when a register changed (what `PFADD` reports as 1).
     pub fn add(&mut self, element: &[u8]) -> bool {
         let (index, value) = register_of(element);

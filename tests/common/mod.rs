@@ -182,6 +182,27 @@ impl Drop for RedisProcess {
     }
 }
 
+/// Joins `nodes` into one Cluster with `replicas` replicas per master (`redis-cli --cluster
+/// create`).
+fn create_cluster(nodes: &[RedisProcess], replicas: u32) {
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addrs)
+        .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+        .output()
+        .expect("run redis-cli --cluster create");
+    assert!(
+        out.status.success(),
+        "cluster create failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// A 3-master Redis Cluster.
 #[derive(Debug)]
 pub struct RedisCluster {
@@ -205,22 +226,7 @@ impl RedisCluster {
                 )
             })
             .collect();
-        let addrs: Vec<String> = nodes
-            .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
-            .collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .expect("run redis-cli --cluster create");
-        assert!(
-            out.status.success(),
-            "cluster create failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        create_cluster(&nodes, 0);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ok = nodes.iter().all(|n| {
@@ -489,4 +495,153 @@ pub fn write_clients(path: &std::path::Path, clients: &[TestClient<'_>]) {
         text += "\n";
     }
     std::fs::write(path, text).expect("write the clients file");
+}
+
+/// A Redis Cluster of 3 masters and 3 replicas with a short `cluster-node-timeout`, started
+/// per test on its own ports, for failover tests (a killed or hung master is promoted over).
+#[derive(Debug)]
+pub struct FailoverCluster {
+    pub nodes: Vec<RedisProcess>,
+}
+
+impl FailoverCluster {
+    pub fn start(node_timeout_ms: u64, full_coverage: bool) -> Self {
+        let timeout = node_timeout_ms.to_string();
+        let coverage = if full_coverage { "yes" } else { "no" };
+        let nodes: Vec<RedisProcess> = (0..6)
+            .map(|_| {
+                RedisProcess::start(
+                    &[
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        &timeout,
+                        "--cluster-require-full-coverage",
+                        coverage,
+                        "--cluster-replica-validity-factor",
+                        "0",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                    ],
+                    true,
+                )
+            })
+            .collect();
+        create_cluster(&nodes, 1);
+        let c = Self { nodes };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = c.nodes.iter().all(|n| {
+                n.cli(&["cluster", "info"])
+                    .is_some_and(|i| i.contains("cluster_state:ok"))
+            }) && c.masters().len() == 3
+                && c.nodes.iter().all(|n| {
+                    n.cli(&["cluster", "nodes"])
+                        .is_some_and(|t| t.matches("slave").count() == 3)
+                })
+                && c.nodes
+                    .iter()
+                    .filter_map(|n| n.cli(&["info", "replication"]))
+                    .filter(|i| i.contains("master_link_status:up"))
+                    .count()
+                    == 3;
+            if ok {
+                break;
+            }
+            assert!(Instant::now() < deadline, "cluster did not become ok");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        c
+    }
+
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self.nodes[1..]
+            .iter()
+            .map(|n| format!("node=127.0.0.1:{}", n.port))
+            .collect();
+        format!(
+            "redis-cluster://127.0.0.1:{}?{}",
+            self.nodes[0].port,
+            seeds.join("&")
+        )
+    }
+
+    /// The masters serving slots, as seen by the first node that answers: (port, slot ranges).
+    pub fn masters(&self) -> Vec<(u16, Vec<(u16, u16)>)> {
+        let Some(text) = self
+            .nodes
+            .iter()
+            .find_map(|n| n.cli_timed(&["cluster", "nodes"]))
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 9 || !f[2].contains("master") || f[2].contains("fail") {
+                continue;
+            }
+            let port: u16 = f[1]
+                .split(['@', ':'])
+                .nth(1)
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let ranges = f[8..]
+                .iter()
+                .filter(|r| !r.starts_with('['))
+                .map(|r| match r.split_once('-') {
+                    Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+                    None => (r.parse().unwrap(), r.parse().unwrap()),
+                })
+                .collect();
+            out.push((port, ranges));
+        }
+        out
+    }
+
+    /// The port of the master owning `slot` now (`None` while no live master serves it).
+    pub fn owner(&self, slot: u16) -> Option<u16> {
+        self.masters()
+            .into_iter()
+            .find(|(_, r)| r.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+            .map(|(p, _)| p)
+    }
+
+    /// The hash slot of a key (or hash tag).
+    pub fn keyslot(&self, key: &str) -> u16 {
+        self.nodes
+            .iter()
+            .find_map(|n| n.cli_timed(&["cluster", "keyslot", key]))
+            .and_then(|t| t.trim().parse().ok())
+            .expect("CLUSTER KEYSLOT")
+    }
+
+    /// The node on `port`.
+    pub fn node(&self, port: u16) -> &RedisProcess {
+        self.nodes.iter().find(|n| n.port == port).expect("node")
+    }
+}
+
+impl RedisProcess {
+    /// `cli`, given up after 2 s (a hung server, `SIGSTOP`ped, would block `redis-cli`).
+    pub fn cli_timed(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("timeout")
+            .args(["2", "redis-cli", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !text.starts_with("Could not connect")).then_some(text)
+    }
+
+    /// The server's process id (for `kill -9`, `-STOP`, `-CONT`).
+    pub fn pid(&self) -> String {
+        self.cli(&["INFO", "server"])
+            .and_then(|i| {
+                i.lines()
+                    .find_map(|l| l.strip_prefix("process_id:"))
+                    .map(|p| p.trim().to_owned())
+            })
+            .expect("INFO server")
+    }
 }

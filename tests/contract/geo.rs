@@ -738,14 +738,15 @@ fn calls(redis: &crate::common::RedisProcess, command: &str) -> u64 {
 
 /// The dense-layer shortcut is really taken: one density count and one small search when the
 /// estimate holds enough points (circle or box), widening when it does not, the plain query
-/// for `desc`.
+/// for `desc`. On a layer of more than 5,000 places no GEOSEARCH runs at all: the gateway
+/// counts the covering cells and reads a few pages of them (README "Redis time per request").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_dense_search_takes_the_shortcut() {
     let redis = crate::common::RedisProcess::start(&[], false);
     let mut s = settings(Backend::Redis);
     s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
     let gw = Gateway::with_settings(s).await;
-    load(&gw, "bj", &beijing(5, 20_000)).await;
+    load(&gw, "bj", &beijing(5, 5_000)).await;
     let run = |url: &'static str| {
         let gw = &gw;
         let redis = &redis;
@@ -764,13 +765,19 @@ async fn redis_dense_search_takes_the_shortcut() {
     assert_eq!(zcount, 1);
     assert!(searches > 1, "{searches} searches");
     // A box: one circle, filtered by the box test.
-    let boxed = run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&shape=box&width=6&height=4").await;
+    let boxed = run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&shape=box&width=12&height=8").await;
     assert_eq!(boxed, (1, 1));
     // Farthest first has no shortcut.
     assert_eq!(
         run("/v1/geo/bj/nearby?lon=116.4&lat=39.9&radius=5&count=20&order=desc").await,
         (0, 1)
     );
+    // Past 5,000 places: counted cells and one read of each, never a GEOSEARCH.
+    load(&gw, "bj2", &beijing(6, 20_000)).await;
+    let (_, searches) = run("/v1/geo/bj2/nearby?lon=116.4&lat=39.9&radius=5&count=20").await;
+    assert_eq!(searches, 0);
+    let reads = calls(&redis, "zrangebyscore");
+    assert!((1..=16).contains(&reads), "{reads} cell reads");
 }
 
 /// A layer holds at most `GATEWAY_GEO_MAX_PLACES` places: a write that would add past it is

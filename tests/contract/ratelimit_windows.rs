@@ -257,6 +257,8 @@ async fn window_parameters_are_checked(backend: Backend) {
         json!({"algorithm": "sliding_window", "key": key, "max_burst": 1, "count_per_period": 1, "period": 1}),
         json!({"algorithm": "fixed_window", "key": key, "max_burst": 5, "count_per_period": 1, "period": 1}),
         json!({"algorithm": "sliding_window", "key": key, "count_per_period": 10_001, "period": 1}),
+        // One sliding check adds at most 1,000 members (README "Redis time per request").
+        json!({"algorithm": "sliding_window", "key": key, "count_per_period": 10_000, "period": 1, "quantity": 1_001}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 0, "period": 1}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1, "period": 0}),
         json!({"algorithm": "gcra", "key": key, "count_per_period": 1, "period": 1}),
@@ -271,6 +273,7 @@ async fn window_parameters_are_checked(backend: Backend) {
     }
     let ok = [
         json!({"algorithm": "sliding_window", "key": key, "max_burst": 0, "count_per_period": 10_000, "period": 31_536_000, "quantity": 0}),
+        json!({"algorithm": "sliding_window", "key": fresh_key("max"), "count_per_period": 10_000, "period": 1, "quantity": 1_000}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1_000_000, "period": 31_536_000, "quantity": 1_000_000}),
     ];
     for b in ok {

@@ -10,18 +10,20 @@
 //! (the configured API client, the peer address, the `X-Forwarded-For` walk) is [`client`]'s
 //! business.
 
+mod batch;
 mod client;
 #[cfg(test)]
 mod outcomes;
 
 pub use client::ClientKey;
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -37,7 +39,6 @@ use crate::clients::Caller;
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
 use crate::ratelimit::logic::{Decision, Gcra};
-use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
 use crate::store::Store;
 
@@ -76,6 +77,9 @@ struct Limiter {
     /// Unix second of the last fail-open warning: with the store down every request fails
     /// open, and one line a second says so without flooding the log (the metric counts all).
     warned_at: Arc<AtomicU64>,
+    /// Groups a busy client's concurrent store calls ([`batch`]).
+    batcher: Arc<batch::Batcher>,
+    decisions: Arc<Decisions>,
 }
 
 impl GlobalRateLimitLayer {
@@ -95,6 +99,8 @@ impl GlobalRateLimitLayer {
                 clients: ClientKey::default(),
                 policy: header,
                 warned_at: Arc::default(),
+                batcher: Arc::default(),
+                decisions: Arc::default(),
             }),
         }
     }
@@ -171,10 +177,7 @@ impl Limiter {
             .map(|ConnectInfo(addr)| addr.ip());
         let caller = req.extensions().get::<Caller>().and_then(|c| c.0.clone());
         let client = self.clients.client(caller.as_deref(), req.headers(), peer);
-        let label = caller
-            .as_ref()
-            .map_or(ANONYMOUS, |c| c.id.as_str())
-            .to_owned();
+        let label = caller.as_ref().map_or(ANONYMOUS, |c| c.id.as_str());
         // A client with a budget of its own: its GCRA and policy, else the global ones.
         let own = caller.as_ref().and_then(|c| c.limits).map(|l| {
             let gcra = Gcra::new(l.burst, l.count, l.period);
@@ -223,7 +226,7 @@ impl Limiter {
         ) {
             Charge::Units(n) => n,
             Charge::TooCostly { cost, limit } => {
-                count("too_costly", label);
+                self.decisions.count("too_costly", label);
                 return Ok(ApiError::PayloadTooLarge(format!(
                     "this request costs {cost} rate-limit units, more than the burst of {limit} \
                      this client may spend at once; send a smaller request"
@@ -231,37 +234,37 @@ impl Limiter {
                 .into_response());
             }
         };
-        let bucket = Bucket::Client(client);
-        let (mut response, outcome) =
-            match self.store.ratelimit_throttle(&bucket, gcra, quantity).await {
-                Ok(decision) if decision.allowed => {
-                    let mut response = pass(inner, req).await?;
-                    set_headers(&decision, policy, response.headers_mut());
-                    (response, "allowed")
+        let throttled = self
+            .batcher
+            .throttle(&self.store, &client, gcra, quantity)
+            .await;
+        let (mut response, outcome) = match throttled {
+            Ok(decision) if decision.allowed => {
+                let mut response = pass(inner, req).await?;
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "allowed")
+            }
+            Ok(decision) if self.shadow => {
+                shadow_refusal(label);
+                let mut response = pass(inner, req).await?;
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "would_limit")
+            }
+            Ok(decision) => {
+                let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
+                let mut response = ApiError::RateLimited {
+                    retry_after: u64::try_from(retry_after).unwrap_or(1),
                 }
-                Ok(decision) if self.shadow => {
-                    shadow_refusal(&label);
-                    let mut response = pass(inner, req).await?;
-                    set_headers(&decision, policy, response.headers_mut());
-                    (response, "would_limit")
-                }
-                Ok(decision) => {
-                    let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
-                    let mut response = ApiError::RateLimited {
-                        retry_after: u64::try_from(retry_after).unwrap_or(1),
-                    }
-                    .into_response();
-                    set_headers(&decision, policy, response.headers_mut());
-                    (response, "limited")
-                }
-                Err(e) => self.store_failed(e, inner, req).await?,
-            };
-        count(outcome, label);
-        if let Bucket::Client(client) = bucket {
-            response
-                .extensions_mut()
-                .insert(LimiterNote { client, outcome });
-        }
+                .into_response();
+                set_headers(&decision, policy, response.headers_mut());
+                (response, "limited")
+            }
+            Err(e) => self.store_failed(e, inner, req).await?,
+        };
+        self.decisions.count(outcome, label);
+        response
+            .extensions_mut()
+            .insert(LimiterNote { client, outcome });
         Ok(response)
     }
 
@@ -333,9 +336,36 @@ fn shadow_refusal(client: &str) {
         .increment(1);
 }
 
-fn count(outcome: &'static str, client: String) {
-    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome, "client" => client)
-        .increment(1);
+/// `gateway_limiter_decisions_total` handles, resolved once per (outcome, client label) —
+/// through the macro every request built a labelled key and allocated its strings (issue
+/// 19). Per limiter rather than process-wide, so each resolves under the recorder in force
+/// where it is used (tests install their own).
+#[derive(Debug, Default)]
+struct Decisions(RwLock<HashMap<&'static str, HashMap<String, metrics::Counter>>>);
+
+impl Decisions {
+    fn count(&self, outcome: &'static str, client: &str) {
+        let found = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(outcome)
+            .and_then(|clients| clients.get(client))
+            .cloned();
+        let counter = found.unwrap_or_else(|| {
+            self.0
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(outcome)
+                .or_default()
+                .entry(client.to_owned())
+                .or_insert_with(|| {
+                    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome, "client" => client.to_owned())
+                })
+                .clone()
+        });
+        counter.increment(1);
+    }
 }
 
 #[cfg(test)]

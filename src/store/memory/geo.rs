@@ -10,7 +10,7 @@ use rstar::{RTree, AABB};
 use super::{lock, MemoryStore};
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Order, Place, Point, Search, Shape, Unit,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Place, Point, Search, Shape, Unit,
     UnknownCentre,
 };
 use crate::store::error::StoreError;
@@ -50,19 +50,9 @@ impl Layer {
     }
 
     fn search(&self, center: Point, shape: Shape, unit: Unit) -> Vec<(f64, &Entry)> {
-        let (cx, cy) = (center.lon, center.lat);
-        let m = unit.meters();
-        let rects = match shape {
-            Shape::Radius(r) => logic::circle_rects(cx, cy, r * m),
-            Shape::Box { width, height } => logic::box_rects(cx, cy, width * m, height * m),
-        };
-        // Redis's own tests, with the same products (`radius * conversion`) it computes.
-        let test = |x: f64, y: f64| match shape {
-            Shape::Radius(r) => Some(logic::distance(cx, cy, x, y)).filter(|d| *d <= r * m),
-            Shape::Box { width, height } => logic::in_box(width * m, height * m, cx, cy, x, y),
-        };
+        let test = logic::within(center, shape, unit);
         let mut hits = Vec::new();
-        for r in rects {
+        for r in logic::shape_rects(center, shape, unit) {
             let aabb = AABB::from_corners([r.lon_lo, r.lat_lo], [r.lon_hi, r.lat_hi]);
             for e in self.tree.locate_in_envelope(aabb) {
                 let [x, y] = *e.geom();
@@ -165,20 +155,7 @@ impl GeoStore for MemoryStore {
             }));
         };
         let mut hits = l.search(center, search.shape, search.unit);
-        let by_distance = |a: &(f64, &Entry), b: &(f64, &Entry)| match search.order {
-            Order::Asc => a.0.total_cmp(&b.0),
-            Order::Desc => b.0.total_cmp(&a.0),
-        };
-        // Only the first `count` need sorting: select them first, so a huge area costs a
-        // linear pass rather than a full sort under the lock.
-        let count = search.count as usize;
-        if count == 0 {
-            hits.clear();
-        } else if hits.len() > count {
-            hits.select_nth_unstable_by(count - 1, by_distance);
-            hits.truncate(count);
-        }
-        hits.sort_by(by_distance);
+        logic::first_by_distance(&mut hits, search.order, search.count as usize);
         let hits = hits
             .into_iter()
             .map(|(d, e)| Hit {

@@ -65,6 +65,7 @@ impl MemoryStore {
             backend: "memory",
             redis_version: None,
             bloom_engine: "memory",
+            degraded: Vec::new(),
         })
     }
 }

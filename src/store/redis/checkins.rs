@@ -101,10 +101,9 @@ impl CheckinStore for RedisStore {
         args.extend(window.iter().map(|m| i64::from(m.days())));
         let reply: Vec<i64> = if self.cluster {
             // The cohort chunk lives in another slot: its own script, sent concurrently.
-            let user_call =
-                CHECKIN_SET.evalsha_with_reload::<Vec<i64>, _, _>(self.pool.next(), keys, args);
-            let cohort_call = COHORT_SET.evalsha_with_reload::<i64, _, _>(
-                self.pool.next(),
+            let user_call = self.pool.eval::<Vec<i64>, _, _>(&CHECKIN_SET, keys, args);
+            let cohort_call = self.pool.eval::<i64, _, _>(
+                &COHORT_SET,
                 vec![self.keys.cohort_chunk(chunk, day)],
                 vec![i64::from(offset), expiry.day_at, COHORT_SPARSE_MAX],
             );
@@ -112,6 +111,8 @@ impl CheckinStore for RedisStore {
             if existed == 0 || !self.inner.chunks_known.contains(chunk) {
                 let _: i64 = self
                     .pool
+                    .at(&self.keys.cohort_registry())
+                    .map_err(map_err)?
                     .sadd(self.keys.cohort_registry(), i64::from(chunk))
                     .await
                     .map_err(map_err)?;
@@ -122,8 +123,8 @@ impl CheckinStore for RedisStore {
             // One slot for everything on a single Redis: the whole check-in is one call.
             keys.push(self.keys.cohort_chunk(chunk, day));
             keys.push(self.keys.cohort_registry());
-            CHECKIN_SET
-                .evalsha_with_reload(self.pool.next(), keys, args)
+            self.pool
+                .eval(&CHECKIN_SET, keys, args)
                 .await
                 .map_err(map_err)?
         };
@@ -161,6 +162,8 @@ impl CheckinStore for RedisStore {
     async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
         let chunks: Vec<i64> = self
             .pool
+            .at(&self.keys.cohort_registry())
+            .map_err(map_err)?
             .smembers(self.keys.cohort_registry())
             .await
             .map_err(map_err)?;
@@ -189,8 +192,8 @@ impl RedisStore {
         let gets = days.iter().map(|d| {
             let key = self.keys.cohort_chunk(chunk, *d);
             async move {
-                COHORT_GET
-                    .evalsha_with_reload::<Vec<Value>, _, _>(self.pool.next(), key, ())
+                self.pool
+                    .eval::<Vec<Value>, _, _>(&COHORT_GET, key, ())
                     .await
             }
         });

@@ -10,6 +10,12 @@
 //! process remembers the parameters of filters it has used. A script that finds others stored
 //! (the filter expired and was reserved anew, or another gateway reserved it) says so, and the
 //! call is retried once with what it reported.
+//!
+//! No call holds Redis for long (README "Redis time per request"): a batch goes
+//! [`items_per_call`] items per script (fewer for tighter error rates), and a layer bigger than [`LAYER_PIECE_BYTES`] is kept
+//! as piece keys `bf:{filter}:<i>:<n>`, built one per call by `dedup_grow.lua` before a script
+//! may use it (the add script stops and says which layer it needs). The RedisBloom engine's `BF.RESERVE` allocates a filter in one call,
+//! which the module does itself.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, OnceLock};
@@ -24,17 +30,35 @@ use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
 use crate::types::Name;
 
-/// Items per Lua-engine call. Each item costs a few GETBITs per layer plus the position
-/// arithmetic in Lua (~50 µs at a dozen layers), so a 1,000-item batch in one call held Redis
-/// for 50-80 ms (`tests/abuse_budget.rs` found it in the slow log); 32 items keep a call near
-/// 2 ms at the deepest layout, and the calls run in order, so flags keep their meaning.
-const ITEMS_PER_CALL: usize = 32;
+/// Bits one Lua-engine call may set or probe for its items, roughly: a new item sets `hashes`
+/// bits in the newest layer (up to ~55 at the tightest error rate) after probing each layer.
+/// A 1,000-item batch in one call held Redis 50-80 ms, 32 items at the tightest rate ~4 ms;
+/// sizing the call by the filter's hashes keeps it near 1-2 ms (`tests/redis_time.rs`). The
+/// calls run in order, so flags keep their meaning.
+const BITS_PER_CALL: usize = 512;
+
+/// Items per Lua-engine call for filters with these parameters (see [`BITS_PER_CALL`]).
+fn items_per_call(params: Params) -> usize {
+    let hashes = params
+        .layout()
+        .iter()
+        .map(|l| l.hashes as usize)
+        .max()
+        .unwrap_or(1);
+    (BITS_PER_CALL / hashes.max(1)).clamp(4, 32)
+}
+
+/// Most bytes of a layer one call allocates: a layer of tens of MiB in one SETBIT held Redis
+/// ~30 ms, and growing one string in steps reallocates (copies) it, so a bigger layer is kept
+/// as piece keys of this size, each built by one call of ~1 ms (`dedup_grow.lua`).
+const LAYER_PIECE_BYTES: u64 = 2 << 20;
 
 static ADD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("dedup_add.lua")));
 static CHECK: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("dedup_check.lua")));
 static RESERVE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("dedup_reserve.lua")));
+static GROW: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("dedup_grow.lua")));
 
 /// Filters whose parameters are remembered before the memory is dropped and rebuilt.
 const KNOWN_FILTERS: usize = 10_000;
@@ -178,7 +202,7 @@ impl RedisStore {
         (keys, spec)
     }
 
-    /// Lua-engine script calls for the batch, [`ITEMS_PER_CALL`] items each, in order:
+    /// Lua-engine script calls for the batch, [`items_per_call`] items each, in order:
     /// `dedup_add.lua` when `may_create` is given (whether an absent filter may be created),
     /// else `dedup_check.lua`. A step other than flags (absent, other parameters, full) ends
     /// the batch there.
@@ -190,19 +214,71 @@ impl RedisStore {
         items: &[String],
         policy: Policy,
     ) -> Result<Step<Added>, StoreError> {
+        let per_call = items_per_call(params);
         let mut flags = Vec::with_capacity(items.len());
-        for chunk in items.chunks(ITEMS_PER_CALL) {
+        while flags.len() < items.len() {
+            let chunk = &items[flags.len()..items.len().min(flags.len() + per_call)];
             match self
                 .lua_call_once(filter, params, may_create, chunk, policy)
                 .await?
             {
                 LayersReply::Flags(f) => flags.extend(f),
+                LayersReply::Grow(layer, f) => {
+                    flags.extend(f);
+                    self.grow_layer(filter, params, layer, policy).await?;
+                }
                 LayersReply::Absent => return Ok(Step::Absent),
                 LayersReply::Stored(p, e) => return Ok(Step::Stored(p, e)),
                 LayersReply::Full => return Ok(Step::Done(Added::Full)),
             }
         }
         Ok(Step::Done(Added::Flags(flags)))
+    }
+
+    /// Builds layer `layer`: its one key when it fits a piece, else its piece keys
+    /// (`<layer key>:<n>`, see `dedup_add.lua`), one call each and in order, since the scripts
+    /// take the last piece at its full size to mean that all are built.
+    async fn grow_layer(
+        &self,
+        filter: &Name,
+        params: Params,
+        layer: usize,
+        policy: Policy,
+    ) -> Result<(), StoreError> {
+        for (key, bytes) in self.layer_parts(filter, params, layer) {
+            let _: u64 = self
+                .pool
+                .eval(
+                    &GROW,
+                    vec![key.as_str()],
+                    vec![
+                        bytes as i64,
+                        LAYER_PIECE_BYTES as i64,
+                        policy.retention_secs as i64,
+                    ],
+                )
+                .await
+                .map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    /// The keys layer `layer` is stored in, with their full sizes in bytes.
+    fn layer_parts(&self, filter: &Name, params: Params, layer: usize) -> Vec<(String, u64)> {
+        let bits = params.layer(layer as u32).bits;
+        let piece_bits = LAYER_PIECE_BYTES * 8;
+        if bits <= piece_bits {
+            return vec![(self.keys.dedup_layer(filter, layer), bits.div_ceil(8))];
+        }
+        (0..bits.div_ceil(piece_bits))
+            .map(|n| {
+                let in_piece = (bits - n * piece_bits).min(piece_bits);
+                (
+                    self.keys.dedup_layer_piece(filter, layer, n),
+                    in_piece.div_ceil(8),
+                )
+            })
+            .collect()
     }
 
     async fn lua_call_once(
@@ -222,6 +298,9 @@ impl RedisStore {
             args.push(Value::from(i64::from(create)));
         }
         args.push(Value::from(policy.retention_secs as i64));
+        let mut spec = spec.into_iter();
+        args.extend(spec.next());
+        args.push(Value::from(LAYER_PIECE_BYTES as i64));
         args.extend(spec);
         for item in items {
             let h = ItemHash::of(item);
@@ -235,10 +314,7 @@ impl RedisStore {
             }
         }
         let script = if may_create.is_some() { &ADD } else { &CHECK };
-        let reply: Vec<Value> = script
-            .evalsha_with_reload(self.pool.next(), keys, args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.eval(script, keys, args).await.map_err(map_err)?;
         LayersReply::parse(&reply)
     }
 
@@ -254,9 +330,17 @@ impl RedisStore {
     ) -> Result<MetaReply, StoreError> {
         // Both engines' data keys, so the TTLs stay in step whichever engine the stored
         // filter turns out to use.
+        let layers = params.layout().len();
         let mut keys = vec![self.keys.dedup_meta(filter)];
-        keys.extend(self.layer_keys(filter, params.layout().len()));
+        keys.extend(self.layer_keys(filter, layers));
         keys.push(self.keys.dedup_native(filter));
+        // Piece keys of big layers too, so their TTLs move with the rest.
+        for layer in 0..layers {
+            let parts = self.layer_parts(filter, params, layer);
+            if parts.len() > 1 {
+                keys.extend(parts.into_iter().map(|(key, _)| key));
+            }
+        }
         let first_bits = match engine {
             Engine::Lua => params.layer(0).bits,
             _ => 0,
@@ -268,9 +352,11 @@ impl RedisStore {
             Value::from(policy.retention_secs as i64),
             Value::from(first_bits as i64),
             Value::from(i64::from(may_create)),
+            Value::from(LAYER_PIECE_BYTES as i64),
         ];
-        let reply: Vec<Value> = RESERVE
-            .evalsha_with_reload(self.pool.next(), keys, args)
+        let reply: Vec<Value> = self
+            .pool
+            .eval(&RESERVE, keys, args)
             .await
             .map_err(map_err)?;
         MetaReply::parse(&reply)
@@ -325,6 +411,9 @@ enum LayersReply {
     Stored(Params, Engine),
     /// Status 3: the batch could outgrow the layout; nothing was written.
     Full,
+    /// Status 4: stopped before the first item needing layer `.0`, which is not built yet;
+    /// the flags of the items before it.
+    Grow(usize, Vec<bool>),
 }
 
 impl LayersReply {
@@ -334,6 +423,14 @@ impl LayersReply {
             Some(1) => Self::Absent,
             Some(2) => stored(reply).map(|(p, e)| Self::Stored(p, e))?,
             Some(3) => Self::Full,
+            Some(4) => Self::Grow(
+                reply
+                    .get(1)
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| StoreError::Internal(format!("bad grow reply {reply:?}")))?
+                    as usize,
+                reply[2..].iter().map(|v| v.as_i64() == Some(1)).collect(),
+            ),
             _ => {
                 return Err(StoreError::Internal(format!(
                     "unexpected dedup script reply {reply:?}"
@@ -390,6 +487,8 @@ impl DedupStore for RedisStore {
             MetaReply::Created(..) => {
                 if engine == Engine::RedisBloom {
                     self.native_reserve(filter, params, policy).await?;
+                } else {
+                    self.grow_layer(filter, params, 0, policy).await?;
                 }
                 Ok(Reserved::Created)
             }
@@ -457,6 +556,8 @@ impl DedupStore for RedisStore {
         let meta = self.keys.dedup_meta(filter);
         let fields: Vec<Option<String>> = self
             .pool
+            .at(&meta)
+            .map_err(map_err)?
             .hmget(
                 &meta,
                 vec!["capacity", "error_rate", "engine", "layers", "items"],

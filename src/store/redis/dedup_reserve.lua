@@ -7,6 +7,9 @@
 -- ARGV[3]      engine for a new filter: 'lua' or 'redisbloom'
 -- ARGV[4]      idle retention in seconds: every existing key's TTL is reset to it
 -- ARGV[5]      bits of the first layer (lua), 0 for redisbloom (BF.RESERVE allocates it)
+--              A first layer over ARGV[7] bytes is left for the gateway to build piece by
+--              piece (dedup_grow.lua); smaller ones are allocated here.
+-- ARGV[7]      most bytes one call allocates
 -- ARGV[6]      1 when an absent filter may be created, else 0
 -- Returns      {status, capacity, error_rate, engine} as stored, status 0 created,
 --              1 existed with the same parameters, 2 existed with others, 3 absent (ARGV[6] = 0)
@@ -18,7 +21,10 @@ if not stored[1] then
   if ARGV[3] == 'lua' then
     redis.call('HSET', meta, 'capacity', ARGV[1], 'error_rate', ARGV[2], 'engine', 'lua',
       'layers', 1, 'items', 0, 'last', 0)
-    redis.call('SETBIT', KEYS[2], tonumber(ARGV[5]) - 1, 0)
+    local bytes = math.ceil(tonumber(ARGV[5]) / 8)
+    if bytes <= tonumber(ARGV[7]) then
+      redis.call('SETRANGE', KEYS[2], bytes - 1, '\0')
+    end
   else
     redis.call('HSET', meta, 'capacity', ARGV[1], 'error_rate', ARGV[2], 'engine', ARGV[3])
   end

@@ -11,6 +11,11 @@
 -- the same floating-point operations). Farthest-first searches have no such shortcut and run
 -- the plain query.
 --
+-- A layer of more than ARGV[13] places is left to the gateway (it answers {2, centre score}):
+-- there one GEOSEARCH could read the whole layer (~30 ms at 100,000), and the density estimate
+-- cannot bound what a circle reads when places cluster, so the gateway counts candidates
+-- exactly and pages over them (geo.rs, geo_count.lua, geo_scan.lua).
+--
 -- KEYS[1]  the layer's geo set
 -- ARGV[1]  'point' or 'member'
 -- ARGV[2]  centre longitude (point) | centre member (member)
@@ -24,8 +29,10 @@
 -- ARGV[10] 'ASC' or 'DESC'
 -- ARGV[11] count
 -- ARGV[12] geohash step (bits per axis) of the density cell, chosen for the area's size
--- Returns {0} when the centre member does not exist, else {1, centre score ('' for a point),
--- hits}, hits being GEOSEARCH's reply: {{member, distance (string, 4 decimals), score}, ...}.
+-- ARGV[13] most places a layer may hold for a search here
+-- Returns {0} when the centre member does not exist, {2, centre score ('' for a point)} when
+-- the layer is bigger than ARGV[13], else {1, centre score, hits}, hits being GEOSEARCH's
+-- reply: {{member, distance (string, 4 decimals), score}, ...}.
 
 local key = KEYS[1]
 local count = tonumber(ARGV[11])
@@ -47,6 +54,10 @@ else
   from = {'FROMLONLAT', ARGV[2], ARGV[3]}
 end
 local centre = ARGV[1] == 'member' and score or ''
+local size = redis.call('ZCARD', key)
+if size > tonumber(ARGV[13]) then
+  return {2, centre}
+end
 
 local function search(shape, limit, extra)
   local args = {'GEOSEARCH', key}
@@ -87,7 +98,7 @@ local function distance(lon1, lat1, lon2, lat2)
   return 2.0 * EARTH * math.asin(math.sqrt(a))
 end
 
-if ARGV[10] == 'ASC' and redis.call('ZCARD', key) > count then
+if ARGV[10] == 'ASC' and size > count then
   local step = tonumber(ARGV[12])
   local span = 2 ^ (52 - 2 * step)
   local low = math.floor(tonumber(score) / span) * span

@@ -28,6 +28,8 @@ impl RedisStore {
     pub(crate) async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
         let _: i64 = self
             .pool
+            .at(&self.keys.voucher_registry())
+            .map_err(map_err)?
             .sadd(self.keys.voucher_registry(), voucher.as_str())
             .await
             .map_err(map_err)?;
@@ -38,6 +40,8 @@ impl RedisStore {
     pub(crate) async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
         let ids: Vec<String> = self
             .pool
+            .at(&self.keys.voucher_registry())
+            .map_err(map_err)?
             .smembers(self.keys.voucher_registry())
             .await
             .map_err(map_err)?;
@@ -56,9 +60,10 @@ impl RedisStore {
         claim_idle_ms: u64,
         count: usize,
     ) -> Result<Vec<Taken>, StoreError> {
-        let reply: Vec<Value> = TAKE
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &TAKE,
                 vec![
                     self.keys.voucher_orders(voucher),
                     self.keys.voucher_ledger_attempts(voucher),
@@ -82,9 +87,10 @@ impl RedisStore {
         }
         let mut args = vec![GROUP.to_owned()];
         args.extend(ids.iter().map(Seq::to_string));
-        let _: i64 = ACK
-            .evalsha_with_reload(
-                self.pool.next(),
+        let _: i64 = self
+            .pool
+            .eval(
+                &ACK,
                 vec![
                     self.keys.voucher_orders(voucher),
                     self.keys.voucher_ledger_attempts(voucher),
@@ -115,9 +121,10 @@ impl RedisStore {
             max_attempts.to_string(),
         ];
         args.extend(ids.iter().map(Seq::to_string));
-        let n: i64 = REFUSE
-            .evalsha_with_reload(
-                self.pool.next(),
+        let n: i64 = self
+            .pool
+            .eval(
+                &REFUSE,
                 vec![
                     self.keys.voucher_orders(voucher),
                     self.keys.voucher_dead_letters(voucher),
@@ -140,6 +147,8 @@ impl RedisStore {
         let start = after.map_or_else(|| "-".to_owned(), |s| format!("({s}"));
         let reply: Vec<Value> = self
             .pool
+            .at(&self.keys.voucher_dead_letters(voucher))
+            .map_err(map_err)?
             .xrange(
                 self.keys.voucher_dead_letters(voucher),
                 start,
@@ -163,6 +172,8 @@ impl RedisStore {
         }
         let _: i64 = self
             .pool
+            .at(&self.keys.voucher_dead_letters(voucher))
+            .map_err(map_err)?
             .xdel(
                 self.keys.voucher_dead_letters(voucher),
                 ids.iter().map(Seq::to_string).collect::<Vec<_>>(),
@@ -175,9 +186,10 @@ impl RedisStore {
     /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
     /// long-gone consumers).
     pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
-        let reply: Vec<i64> = BACKLOG
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<i64> = self
+            .pool
+            .eval(
+                &BACKLOG,
                 vec![
                     self.keys.voucher_orders(voucher),
                     self.keys.voucher_dead_letters(voucher),

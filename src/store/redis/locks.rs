@@ -169,9 +169,10 @@ impl LockStore for RedisStore {
         owner: &Name,
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
-        let reply: Vec<Value> = ACQUIRE
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &ACQUIRE,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
                     owner.to_string(),
@@ -201,9 +202,10 @@ impl LockStore for RedisStore {
         token: u64,
         ttl_ms: u64,
     ) -> Result<Option<Lock>, StoreError> {
-        let reply: Vec<Value> = RENEW
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &RENEW,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
                     owner.to_string(),
@@ -230,9 +232,10 @@ impl LockStore for RedisStore {
         owner: &Name,
         token: u64,
     ) -> Result<bool, StoreError> {
-        let released: i64 = RELEASE
-            .evalsha_with_reload(
-                self.pool.next(),
+        let released: i64 = self
+            .pool
+            .eval(
+                &RELEASE,
                 vec![self.keys.lock(name)],
                 vec![
                     owner.to_string(),
@@ -246,12 +249,9 @@ impl LockStore for RedisStore {
     }
 
     async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
-        let reply: Vec<Value> = INSPECT
-            .evalsha_with_reload(
-                self.pool.next(),
-                vec![self.keys.lock(name)],
-                Vec::<String>::new(),
-            )
+        let reply: Vec<Value> = self
+            .pool
+            .eval(&INSPECT, vec![self.keys.lock(name)], Vec::<String>::new())
             .await
             .map_err(map_err)?;
         let Some(value) = text(reply.first()) else {

@@ -6,10 +6,12 @@ mod checkins;
 mod dedup;
 mod dedup_native;
 mod geo;
+mod hyll;
 mod ledger;
 mod locks;
 mod queues;
 mod ratelimit;
+mod route;
 mod seckill;
 mod uv;
 
@@ -17,17 +19,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fred::prelude::*;
-use fred::types::InfoKind;
 
 use super::error::StoreError;
 use super::keys::Keys;
 use super::ReadyInfo;
 use crate::config::Settings;
 
-/// Cheap-clone handle to the Redis pool.
+/// Cheap-clone handle to the Redis clients.
 #[derive(Debug, Clone)]
 pub struct RedisStore {
-    pool: Pool,
+    /// Standalone: one pool; Cluster: one client per master (see `route.rs`).
+    pool: route::Route,
     keys: Keys,
     cluster: bool,
     inner: Arc<Inner>,
@@ -57,8 +59,10 @@ impl RedisStore {
         let cluster = config.server.is_clustered();
         let subscriber_config = config.clone();
         let timeout = settings.store_timeout;
-        let pool = Builder::from_config(config)
-            .with_performance_config(|perf| {
+        let policy = ReconnectPolicy::new_exponential(0, 50, 2_000, 2);
+        let builder = move |config: Config| {
+            let mut b = Builder::from_config(config);
+            b.with_performance_config(|perf| {
                 perf.default_command_timeout = timeout;
             })
             .with_connection_config(|conn| {
@@ -74,19 +78,35 @@ impl RedisStore {
                     ..Default::default()
                 };
             })
-            .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
-            .build_pool(settings.redis_pool_size)
-            .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
-        pool.connect();
-        match tokio::time::timeout(timeout.max(Duration::from_secs(2)), pool.wait_for_connect())
-            .await
-        {
-            Ok(Ok(())) => tracing::info!(cluster, "connected to Redis"),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background")
+            .set_policy(policy.clone());
+            b
+        };
+        let wait = timeout.max(Duration::from_secs(2));
+        let pool = if cluster {
+            // One client per master, routed by the gateway's own slot table: fred's clustered
+            // client stalls every command while any one node is unreachable (issue 21).
+            let make: route::MakeClient = Arc::new(move |config: Config| builder(config).build());
+            let c = route::Route::cluster(config, make, timeout);
+            if c.start(wait).await {
+                tracing::info!(cluster, "connected to Redis");
+            } else {
+                tracing::warn!("Redis is not reachable yet; retrying in the background");
             }
-            Err(_) => tracing::warn!("Redis is not reachable yet; retrying in the background"),
-        }
+            route::Route::Cluster(c)
+        } else {
+            let pool = builder(config)
+                .build_pool(settings.redis_pool_size)
+                .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+            pool.connect();
+            match tokio::time::timeout(wait, pool.wait_for_connect()).await {
+                Ok(Ok(())) => tracing::info!(cluster, "connected to Redis"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background")
+                }
+                Err(_) => tracing::warn!("Redis is not reachable yet; retrying in the background"),
+            }
+            route::Route::Single(pool)
+        };
         let store = Self {
             pool,
             keys: Keys::new(&settings.key_prefix),
@@ -112,11 +132,7 @@ impl RedisStore {
     }
 
     pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
-        let info: String = self
-            .pool
-            .info(Some(InfoKind::Server))
-            .await
-            .map_err(map_err)?;
+        let info: String = self.pool.info().await.map_err(map_err)?;
         let redis_version = info
             .lines()
             .find_map(|l| l.strip_prefix("redis_version:"))
@@ -125,6 +141,15 @@ impl RedisStore {
             backend: self.backend(),
             redis_version,
             bloom_engine: self.bloom_engine().await?.as_str(),
+            degraded: self
+                .pool
+                .degraded()
+                .into_iter()
+                .map(|(node, ranges)| super::DownNode {
+                    node,
+                    slots: ranges.into_iter().map(|(a, b)| [a, b]).collect(),
+                })
+                .collect(),
         })
     }
 }

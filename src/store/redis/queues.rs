@@ -81,9 +81,10 @@ impl QueueStore for RedisStore {
             Due::In(ms) => (ms.to_string(), String::new()),
             Due::At(at) => (String::new(), at.to_string()),
         };
-        let reply: Vec<Value> = ENQUEUE
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &ENQUEUE,
                 keys,
                 vec![
                     job.id.to_string(),
@@ -133,9 +134,10 @@ impl QueueStore for RedisStore {
         max: u32,
         visibility_ms: u64,
     ) -> Result<Claim, StoreError> {
-        let reply: Vec<Value> = CLAIM
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &CLAIM,
                 self.keys.queue(queue).to_vec(),
                 vec![
                     max.to_string(),
@@ -175,9 +177,10 @@ impl QueueStore for RedisStore {
     }
 
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
-        let reply: String = ACK
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: String = self
+            .pool
+            .eval(
+                &ACK,
                 self.keys.queue(queue).to_vec(),
                 vec![id.to_string(), receipt.to_owned(), IDLE_MS.to_string()],
             )
@@ -191,9 +194,10 @@ impl QueueStore for RedisStore {
     }
 
     async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
-        let reply: String = CANCEL
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: String = self
+            .pool
+            .eval(
+                &CANCEL,
                 self.keys.queue(queue).to_vec(),
                 vec![id.to_string(), IDLE_MS.to_string()],
             )
@@ -208,8 +212,9 @@ impl QueueStore for RedisStore {
     }
 
     async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
-        let reply: Vec<i64> = STATS
-            .evalsha_with_reload(self.pool.next(), self.keys.queue(queue).to_vec(), ())
+        let reply: Vec<i64> = self
+            .pool
+            .eval(&STATS, self.keys.queue(queue).to_vec(), ())
             .await
             .map_err(map_err)?;
         let n = |i: usize| reply.get(i).and_then(|v| u64::try_from(*v).ok());
@@ -227,9 +232,10 @@ impl QueueStore for RedisStore {
         after: Option<u64>,
         limit: usize,
     ) -> Result<Vec<DeadJob>, StoreError> {
-        let reply: Value = DEAD
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Value = self
+            .pool
+            .eval(
+                &DEAD,
                 self.keys.queue(queue).to_vec(),
                 vec![
                     after.unwrap_or(0).to_string(),

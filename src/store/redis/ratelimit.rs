@@ -16,6 +16,9 @@ use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 static GCRA: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));
 
+static GCRA_MANY: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra_many.lua")));
+
 static SLIDING: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_sliding.lua")));
 static FIXED: LazyLock<Script> =
@@ -68,9 +71,10 @@ impl RateLimitStore for RedisStore {
             .collect();
         args.push(idem.map_or_else(String::new, |i| i.fingerprint.clone()));
         args.push(IDEMPOTENCY_SECS.to_string());
-        let reply: Vec<Value> = GCRA
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &GCRA,
                 vec![
                     self.keys.ratelimit(bucket),
                     self.keys
@@ -100,6 +104,38 @@ impl RateLimitStore for RedisStore {
         })
     }
 
+    async fn ratelimit_throttle_many(
+        &self,
+        bucket: &Bucket,
+        gcra: &Gcra,
+        quantities: &[u64],
+    ) -> Result<Vec<Decision>, StoreError> {
+        let mut args: Vec<String> = split(gcra.tolerance).into();
+        for &quantity in quantities {
+            args.extend(split(gcra.increment(quantity)));
+        }
+        let reply: Vec<Value> = self
+            .pool
+            .eval(&GCRA_MANY, vec![self.keys.ratelimit(bucket)], args)
+            .await
+            .map_err(map_err)?;
+        if reply.len() != quantities.len() + 1 {
+            return Err(StoreError::Internal(format!(
+                "ratelimit_gcra_many.lua returned {} values for {} steps",
+                reply.len(),
+                quantities.len()
+            )));
+        }
+        let now = micros(reply.first())?.ok_or_else(|| {
+            StoreError::Internal("ratelimit_gcra_many.lua returned no clock".to_owned())
+        })?;
+        quantities
+            .iter()
+            .zip(&reply[1..])
+            .map(|(&quantity, seen)| Ok(logic::decide(gcra, quantity, now, micros(Some(seen))?)))
+            .collect()
+    }
+
     async fn ratelimit_window_once(
         &self,
         key: &Name,
@@ -124,8 +160,9 @@ impl RateLimitStore for RedisStore {
             idem.map_or_else(String::new, |i| i.fingerprint.clone()),
             IDEMPOTENCY_SECS.to_string(),
         ];
-        let reply: Vec<Value> = script
-            .evalsha_with_reload(self.pool.next(), vec![log, record], args)
+        let reply: Vec<Value> = self
+            .pool
+            .eval(script, vec![log, record], args)
             .await
             .map_err(map_err)?;
         let flag = text(reply.last()).unwrap_or_default();

@@ -77,9 +77,10 @@ impl SeckillStore for RedisStore {
         // Registered first (it lives in another slot): the registry may name a voucher that
         // was refused, never miss one that exists.
         self.register_voucher(voucher).await?;
-        let reply: Vec<Value> = PUT
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &PUT,
                 vec![self.keys.voucher(voucher)],
                 vec![
                     spec.stock.to_string(),
@@ -114,9 +115,10 @@ impl SeckillStore for RedisStore {
         cap: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Restock>, StoreError> {
-        let reply: Vec<Value> = RESTOCK
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &RESTOCK,
                 vec![
                     self.keys.voucher(voucher),
                     self.keys
@@ -139,8 +141,9 @@ impl SeckillStore for RedisStore {
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
-        let reply: Vec<Value> = GET
-            .evalsha_with_reload(self.pool.next(), vec![self.keys.voucher(voucher)], ())
+        let reply: Vec<Value> = self
+            .pool
+            .eval(&GET, vec![self.keys.voucher(voucher)], ())
             .await
             .map_err(map_err)?;
         match tag(&reply).as_str() {
@@ -162,9 +165,10 @@ impl SeckillStore for RedisStore {
             self.keys
                 .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
         );
-        let reply: Vec<Value> = BUY
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &BUY,
                 keys,
                 vec![
                     user.to_string(),
@@ -206,9 +210,10 @@ impl SeckillStore for RedisStore {
             // Nothing can come after the largest id (the HTTP layer refuses such a cursor).
             Some(None) => return Ok(Some(Vec::new())),
         };
-        let reply: Vec<Value> = ORDERS
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &ORDERS,
                 vec![
                     self.keys.voucher(voucher),
                     self.keys.voucher_orders(voucher),
@@ -237,9 +242,10 @@ impl SeckillStore for RedisStore {
         voucher: &Name,
         user: UserId,
     ) -> Result<Option<Vec<Seq>>, StoreError> {
-        let reply: Vec<Value> = USER_ORDERS
-            .evalsha_with_reload(
-                self.pool.next(),
+        let reply: Vec<Value> = self
+            .pool
+            .eval(
+                &USER_ORDERS,
                 vec![
                     self.keys.voucher(voucher),
                     self.keys.voucher_user_orders(voucher),

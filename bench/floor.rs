@@ -1,0 +1,126 @@
+//! The benchmark's floor: what a bare axum + fred handler costs per request, with the same
+//! crate versions as the gateway and nothing else — one pool, no middleware, no validation
+//! beyond JSON parsing, one store call per request. `./scripts/bench` runs it beside the
+//! gateway on the same private Redis, on the same paths, so one wrk scenario drives both and
+//! the table can say how far the gateway is above the floor.
+//!
+//! `FLOOR_LISTEN` (address), `REDIS_URL`, `FLOOR_POOL_SIZE` (default: the gateway's default
+//! pool size, 2), `FLOOR_GCRA_SHA` (SHA of bench/lua/gcra.lua, loaded by the harness).
+
+use std::net::SocketAddr;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use fred::prelude::*;
+use fred::types::{ClusterHash, CustomCommand};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Clone)]
+struct Floor {
+    pool: Pool,
+    gcra_sha: String,
+}
+
+#[derive(Deserialize)]
+struct Visit {
+    visitor: String,
+}
+
+#[derive(Deserialize)]
+struct Check {
+    key: String,
+    max_burst: u64,
+    count_per_period: u64,
+    period: u64,
+    #[serde(default = "one")]
+    quantity: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+type Reply = Result<Json<Value>, StatusCode>;
+
+fn unavailable(_: Error) -> StatusCode {
+    StatusCode::SERVICE_UNAVAILABLE
+}
+
+async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn uv_add(State(f): State<Floor>, Path(page): Path<String>, Json(v): Json<Visit>) -> Reply {
+    let changed: bool = f
+        .pool
+        .pfadd(format!("floor:uv:{page}"), v.visitor)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({"page": page, "changed": changed})))
+}
+
+async fn checkin(State(f): State<Floor>, Path(user): Path<u64>) -> Reply {
+    let setbit = CustomCommand::new_static("SETBIT", ClusterHash::FirstKey, false);
+    let before: u8 = f
+        .pool
+        .custom(
+            setbit,
+            vec![format!("floor:ck:{user}"), "5".into(), "1".into()],
+        )
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(
+        json!({"user_id": user, "already_checked_in": before == 1}),
+    ))
+}
+
+async fn ratelimit(State(f): State<Floor>, Json(c): Json<Check>) -> Reply {
+    let reply: Vec<i64> = f
+        .pool
+        .evalsha(
+            &f.gcra_sha,
+            vec![format!("floor:rl:{}", c.key)],
+            vec![c.max_burst, c.count_per_period, c.period, c.quantity],
+        )
+        .await
+        .map_err(unavailable)?;
+    let [allowed, limit, remaining, retry, reset] = reply[..] else {
+        return Err(StatusCode::INTERNAL_SERVER_ERROR);
+    };
+    Ok(Json(json!({
+        "allowed": allowed == 1, "limit": limit, "remaining": remaining,
+        "retry_after_ms": retry / 1000, "reset_after_ms": reset / 1000,
+    })))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let listen: SocketAddr = std::env::var("FLOOR_LISTEN")?.parse()?;
+    let url = std::env::var("REDIS_URL")?;
+    let size = std::env::var("FLOOR_POOL_SIZE").map_or(Ok(2), |s| s.parse())?;
+    let pool = Builder::from_config(Config::from_url(&url)?)
+        .with_connection_config(|conn| {
+            conn.tcp = TcpConfig {
+                nodelay: Some(true),
+                ..Default::default()
+            };
+        })
+        .build_pool(size)?;
+    pool.init().await?;
+    let floor = Floor {
+        pool,
+        gcra_sha: std::env::var("FLOOR_GCRA_SHA").unwrap_or_default(),
+    };
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/uv/{page}", post(uv_add))
+        .route("/v1/checkins/{user}", post(checkin))
+        .route("/v1/ratelimit/check", post(ratelimit))
+        .with_state(floor);
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    axum::serve(listener, app).await?;
+    Ok(())
+}

@@ -1,0 +1,313 @@
+//! Issue 21: one failing Redis master stops only its own slots, and fast. A real Cluster of 3
+//! masters + 3 replicas per test; 12 kept-alive clients mix purchases, rate-limit checks and UV
+//! adds over 24 names spread across every master while one master is killed (`SIGKILL`) or
+//! hung (`SIGSTOP`).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Backend, FailoverCluster, Gateway};
+use redis_gateway::config::StoreChoice;
+use serde_json::json;
+
+const NAMES: usize = 24;
+const WORKERS: usize = 12;
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    name: usize,
+    op: u8,
+    start: Instant,
+    latency: Duration,
+    status: u16,
+    /// A 503 without `Retry-After`.
+    bare_503: bool,
+}
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i]
+}
+
+fn signal(sig: &str, pid: &str) {
+    assert!(std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Runs the mixed load, kills (`SIGKILL`) or hangs (`SIGSTOP`) the master owning name 0, and
+/// checks the issue's acceptance criteria; a hang is undone (`SIGCONT`) once a replica is
+/// promoted.
+async fn failover_under_load(hang: bool, full_coverage: bool) {
+    let cluster = Arc::new(FailoverCluster::start(1000, full_coverage));
+    let mut s = common::settings(Backend::Memory);
+    s.store = StoreChoice::Redis(cluster.url());
+    let gw = Arc::new(Gateway::with_settings(s).await);
+    let names: Vec<String> = (0..NAMES).map(|i| format!("fo{i}")).collect();
+    let slots: Vec<u16> = names.iter().map(|n| cluster.keyslot(n)).collect();
+    let owners: Vec<u16> = slots.iter().map(|s| cluster.owner(*s).unwrap()).collect();
+    let victim = owners[0];
+    let doomed: Vec<bool> = owners.iter().map(|o| *o == victim).collect();
+    assert!(doomed.iter().filter(|d| !**d).count() >= 8, "{owners:?}");
+    let at = |m: i64| (chrono::Utc::now() + chrono::Duration::minutes(m)).to_rfc3339();
+    for n in &names {
+        let (status, body) = gw
+            .admin_put(
+                &format!("/v1/seckill/vouchers/{n}"),
+                json!({"stock": 1_000_000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+    let users = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..WORKERS {
+        let (gw, stop, samples, users, names) = (
+            gw.clone(),
+            stop.clone(),
+            samples.clone(),
+            users.clone(),
+            names.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut k = w;
+            while !stop.load(Ordering::Relaxed) {
+                let name = k % NAMES;
+                let op = ((k / NAMES) % 3) as u8;
+                k += WORKERS + 1;
+                let n = &names[name];
+                let req = match op {
+                    0 => gw
+                        .client
+                        .post(gw.url(&format!("/v1/seckill/vouchers/{n}/orders")))
+                        .json(&json!({"user_id": users.fetch_add(1, Ordering::Relaxed) + 1})),
+                    1 => gw.client.post(gw.url("/v1/ratelimit/check")).json(
+                        &json!({"key": n, "max_burst": 1_000_000, "count_per_period": 1_000_000, "period": 1}),
+                    ),
+                    _ => gw
+                        .client
+                        .post(gw.url(&format!("/v1/uv/{n}")))
+                        .json(&json!({"visitor": format!("v{k}")})),
+                };
+                let start = Instant::now();
+                let (status, bare_503) = match req.send().await {
+                    Ok(r) => {
+                        let s = r.status().as_u16();
+                        let bare = s == 503 && r.headers().get("retry-after").is_none();
+                        let _ = r.bytes().await;
+                        (s, bare)
+                    }
+                    Err(_) => (0, false),
+                };
+                samples.lock().unwrap().push(Sample {
+                    name,
+                    op,
+                    start,
+                    latency: start.elapsed(),
+                    status,
+                    bare_503,
+                });
+            }
+        }));
+    }
+    // Readiness as a load balancer sees it.
+    let ready = Arc::new(Mutex::new(Vec::<(Instant, u16, serde_json::Value)>::new()));
+    let ready_task = {
+        let (gw, stop, ready) = (gw.clone(), stop.clone(), ready.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let at = Instant::now();
+                if let Ok(r) = gw.client.get(gw.url("/readyz")).send().await {
+                    let status = r.status().as_u16();
+                    let body: serde_json::Value = r.json().await.unwrap_or_default();
+                    ready.lock().unwrap().push((at, status, body));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let pid = cluster.node(victim).pid();
+    let fault = Instant::now();
+    signal(if hang { "-STOP" } else { "-KILL" }, &pid);
+    // Wait for a replica to take the victim's slots over.
+    let promoted = loop {
+        let c = cluster.clone();
+        let slot = slots[0];
+        let owner = tokio::task::spawn_blocking(move || c.owner(slot))
+            .await
+            .unwrap();
+        if owner.is_some_and(|o| o != victim) {
+            break Instant::now();
+        }
+        assert!(
+            fault.elapsed() < Duration::from_secs(30),
+            "no promotion: {:?} {:?}",
+            cluster.masters(),
+            cluster
+                .nodes
+                .iter()
+                .find_map(|n| n.cli_timed(&["cluster", "nodes"]))
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    if hang {
+        signal("-CONT", &pid);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    ready_task.await.unwrap();
+
+    let samples = samples.lock().unwrap().clone();
+    let during: Vec<&Sample> = samples.iter().filter(|s| s.start >= fault).collect();
+    let healthy: Vec<&&Sample> = during.iter().filter(|s| !doomed[s.name]).collect();
+    let ok = healthy
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .count();
+    let healthy_p99 = percentile(healthy.iter().map(|s| s.latency).collect(), 0.99);
+    let dead_503: Vec<Duration> = during
+        .iter()
+        .filter(|s| doomed[s.name] && s.start < promoted && s.status == 503)
+        .map(|s| s.latency)
+        .collect();
+    let dead_median = percentile(dead_503.clone(), 0.5);
+    let recovered = during
+        .iter()
+        .filter(|s| doomed[s.name] && s.start >= promoted && (200..300).contains(&s.status))
+        .map(|s| s.start + s.latency)
+        .min()
+        .map(|t| t.saturating_duration_since(promoted));
+    let ready = ready.lock().unwrap().clone();
+    let not_ready = ready
+        .iter()
+        .filter(|(at, s, _)| *at >= fault && *s != 200)
+        .count();
+    eprintln!(
+        "failover (hang={hang}, full coverage={full_coverage}): promotion {:?} after the fault; healthy {ok}/{} ok, p99 {healthy_p99:?}; \
+         failed master's 503s before promotion: {} median {dead_median:?}; recovered {recovered:?} after promotion; \
+         readyz non-200 {not_ready}/{}",
+        promoted - fault,
+        healthy.len(),
+        dead_503.len(),
+        ready.iter().filter(|(at, _, _)| *at >= fault).count(),
+    );
+
+    // Nothing sold is doubled: each voucher's `sold` is at most its acknowledged purchases
+    // plus those whose outcome was unknown (503). Nothing is lost either, but for one window
+    // Redis itself leaves open: it replicates asynchronously, so a purchase the failed master
+    // acknowledged in its last moments may not have reached the replica that replaces it
+    // (README "Redis Cluster"; seen once in a SIGSTOP run, 74 sold of 75 acknowledged).
+    // Only purchases acknowledged within `LAG` before the fault may be missing.
+    const LAG: Duration = Duration::from_millis(250);
+    for (i, n) in names.iter().enumerate() {
+        let acked = samples
+            .iter()
+            .filter(|s| s.name == i && s.op == 0 && s.status == 201)
+            .count() as u64;
+        let at_risk = samples
+            .iter()
+            .filter(|s| {
+                s.name == i
+                    && s.op == 0
+                    && s.status == 201
+                    && s.start <= fault
+                    && s.start + s.latency + LAG >= fault
+            })
+            .count() as u64;
+        let unknown = samples
+            .iter()
+            .filter(|s| s.name == i && s.op == 0 && (s.status == 503 || s.status == 0))
+            .count() as u64;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let sold = loop {
+            let (status, v) = gw.get(&format!("/v1/seckill/vouchers/{n}")).await;
+            if let Some(sold) = v["sold"].as_u64() {
+                break sold;
+            }
+            assert!(Instant::now() < deadline, "{n}: {status} {v}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(
+            (acked - at_risk..=acked + unknown).contains(&sold),
+            "{n}: sold {sold}, acknowledged {acked} ({at_risk} within {LAG:?} before the fault), \
+             unknown {unknown}"
+        );
+    }
+    assert!(
+        samples.iter().all(|s| !s.bare_503),
+        "every 503 says when to retry (Retry-After)"
+    );
+    // With full coverage required, Redis itself refuses every key (`CLUSTERDOWN`) from the FAIL
+    // flag to the promotion: those requests cannot succeed, they must only be refused fast.
+    assert!(
+        full_coverage || ok as f64 >= 0.99 * healthy.len() as f64,
+        "healthy masters' requests: {ok}/{} succeeded",
+        healthy.len()
+    );
+    assert!(
+        healthy_p99 <= Duration::from_millis(if full_coverage { 250 } else { 100 }),
+        "healthy masters' p99 {healthy_p99:?}"
+    );
+    assert!(
+        dead_median <= Duration::from_millis(100),
+        "the failed master's 503s wait {dead_median:?} (median)"
+    );
+    let recovered = recovered.expect("the failed master's keys serve again");
+    assert!(
+        recovered <= Duration::from_millis(1000),
+        "recovered {recovered:?} after promotion"
+    );
+    if !full_coverage {
+        assert_eq!(not_ready, 0, "/readyz left 200 during a partial outage");
+        // While the victim is down, readiness names it and its slots.
+        let victim_addr = format!("127.0.0.1:{victim}");
+        assert!(
+            ready.iter().any(|(at, _, body)| *at >= fault
+                && *at < promoted
+                && body["degraded"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().any(|n| n["node"] == victim_addr.as_str()
+                        && n["slots"].as_array().is_some_and(|r| !r.is_empty())))),
+            "/readyz never named the failed master in `degraded`"
+        );
+        let last = &ready.last().unwrap().2;
+        assert!(
+            last.get("degraded").is_none(),
+            "still degraded after recovery: {last}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_stops_only_its_own_slots() {
+    failover_under_load(false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_master_stops_only_its_own_slots() {
+    failover_under_load(true, false).await;
+}
+
+/// Redis's default, `cluster-require-full-coverage yes`: every node answers `CLUSTERDOWN` from
+/// the FAIL flag to the promotion, and those refusals must be fast 503s too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_with_full_coverage_required_refuses_fast() {
+    failover_under_load(false, true).await;
+}
