@@ -8,11 +8,12 @@
 
 pub mod postgres;
 
+use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use redis_gateway::config::{Settings, StoreChoice};
@@ -42,17 +43,31 @@ fn require_redis() {
     );
 }
 
+/// A port for a test server, never handed out twice in this process, and below the kernel's
+/// ephemeral range (and its Cluster bus port, +10,000, too): a server stopped and restarted on
+/// its port must not find it taken meanwhile by an ephemeral `bind(0)` — another test's
+/// gateway listener — or by another test's server, which is what `bind(0)` ports allowed.
 fn free_port(also_bus: bool) -> u16 {
-    loop {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = l.local_addr().unwrap().port();
-        if !also_bus {
-            return port;
-        }
-        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+    static TAKEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let (first, end) = (10_000u16, low.saturating_sub(10_000).max(10_001));
+    let mut taken = TAKEN.lock().unwrap();
+    let taken = taken.get_or_insert_with(HashSet::new);
+    // Start where this process's id points, so test binaries run side by side rarely meet.
+    let span = u32::from(end - first);
+    let start = std::process::id() % span;
+    for i in 0..span {
+        let port = first + ((start + i) % span) as u16;
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if !taken.contains(&port) && free(port) && (!also_bus || free(port + 10_000)) {
+            taken.insert(port);
             return port;
         }
     }
+    panic!("no free port in {first}..{end}");
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -133,12 +148,20 @@ impl RedisProcess {
     fn wait_ready(&self, within: Duration) -> bool {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
-            if self.cli(&["ping"]).is_some_and(|o| o.trim() == "PONG") {
+            // Ours, not whatever else answers on the port: its `dir` is this server's own.
+            if self
+                .cli(&["config", "get", "dir"])
+                .is_some_and(|o| o.lines().nth(1).map(PathBuf::from) == self.real_dir())
+            {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         false
+    }
+
+    fn real_dir(&self) -> Option<PathBuf> {
+        std::fs::canonicalize(&self.dir).ok()
     }
 
     /// Runs `redis-cli` against this server; `None` when it cannot connect.

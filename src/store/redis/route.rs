@@ -1,6 +1,7 @@
 //! Where each Redis command goes (issue 21).
 //!
-//! Standalone: one auto-pipelining fred `Pool`. Cluster: one fred client per master and the
+//! Standalone: one auto-pipelining fred `Pool`, whose connected clients take the commands (none
+//! connected: [`StoreError::Unavailable`] at once). Cluster: one fred client per master and the
 //! gateway's own slot table. fred's clustered client re-syncs the whole topology when any one
 //! node fails, and that sync fails as long as a dead master is still listed as a slot owner, so
 //! every command of that client, whichever node it is for, waited for the store timeout. Here a
@@ -130,7 +131,20 @@ impl Route {
     /// The client for a command whose first key is `key` (`None`: any serving node).
     fn pick(&self, key: Option<&[u8]>) -> Result<(Client, Option<Arc<Node>>), Error> {
         match self {
-            Route::Single(pool) => Ok((pool.next().clone(), None)),
+            Route::Single(pool) => {
+                // A connected client, else fail at once: a command handed to a reconnecting
+                // client waits the whole store timeout, and while Redis refuses connections
+                // every request would (issue 21's fail-fast, for the standalone server too).
+                let next = pool.next();
+                if next.state() == ClientState::Connected {
+                    return Ok((next.clone(), None));
+                }
+                pool.clients()
+                    .iter()
+                    .find(|c| c.state() == ClientState::Connected)
+                    .map(|c| (c.clone(), None))
+                    .ok_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
+            }
             Route::Cluster(c) => {
                 let node = c.node_for(slot_of(key))?;
                 Ok((node.client.clone(), Some(node)))
