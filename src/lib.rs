@@ -14,7 +14,7 @@
 //! - [`config`]: settings from flags and environment
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
-//!   guards)
+//!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
 //! - [`build_state`]: the composition root, the one place that picks a backend
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
 //!   `clients`):
@@ -57,6 +57,7 @@ pub mod store;
 pub mod telemetry;
 pub mod types;
 pub mod uv;
+pub mod workers;
 
 use std::future::Future;
 use std::sync::Arc;

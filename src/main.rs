@@ -11,8 +11,7 @@ use redis_gateway::config::{Command, Config};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let config = Config::parse();
     match config.command {
         Some(Command::Openapi) => {
@@ -20,8 +19,10 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
         Some(Command::Healthcheck) => {
-            return redis_gateway::healthcheck::check(config.listen)
-                .await
+            return tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(redis_gateway::healthcheck::check(config.listen))
                 .map_err(|e| anyhow::anyhow!("unhealthy: {e}"));
         }
         None => {}
@@ -30,10 +31,7 @@ async fn main() -> anyhow::Result<()> {
     let settings = config
         .settings()
         .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
+    let listener = std::net::TcpListener::bind(settings.listen)
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    redis_gateway::run(listener, settings, redis_gateway::shutdown::signal())
-        .await
-        .context("gateway stopped with an error")
+    redis_gateway::workers::run(listener, settings).context("gateway stopped with an error")
 }

@@ -95,6 +95,19 @@ impl Store {
         }
     }
 
+    /// Gives the calling worker thread its own Redis connections (`workers.rs`); the memory
+    /// store is one shared value and needs none.
+    pub async fn attach_worker(
+        &self,
+        size: usize,
+        wait: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        match self {
+            Self::Memory(_) => Ok(()),
+            Self::Redis(s) => s.attach_worker(size, wait).await,
+        }
+    }
+
     /// `memory`, `redis` or `redis-cluster`.
     pub fn backend(&self) -> &'static str {
         dispatch!(self, s => s.backend())

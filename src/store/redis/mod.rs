@@ -45,6 +45,8 @@ struct Inner {
     locks: locks::Releases,
     /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
     queue_bells: crate::queues::Bells,
+    /// Standalone: builds a worker's own pool (see [`RedisStore::attach_worker`]).
+    single: Option<PoolMaker>,
 }
 
 impl RedisStore {
@@ -82,6 +84,13 @@ impl RedisStore {
             b
         };
         let wait = timeout.max(Duration::from_secs(2));
+        let single = (!cluster).then(|| {
+            let config = config.clone();
+            let builder = builder.clone();
+            PoolMaker(Arc::new(move |size: usize| {
+                builder(config.clone()).build_pool(size)
+            }))
+        });
         let pool = if cluster {
             // One client per master, routed by the gateway's own slot table: fred's clustered
             // client stalls every command while any one node is unreachable (issue 21).
@@ -97,21 +106,19 @@ impl RedisStore {
             let pool = builder(config)
                 .build_pool(settings.redis_pool_size)
                 .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
-            pool.connect();
-            match tokio::time::timeout(wait, pool.wait_for_connect()).await {
-                Ok(Ok(())) => tracing::info!(cluster, "connected to Redis"),
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background")
-                }
-                Err(_) => tracing::warn!("Redis is not reachable yet; retrying in the background"),
+            if connect_pool(&pool, wait).await {
+                tracing::info!(cluster, "connected to Redis");
             }
-            route::Route::Single(pool)
+            route::Route::single(pool)
         };
         let store = Self {
             pool,
             keys: Keys::new(&settings.key_prefix),
             cluster,
-            inner: Arc::default(),
+            inner: Arc::new(Inner {
+                single,
+                ..Default::default()
+            }),
         };
         store.inner.locks.configure(
             subscriber_config.clone(),
@@ -121,6 +128,22 @@ impl RedisStore {
         // Best effort: if Redis is not up yet, the engine is detected on first use instead.
         let _ = store.bloom_engine().await;
         Ok(store)
+    }
+
+    /// Gives the calling thread's runtime its own pool of `size` connections (standalone
+    /// Redis; a Cluster keeps its per-master clients), which this thread's commands then use:
+    /// each worker of `workers.rs` talks to Redis over connections driven by its own runtime.
+    pub async fn attach_worker(&self, size: usize, wait: Duration) -> Result<(), StoreError> {
+        let (Some(PoolMaker(make)), route::Route::Single(single)) =
+            (&self.inner.single, &self.pool)
+        else {
+            return Ok(());
+        };
+        let pool =
+            make(size.max(1)).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+        connect_pool(&pool, wait).await;
+        single.attach(pool);
+        Ok(())
     }
 
     pub fn backend(&self) -> &'static str {
@@ -152,6 +175,27 @@ impl RedisStore {
                 .collect(),
         })
     }
+}
+
+struct PoolMaker(route::MakePool);
+
+impl std::fmt::Debug for PoolMaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PoolMaker")
+    }
+}
+
+/// Starts `pool` connecting and waits up to `wait` for it; `false` (logged) when Redis is not
+/// reachable yet, which fred keeps retrying in the background.
+async fn connect_pool(pool: &Pool, wait: Duration) -> bool {
+    pool.connect();
+    let e = match tokio::time::timeout(wait, pool.wait_for_connect()).await {
+        Ok(Ok(())) => return true,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "timed out".to_owned(),
+    };
+    tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background");
+    false
 }
 
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,

@@ -1,7 +1,8 @@
 //! Where each Redis command goes (issue 21).
 //!
-//! Standalone: one auto-pipelining fred `Pool`, whose connected clients take the commands (none
-//! connected: [`StoreError::Unavailable`] at once). Cluster: one fred client per master and the
+//! Standalone: auto-pipelining fred `Pool`s — the one made at start-up, and one per worker
+//! thread (`workers.rs`) — whose connected clients take the commands (none connected:
+//! [`StoreError::Unavailable`] at once). Cluster: one fred client per master and the
 //! gateway's own slot table. fred's clustered client re-syncs the whole topology when any one
 //! node fails, and that sync fails as long as a dead master is still listed as a slot owner, so
 //! every command of that client, whichever node it is for, waited for the store timeout. Here a
@@ -16,8 +17,9 @@
 //!
 //! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -38,9 +40,12 @@ const NO_OWNER: u16 = u16::MAX;
 /// reconnect policy).
 pub(super) type MakeClient = Arc<dyn Fn(Config) -> Result<Client, Error> + Send + Sync>;
 
+/// Builds a standalone pool of this many connections (the store's settings).
+pub(super) type MakePool = Arc<dyn Fn(usize) -> Result<Pool, Error> + Send + Sync>;
+
 #[derive(Clone)]
 pub(crate) enum Route {
-    Single(Pool),
+    Single(Arc<Single>),
     Cluster(Arc<Cluster>),
 }
 
@@ -51,6 +56,55 @@ impl std::fmt::Debug for Route {
             Route::Cluster(_) => f.write_str("Route::Cluster"),
         }
     }
+}
+
+/// A standalone server: the pool made at start-up, and the pools worker threads attached
+/// (kept in a thread-local, so picking one takes no lock).
+pub(crate) struct Single {
+    shared: Pool,
+    id: u64,
+}
+
+thread_local! {
+    /// This thread's own pools, by the id of the [`Single`] they serve.
+    static OWN: RefCell<Vec<(u64, Pool)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Single {
+    /// Makes `pool` the calling thread's own for this server.
+    pub(super) fn attach(&self, pool: Pool) {
+        OWN.with(|own| {
+            let mut own = own.borrow_mut();
+            own.retain(|(id, _)| *id != self.id);
+            own.push((self.id, pool));
+        });
+    }
+
+    /// A connected client: the thread's own pool first, else the shared one, else an error at
+    /// once. A command handed to a reconnecting client waits the whole store timeout, and
+    /// while Redis refuses connections every request would (issue 21's fail-fast, for the
+    /// standalone server too).
+    fn pick(&self) -> Result<Client, Error> {
+        let own = OWN.with(|own| {
+            own.borrow()
+                .iter()
+                .find(|(id, _)| *id == self.id)
+                .and_then(|(_, pool)| connected(pool))
+        });
+        own.or_else(|| connected(&self.shared))
+            .ok_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
+    }
+}
+
+fn connected(pool: &Pool) -> Option<Client> {
+    let next = pool.next();
+    if next.state() == ClientState::Connected {
+        return Some(next.clone());
+    }
+    pool.clients()
+        .iter()
+        .find(|c| c.state() == ClientState::Connected)
+        .cloned()
 }
 
 /// The slot table and the refresh stamp sit behind std locks, not Tokio's: they are held only
@@ -112,6 +166,14 @@ fn gauge(addr: &str, up: bool) {
 }
 
 impl Route {
+    pub(super) fn single(shared: Pool) -> Self {
+        static IDS: AtomicU64 = AtomicU64::new(0);
+        Route::Single(Arc::new(Single {
+            shared,
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+        }))
+    }
+
     pub(super) fn cluster(base: Config, make: MakeClient, timeout: Duration) -> Arc<Cluster> {
         let seeds = base.server.hosts();
         Arc::new(Cluster {
@@ -131,20 +193,7 @@ impl Route {
     /// The client for a command whose first key is `key` (`None`: any serving node).
     fn pick(&self, key: Option<&[u8]>) -> Result<(Client, Option<Arc<Node>>), Error> {
         match self {
-            Route::Single(pool) => {
-                // A connected client, else fail at once: a command handed to a reconnecting
-                // client waits the whole store timeout, and while Redis refuses connections
-                // every request would (issue 21's fail-fast, for the standalone server too).
-                let next = pool.next();
-                if next.state() == ClientState::Connected {
-                    return Ok((next.clone(), None));
-                }
-                pool.clients()
-                    .iter()
-                    .find(|c| c.state() == ClientState::Connected)
-                    .map(|c| (c.clone(), None))
-                    .ok_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
-            }
+            Route::Single(single) => Ok((single.pick()?, None)),
             Route::Cluster(c) => {
                 let node = c.node_for(slot_of(key))?;
                 Ok((node.client.clone(), Some(node)))

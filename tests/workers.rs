@@ -1,0 +1,146 @@
+//! The binary's worker threads (`GATEWAY_WORKERS`): one state for the whole process whichever
+//! worker takes a connection, on the embedded store and on Redis.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::RedisProcess;
+use serde_json::{json, Value};
+
+struct Binary {
+    child: Child,
+    port: u16,
+}
+
+impl Binary {
+    fn start(env: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
+        cmd.env_remove("REDIS_URL")
+            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+            .env("GATEWAY_ADMIN_TOKEN", "t")
+            .env("GATEWAY_GLOBAL_LIMIT", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Self {
+            child: cmd.spawn().unwrap(),
+            port,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    async fn wait_ready(&self) {
+        for _ in 0..400 {
+            if reqwest::get(self.url("/readyz"))
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the binary did not become ready");
+    }
+
+    /// The names of the process's threads.
+    fn threads(&self) -> Vec<String> {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        std::fs::read_dir(tasks)
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// 60 visits, each on a connection of its own and 20 of them at once, land on whichever
+/// worker accepts it; every worker sees them all: the view counter is exact.
+async fn visits_on_many_connections_count_once(env: &[(&str, &str)]) {
+    let gw = Binary::start(env);
+    gw.wait_ready().await;
+    let workers: Vec<String> = gw
+        .threads()
+        .into_iter()
+        .filter(|n| n.starts_with("gateway-worker"))
+        .collect();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+    let mut tasks = Vec::new();
+    for i in 0..60 {
+        let url = gw.url("/v1/uv/spread");
+        tasks.push(tokio::spawn(async move {
+            // A client per visit: a connection per visit.
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap();
+            let r = client
+                .post(url)
+                .json(&json!({"visitor": format!("v{}", i % 50)}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+        }));
+        if i % 20 == 19 {
+            for t in tasks.drain(..) {
+                t.await.unwrap();
+            }
+        }
+    }
+    let counts: Value = reqwest::get(gw.url("/v1/uv/spread"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(counts["pv"], 60, "{counts}");
+    // HyperLogLog's estimate; at 50 it is exact on Redis and on the embedded store alike.
+    assert_eq!(counts["uv"], 50, "{counts}");
+}
+
+#[tokio::test]
+async fn workers_share_the_embedded_store() {
+    visits_on_many_connections_count_once(&[("GATEWAY_WORKERS", "3")]).await;
+}
+
+#[tokio::test]
+async fn workers_share_redis() {
+    let redis = RedisProcess::start(&[], false);
+    visits_on_many_connections_count_once(&[("GATEWAY_WORKERS", "3"), ("REDIS_URL", &redis.url())])
+        .await;
+}
+
+/// Zero workers is a configuration error named as such, not a gateway that serves nothing.
+#[test]
+fn zero_workers_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_redis-gateway"))
+        .env("GATEWAY_WORKERS", "0")
+        .env("GATEWAY_LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("GATEWAY_WORKERS"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
