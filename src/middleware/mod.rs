@@ -5,10 +5,10 @@
 //! 2. `TraceLayer`: one span per request carrying the request id and the matched route
 //! 3. propagate `x-request-id` onto the response
 //! 4. count the request, its latency and requests in flight per route template (Prometheus),
-//!    and write the access log line
+//!    write the access log line, and turn any error response that is not yet problem+json
+//!    (405s, 404s, timeouts) into one, logging 5xx errors inside the span
 //! 5. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
-//! 6. turn any error response that is not yet problem+json (405s, 404s, panics, timeouts)
-//!    into one, and log 5xx errors inside the span
+//! 6. a panicking handler answers 500 `internal`
 //! 7. CORS (only when origins are configured)
 //! 8. request timeout (503) and the body-size limit
 //! 9. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
@@ -16,6 +16,7 @@
 //!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
 //!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
 
+mod compress;
 pub mod costs;
 mod observe;
 mod problems;
@@ -61,7 +62,6 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
                 observe::record,
             ))
             .layer(compression())
-            .layer(axum::middleware::from_fn(problems::problem_responses))
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
 }
@@ -164,17 +164,19 @@ pub fn global_limit(api: Router<AppState>, state: &AppState) -> Router<AppState>
 /// Replies above 1 KiB compressed for clients that ask (batch checks, nearby results and UV
 /// listings reach tens of KiB of JSON; mobile clients pay for every byte). Small replies stay
 /// plain: below a packet or two, compression costs more CPU than it saves time.
-fn compression() -> CompressionLayer<impl Predicate> {
-    CompressionLayer::new()
-        .gzip(true)
-        .br(true)
-        .zstd(true)
-        .compress_when(
-            SizeAbove::new(1024)
-                .and(NotForContentType::GRPC)
-                .and(NotForContentType::IMAGES)
-                .and(NotForContentType::SSE),
-        )
+fn compression() -> compress::AskedCompressionLayer<impl Predicate> {
+    compress::AskedCompressionLayer::new(
+        CompressionLayer::new()
+            .gzip(true)
+            .br(true)
+            .zstd(true)
+            .compress_when(
+                SizeAbove::new(1024)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES)
+                    .and(NotForContentType::SSE),
+            ),
+    )
 }
 
 /// CORS for browsers calling the gateway directly, with the limiter's headers readable by scripts.

@@ -31,7 +31,7 @@ pub async fn record(State(access_log): State<bool>, req: Request, next: Next) ->
     let started = Instant::now();
     let response = {
         let _in_flight = InFlight::enter();
-        next.run(req).await
+        super::problems::as_problem(next.run(req).await)
     };
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
