@@ -1,17 +1,16 @@
 //! The one middleware stack every request goes through, outermost first:
 //!
-//! 1. set `x-request-id` (a UUID unless the client sent a plain one: letters, digits, `-_.:`,
-//!    at most 128 bytes)
-//! 2. `TraceLayer`: one span per request carrying the request id and the matched route
-//! 3. propagate `x-request-id` onto the response
-//! 4. count the request, its latency and requests in flight per route template (Prometheus),
-//!    write the access log line, and turn any error response that is not yet problem+json
+//! 1. [`observe`], in one service: set `x-request-id` (a UUID unless the client sent a plain
+//!    one: letters, digits, `-_.:`, at most 128 bytes) on the request and its response; one
+//!    span per request carrying the request id and the matched route; count the request, its
+//!    latency and requests in flight per route template (Prometheus), write the access log
+//!    line, and turn any error response that is not yet problem+json
 //!    (405s, 404s, timeouts) into one, logging 5xx errors inside the span
-//! 5. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
-//! 6. a panicking handler answers 500 `internal`
-//! 7. CORS (only when origins are configured)
-//! 8. request timeout (503) and the body-size limit
-//! 9. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
+//! 2. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
+//! 3. a panicking handler answers 500 `internal`
+//! 4. CORS (only when origins are configured)
+//! 5. request timeout (503) and the body-size limit
+//! 6. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
 //!    [`global_limit`] to the API router before merging the ops routes, so `/healthz`, `/readyz`
 //!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
 //!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
@@ -27,14 +26,11 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::Router;
-use tower::util::MapRequestLayer;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
 
 use crate::state::AppState;
 
@@ -53,34 +49,12 @@ pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     };
     router.layer(
         ServiceBuilder::new()
-            .layer(MapRequestLayer::new(plain_request_id))
-            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-            .layer(TraceLayer::new_for_http().make_span_with(request_span))
-            .layer(PropagateRequestIdLayer::x_request_id())
-            .layer(axum::middleware::from_fn_with_state(
-                settings.access_log,
-                observe::record,
-            ))
+            .layer(observe::ObserveLayer {
+                access_log: settings.access_log,
+            })
             .layer(compression())
             .layer(CatchPanicLayer::custom(problems::panic_response)),
     )
-}
-
-/// Keeps a client's own `x-request-id` only when it is a plain token (letters, digits and
-/// `-_.:`, at most 128 bytes), else drops it so a UUID is generated. The id goes unquoted into the text access line and into every log line of the
-/// request, where a value with spaces could forge fields (`abc status=200`).
-fn plain_request_id(mut req: Request) -> Request {
-    let plain = |v: &HeaderValue| {
-        let b = v.as_bytes();
-        !b.is_empty()
-            && b.len() <= 128
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(c))
-    };
-    if req.headers().get("x-request-id").is_some_and(|v| !plain(v)) {
-        req.headers_mut().remove("x-request-id");
-    }
-    req
 }
 
 /// Routes that wait server-side on purpose, with the longest wait their body may ask for
@@ -115,7 +89,7 @@ async fn request_timeout(
 
 /// The span every request runs in. With traces exported it continues the caller's W3C
 /// `traceparent` and carries the trace id, so log lines and problem documents name the trace.
-fn request_span(req: &Request) -> tracing::Span {
+pub(crate) fn request_span(req: &Request) -> tracing::Span {
     let request_id = req
         .headers()
         .get("x-request-id")
