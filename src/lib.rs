@@ -137,13 +137,17 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let state = build_state(settings).await.map_err(std::io::Error::other)?;
-    let addr = listener.local_addr()?;
-    match state.store.backend() {
-        "memory" => {
-            tracing::info!(%addr, "serving on the embedded in-memory backend (state is per process and lost on exit)")
-        }
-        backend => tracing::info!(%addr, backend, "serving on Redis"),
-    }
+    announce(&state, listener.local_addr()?, 1);
     let guards = state.settings.connections;
     serve::serve(listener, app(state), guards, shutdown).await
+}
+
+/// The start-up line: where, on which backend, with how many serving threads.
+fn announce(state: &AppState, addr: std::net::SocketAddr, workers: usize) {
+    match state.store.backend() {
+        "memory" => {
+            tracing::info!(%addr, workers, "serving on the embedded in-memory backend (state is per process and lost on exit)")
+        }
+        backend => tracing::info!(%addr, workers, backend, "serving on Redis"),
+    }
 }

@@ -39,13 +39,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
         .await
         .map_err(std::io::Error::other)?;
     listener.set_nonblocking(true)?;
-    let addr = listener.local_addr()?;
-    match state.store.backend() {
-        "memory" => {
-            tracing::info!(%addr, workers, "serving on the embedded in-memory backend (state is per process and lost on exit)")
-        }
-        backend => tracing::info!(%addr, workers, backend, "serving on Redis"),
-    }
+    crate::announce(&state, listener.local_addr()?, workers);
     // The metrics recorder's upkeep task belongs to this thread, not to a worker.
     crate::telemetry::metrics();
     let mut guards = state.settings.connections;

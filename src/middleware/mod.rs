@@ -89,12 +89,7 @@ async fn request_timeout(
 
 /// The span every request runs in. With traces exported it continues the caller's W3C
 /// `traceparent` and carries the trace id, so log lines and problem documents name the trace.
-pub(crate) fn request_span(req: &Request) -> tracing::Span {
-    let request_id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-");
+pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
     let route = req
         .extensions()
         .get::<MatchedPath>()

@@ -89,11 +89,12 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let id = request_id(&mut req);
-        let span = super::request_span(&req);
+        // Plain ASCII by construction (see `request_id`).
+        let span = super::request_span(&req, id.to_str().unwrap_or("-"));
         let access_log = self.access_log;
         Box::pin(
             async move {
-                let mut response = record(access_log, inner, req).await;
+                let mut response = record(access_log, &id, inner, req).await;
                 response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
                 Ok(response)
             }
@@ -101,9 +102,10 @@ where
         )
     }
 }
+
 /// Counts the request, times it, writes its access line, and turns an error response that
 /// is not yet problem+json into one.
-async fn record<S>(access_log: bool, mut inner: S, req: Request) -> Response
+async fn record<S>(access_log: bool, id: &HeaderValue, mut inner: S, req: Request) -> Response
 where
     S: Service<Request, Response = Response, Error = Infallible>,
 {
@@ -111,13 +113,7 @@ where
     let matched = req.extensions().get::<MatchedPath>().cloned();
     let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
     let method = method_label(req.method());
-    let request_id = access_log.then(|| {
-        req.headers()
-            .get(X_REQUEST_ID)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-")
-            .to_owned()
-    });
+    let request_id = access_log.then(|| id.to_str().unwrap_or("-"));
     let trace_id = access_log
         .then(crate::telemetry::current_trace_id)
         .flatten();

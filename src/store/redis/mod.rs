@@ -45,8 +45,6 @@ struct Inner {
     locks: locks::Releases,
     /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
     queue_bells: crate::queues::Bells,
-    /// Standalone: builds a worker's own pool (see [`RedisStore::attach_worker`]).
-    single: Option<PoolMaker>,
 }
 
 impl RedisStore {
@@ -84,13 +82,6 @@ impl RedisStore {
             b
         };
         let wait = timeout.max(Duration::from_secs(2));
-        let single = (!cluster).then(|| {
-            let config = config.clone();
-            let builder = builder.clone();
-            PoolMaker(Arc::new(move |size: usize| {
-                builder(config.clone()).build_pool(size)
-            }))
-        });
         let pool = if cluster {
             // One client per master, routed by the gateway's own slot table: fred's clustered
             // client stalls every command while any one node is unreachable (issue 21).
@@ -103,22 +94,20 @@ impl RedisStore {
             }
             route::Route::Cluster(c)
         } else {
-            let pool = builder(config)
-                .build_pool(settings.redis_pool_size)
+            let make: route::MakePool =
+                Arc::new(move |size: usize| builder(config.clone()).build_pool(size));
+            let pool = make(settings.redis_pool_size)
                 .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
             if connect_pool(&pool, wait).await {
                 tracing::info!(cluster, "connected to Redis");
             }
-            route::Route::single(pool)
+            route::Route::single(pool, make)
         };
         let store = Self {
             pool,
             keys: Keys::new(&settings.key_prefix),
             cluster,
-            inner: Arc::new(Inner {
-                single,
-                ..Default::default()
-            }),
+            inner: Arc::default(),
         };
         store.inner.locks.configure(
             subscriber_config.clone(),
@@ -134,13 +123,12 @@ impl RedisStore {
     /// Redis; a Cluster keeps its per-master clients), which this thread's commands then use:
     /// each worker of `workers.rs` talks to Redis over connections driven by its own runtime.
     pub async fn attach_worker(&self, size: usize, wait: Duration) -> Result<(), StoreError> {
-        let (Some(PoolMaker(make)), route::Route::Single(single)) =
-            (&self.inner.single, &self.pool)
-        else {
+        let route::Route::Single(single) = &self.pool else {
             return Ok(());
         };
-        let pool =
-            make(size.max(1)).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
+        let pool = single
+            .make_pool(size.max(1))
+            .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
         connect_pool(&pool, wait).await;
         single.attach(pool);
         Ok(())
@@ -174,14 +162,6 @@ impl RedisStore {
                 })
                 .collect(),
         })
-    }
-}
-
-struct PoolMaker(route::MakePool);
-
-impl std::fmt::Debug for PoolMaker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PoolMaker")
     }
 }
 

@@ -62,6 +62,8 @@ impl std::fmt::Debug for Route {
 /// (kept in a thread-local, so picking one takes no lock).
 pub(crate) struct Single {
     shared: Pool,
+    /// Builds a worker's own pool, with the settings the shared one was built with.
+    make: MakePool,
     id: u64,
 }
 
@@ -71,6 +73,10 @@ thread_local! {
 }
 
 impl Single {
+    pub(super) fn make_pool(&self, size: usize) -> Result<Pool, Error> {
+        (self.make)(size)
+    }
+
     /// Makes `pool` the calling thread's own for this server.
     pub(super) fn attach(&self, pool: Pool) {
         OWN.with(|own| {
@@ -166,10 +172,11 @@ fn gauge(addr: &str, up: bool) {
 }
 
 impl Route {
-    pub(super) fn single(shared: Pool) -> Self {
+    pub(super) fn single(shared: Pool, make: MakePool) -> Self {
         static IDS: AtomicU64 = AtomicU64::new(0);
         Route::Single(Arc::new(Single {
             shared,
+            make,
             id: IDS.fetch_add(1, Ordering::Relaxed),
         }))
     }
