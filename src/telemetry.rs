@@ -15,6 +15,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::config::LogFormat;
 
+pub mod access;
 mod batched;
 
 /// Keeps the log writer and the trace exporter alive; dropping it (at the end of `main`) flushes
@@ -52,13 +53,24 @@ impl Drop for Telemetry {
 /// writer drops lines (and says how many) rather than stall requests.
 pub fn init(format: LogFormat) -> Telemetry {
     let (writer, guard) = batched::batched(std::io::stdout());
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a person at a terminal: a log shipper stores the escape codes, and
+    // painting them cost CPU on every access line.
+    let ansi = std::io::stdout().is_terminal();
+    if !(ansi && format == LogFormat::Text) {
+        // Asked of the log filter alone, once: the trace exporter below keeps INFO spans
+        // whatever RUST_LOG says, so the installed subscriber would answer yes for it.
+        let probe = tracing_subscriber::registry().with(filter());
+        let enabled = tracing::subscriber::with_default(
+            probe,
+            || tracing::enabled!(target: "access", tracing::Level::INFO),
+        );
+        access::install(writer.clone(), format == LogFormat::Json, enabled);
+    }
     let logs = match format {
-        // Colours only for a person at a terminal: a log shipper stores the escape codes, and
-        // painting them cost CPU on every access line.
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_target(false)
-            .with_ansi(std::io::stdout().is_terminal())
+            .with_ansi(ansi)
             .with_writer(writer)
             .boxed(),
         // One JSON object per line, the event's fields flattened to the top level, so log
@@ -80,7 +92,7 @@ pub fn init(format: LogFormat) -> Telemetry {
             .with_filter(EnvFilter::new("info"))
     });
     let _ = tracing_subscriber::registry()
-        .with(logs.with_filter(filter))
+        .with(logs.with_filter(filter()))
         .with(otel)
         .try_init();
     if traces.is_some() {

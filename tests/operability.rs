@@ -134,6 +134,44 @@ async fn the_access_log_can_be_switched_off() {
     );
 }
 
+/// The access line is written by the gateway itself (not through `tracing`'s formatter), yet
+/// it obeys `RUST_LOG` as any `access` INFO event would, and reads as the text format prints.
+#[tokio::test]
+async fn access_lines_obey_rust_log() {
+    let client = reqwest::Client::new();
+    let hidden = Binary::start(&[("RUST_LOG", "info,access=off")]);
+    hidden.wait_ready(&client).await;
+    client
+        .get(hidden.url("/healthz"))
+        .header("x-request-id", "hidden-1")
+        .send()
+        .await
+        .unwrap();
+    // Lines reach stdout within 50 ms.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen: Vec<String> = hidden.lines.try_iter().collect();
+    assert!(!seen.iter().any(|l| l.contains("hidden-1")), "{seen:?}");
+    assert!(seen.iter().any(|l| l.contains("serving on")), "{seen:?}");
+
+    let shown = Binary::start(&[("RUST_LOG", "warn,access=info")]);
+    shown.wait_ready(&client).await;
+    client
+        .get(shown.url("/healthz"))
+        .header("x-request-id", "shown-1")
+        .send()
+        .await
+        .unwrap();
+    let line = shown.line(|l| l.contains("shown-1"));
+    assert!(
+        line.contains(" INFO request method=\"GET\" route=/healthz status=200 latency_ms="),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(" request_id=shown-1 client=\"-\" limiter=\"-\" trace_id=\"-\""),
+        "{line}"
+    );
+}
+
 #[tokio::test]
 async fn large_replies_are_compressed_as_negotiated() {
     let gw = Gateway::start(Backend::Memory).await;

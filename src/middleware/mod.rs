@@ -1,11 +1,12 @@
 //! The one middleware stack every request goes through, outermost first:
 //!
 //! 1. [`observe`], in one service: set `x-request-id` (a UUID unless the client sent a plain
-//!    one: letters, digits, `-_.:`, at most 128 bytes) on the request and its response; one
-//!    span per request carrying the request id and the matched route; count the request, its
+//!    one: letters, digits, `-_.:`, at most 128 bytes) on the request and its response; a
+//!    span per request carrying the request id and the matched route (recorded under
+//!    `RUST_LOG=debug` or with traces exported); count the request, its
 //!    latency and requests in flight per route template (Prometheus), write the access log
 //!    line, and turn any error response that is not yet problem+json
-//!    (405s, 404s, timeouts) into one, logging 5xx errors inside the span
+//!    (405s, 404s, timeouts) into one, logging 5xx errors with the request's id and route
 //! 2. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
 //! 3. a panicking handler answers 500 `internal`
 //! 4. CORS (only when origins are configured)
@@ -90,10 +91,27 @@ async fn request_timeout(
 /// The span every request runs in. With traces exported it continues the caller's W3C
 /// `traceparent` and carries the trace id, so log lines and problem documents name the trace.
 pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map_or("-", MatchedPath::as_str);
+    // Recorded only when someone reads it: exported as a trace, or logged under
+    // `RUST_LOG=debug`. At the default INFO a span per request, its fields formatted into the
+    // log layer's storage and entered on every poll, was an eighth of a `GET /healthz`'s
+    // instructions (callgrind, issue 19); the lines a request logs at INFO (its access line,
+    // the error of a failed one) carry its id, method and route themselves.
+    if !crate::telemetry::tracing_on() {
+        return tracing::debug_span!(
+            "request",
+            method = %req.method(),
+            path = %req.uri().path(),
+            route,
+            request_id,
+        );
+    }
     let span = tracing::info_span!(
         "request",
         method = %req.method(),
@@ -103,17 +121,13 @@ pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
         trace_id = tracing::field::Empty,
         otel.name = tracing::field::Empty,
     );
-    if crate::telemetry::tracing_on() {
-        use opentelemetry::trace::TraceContextExt;
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
-        let parent = opentelemetry::global::get_text_map_propagator(|p| {
-            p.extract(&opentelemetry_http::HeaderExtractor(req.headers()))
-        });
-        let _ = span.set_parent(parent);
-        span.record("otel.name", format!("{} {route}", req.method()));
-        let trace_id = span.context().span().span_context().trace_id();
-        span.record("trace_id", tracing::field::display(trace_id));
-    }
+    let parent = opentelemetry::global::get_text_map_propagator(|p| {
+        p.extract(&opentelemetry_http::HeaderExtractor(req.headers()))
+    });
+    let _ = span.set_parent(parent);
+    span.record("otel.name", format!("{} {route}", req.method()));
+    let trace_id = span.context().span().span_context().trace_id();
+    span.record("trace_id", tracing::field::display(trace_id));
     span
 }
 

@@ -17,6 +17,7 @@ use tower::{Layer, Service};
 use tracing::Instrument;
 
 use super::ratelimit::LimiterNote;
+use crate::telemetry::access;
 
 /// The outermost layer, in one service: the request id (the client's when it is a plain
 /// token, else a new UUID) on the request and its response, the request span, and
@@ -92,14 +93,16 @@ where
         // Plain ASCII by construction (see `request_id`).
         let span = super::request_span(&req, id.to_str().unwrap_or("-"));
         let access_log = self.access_log;
-        Box::pin(
-            async move {
-                let mut response = record(access_log, &id, inner, req).await;
-                response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
-                Ok(response)
-            }
-            .instrument(span),
-        )
+        let work = async move {
+            let mut response = record(access_log, &id, inner, req).await;
+            response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
+            Ok(response)
+        };
+        if span.is_disabled() {
+            Box::pin(work)
+        } else {
+            Box::pin(work.instrument(span))
+        }
     }
 }
 
@@ -113,7 +116,8 @@ where
     let matched = req.extensions().get::<MatchedPath>().cloned();
     let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
     let method = method_label(req.method());
-    let request_id = access_log.then(|| id.to_str().unwrap_or("-"));
+    // Plain ASCII by construction (see `request_id`).
+    let request_id = id.to_str().unwrap_or("-");
     let trace_id = access_log
         .then(crate::telemetry::current_trace_id)
         .flatten();
@@ -124,27 +128,44 @@ where
             Ok(response) => response,
             Err(never) => match never {},
         };
-        super::problems::as_problem(response)
+        let origin = super::problems::Origin {
+            method,
+            route,
+            request_id,
+        };
+        super::problems::as_problem(response, &origin)
     };
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    if let Some(request_id) = request_id {
+    if access_log {
         let note = response.extensions().get::<LimiterNote>();
-        // Outside the request span (`parent: None`): the line carries every field itself, so
-        // it reads the same in text and JSON and is not prefixed with the span's copy.
-        tracing::info!(
-            target: "access",
-            parent: None,
+        let line = access::Line {
             method,
-            route = %route,
+            route,
             status,
-            latency_ms = elapsed.as_secs_f64() * 1e3,
-            request_id = %request_id,
-            client = note.map_or("-", |n| n.client.as_str()),
-            limiter = note.map_or("-", |n| n.outcome),
-            trace_id = trace_id.as_deref().unwrap_or("-"),
-            "request"
-        );
+            latency: elapsed,
+            request_id,
+            client: note.map_or("-", |n| n.client.as_str()),
+            limiter: note.map_or("-", |n| n.outcome),
+            trace_id: trace_id.as_deref().unwrap_or("-"),
+        };
+        if !access::write(&line) {
+            // Outside the request span (`parent: None`): the line carries every field itself,
+            // so it reads the same in text and JSON and is not prefixed with the span's copy.
+            tracing::info!(
+                target: "access",
+                parent: None,
+                method,
+                route = %route,
+                status,
+                latency_ms = elapsed.as_secs_f64() * 1e3,
+                request_id = %request_id,
+                client = line.client,
+                limiter = line.limiter,
+                trace_id = line.trace_id,
+                "request"
+            );
+        }
     }
     let handles = RouteMetrics::of(route, method);
     handles.duration.record(elapsed.as_secs_f64());

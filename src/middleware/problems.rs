@@ -1,5 +1,5 @@
-//! Makes every error response a problem document, and logs server errors inside the request
-//! span (the error travels in the response extensions; see `error.rs`).
+//! Makes every error response a problem document, and logs server errors with the request's
+//! method, route and id (the error travels in the response extensions; see `error.rs`).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,9 +14,17 @@ use crate::error::{problem_response, ApiError};
 /// ...) into problem+json, keeping their other headers (`Allow`, `Retry-After`). Called by
 /// `observe::record` on every response rather than as a middleware of its own: one
 /// `from_fn` layer fewer boxes each request's future once less (issue 19).
-pub fn as_problem(response: Response) -> Response {
+///
+/// The error lines name the request themselves: the request span is only recorded when
+/// `RUST_LOG` asks for DEBUG or traces are exported (see `middleware::request_span`).
+pub fn as_problem(response: Response, origin: &Origin<'_>) -> Response {
+    let Origin {
+        method,
+        route,
+        request_id,
+    } = origin;
     if let Some(err) = response.extensions().get::<Arc<ApiError>>() {
-        tracing::error!(error = %err, code = err.code(), "request failed");
+        tracing::error!(error = %err, code = err.code(), method, route, request_id, "request failed");
     }
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) || is_problem(&response) {
@@ -38,7 +46,7 @@ pub fn as_problem(response: Response) -> Response {
         StatusCode::REQUEST_TIMEOUT
         | StatusCode::SERVICE_UNAVAILABLE
         | StatusCode::GATEWAY_TIMEOUT => {
-            tracing::error!(%status, "request timed out");
+            tracing::error!(%status, method, route, request_id, "request timed out");
             (
                 "backend_unavailable",
                 "the request did not complete in time",
@@ -56,6 +64,14 @@ pub fn as_problem(response: Response) -> Response {
         }
     }
     problem
+}
+
+/// The request an error line is about.
+#[derive(Debug)]
+pub struct Origin<'a> {
+    pub method: &'a str,
+    pub route: &'a str,
+    pub request_id: &'a str,
 }
 
 fn is_problem(response: &Response) -> bool {
