@@ -120,14 +120,9 @@ pub fn app(state: AppState) -> Router {
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
-    let api = middleware::global_limit(api, &state);
-    // Outside the limiter, so it knows the caller's client before charging anyone.
-    let api = api.layer(axum::middleware::from_fn_with_state(
-        state.clients.clone(),
-        clients::identify,
-    ));
-    let router = api.merge(ops);
-    middleware::stack(router, &state).with_state(state)
+    let api = middleware::stack(api, &state, middleware::Routes::Api);
+    let ops = middleware::stack(ops, &state, middleware::Routes::Ops);
+    api.merge(ops).with_state(state)
 }
 
 /// Serves the gateway on `listener` until `shutdown` resolves, then drains in-flight requests.

@@ -180,10 +180,25 @@ impl Day {
         if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
             return Err(bad());
         }
-        let date = NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| bad())?;
-        if !(1970..=9999).contains(&date.year()) {
+        // By hand rather than `parse_from_str("%Y-%m-%d")`, which interprets the pattern on
+        // every call: a day is parsed on every page view (issue 19).
+        let number = |digits: &[u8]| {
+            digits.iter().try_fold(0u32, |n, d| {
+                d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+            })
+        };
+        let (Some(year), Some(month), Some(day)) =
+            (number(&b[..4]), number(&b[5..7]), number(&b[8..]))
+        else {
+            return Err(bad());
+        };
+        if year < 1970 {
             return Err(bad());
         }
+        let date = i32::try_from(year)
+            .ok()
+            .and_then(|y| NaiveDate::from_ymd_opt(y, month, day))
+            .ok_or_else(bad)?;
         Ok(Self(date))
     }
 
@@ -225,16 +240,28 @@ impl From<Day> for String {
 }
 
 impl fmt::Display for Day {
-    // Not `format("%Y-%m-%d")`: chrono re-parses the pattern on every call, and days are
-    // formatted into keys on every request.
+    // Digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never chrono's `format`,
+    // which re-parses its pattern): days go into keys on every request (issue 19).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:04}-{:02}-{:02}",
-            self.0.year(),
+        let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
+        let (y, m, d) = (
+            u32::try_from(self.0.year()).unwrap_or(0),
             self.0.month(),
-            self.0.day()
-        )
+            self.0.day(),
+        );
+        let text = [
+            digit(y, 1000),
+            digit(y, 100),
+            digit(y, 10),
+            digit(y, 1),
+            b'-',
+            digit(m, 10),
+            digit(m, 1),
+            b'-',
+            digit(d, 10),
+            digit(d, 1),
+        ];
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -8,7 +8,7 @@
 
 mod http;
 
-pub use http::{identify, router};
+pub use http::{router, IdentifyLayer};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -10,22 +10,25 @@
 //! 2. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
 //! 3. a panicking handler answers 500 `internal`
 //! 4. CORS (only when origins are configured)
-//! 5. request timeout (503) and the body-size limit
-//! 6. the global limiter ([`ratelimit`]), on the API routes only: `app` applies
-//!    [`global_limit`] to the API router before merging the ops routes, so `/healthz`, `/readyz`
-//!    and `/metrics` are never limited. Inside CORS, so 429s carry CORS headers and preflights
-//!    are not counted; inside the timeout, so a slow store cannot hold a request past it.
+//! 5. request timeout (503, [`timeout`]) and the body-size limit
+//! 6. on the API routes only ([`Routes::Api`]; `app` stacks the ops routes without them, so
+//!    `/healthz`, `/readyz` and `/metrics` are never limited): the caller's client from
+//!    `X-Api-Key` (`clients::IdentifyLayer`), then the global limiter ([`ratelimit`]). Inside
+//!    CORS, so 429s carry CORS headers and preflights are not counted; inside the timeout, so
+//!    a slow store cannot hold a request past it.
 
 mod compress;
 pub mod costs;
+mod maybe;
 mod observe;
 mod problems;
 pub mod ratelimit;
+mod timeout;
 
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method};
 use axum::Router;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -33,59 +36,39 @@ use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::clients::IdentifyLayer;
 use crate::state::AppState;
+use maybe::Maybe;
 
-/// Wraps `router` in the stack described in the module docs.
-pub fn stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+/// Which routes a stack is for: the API routes are identified and limited, the ops routes
+/// (`/healthz`, `/readyz`, `/metrics`) never are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routes {
+    Api,
+    Ops,
+}
+
+/// Wraps `router` in the stack described in the module docs, in one `Router::layer` call:
+/// each call boxes every route once more, and a request then clones each box (issue 19).
+pub fn stack(router: Router<AppState>, state: &AppState, routes: Routes) -> Router<AppState> {
     let settings = &state.settings;
-    let router = router
-        .layer(DefaultBodyLimit::max(settings.body_limit))
-        .layer(axum::middleware::from_fn_with_state(
-            settings.request_timeout,
-            request_timeout,
-        ));
-    let router = match cors(&settings.cors_origins) {
-        Some(cors) => router.layer(cors),
-        None => router,
-    };
+    let api = routes == Routes::Api;
     router.layer(
         ServiceBuilder::new()
             .layer(observe::ObserveLayer {
                 access_log: settings.access_log,
             })
             .layer(compression())
-            .layer(CatchPanicLayer::custom(problems::panic_response)),
+            .layer(CatchPanicLayer::custom(problems::panic_response))
+            .layer(Maybe(cors(&settings.cors_origins)))
+            .layer(timeout::RequestTimeoutLayer {
+                budget: settings.request_timeout,
+            })
+            .layer(DefaultBodyLimit::max(settings.body_limit))
+            // The client is known before anyone is charged for it.
+            .layer(Maybe(api.then(|| IdentifyLayer(state.clients.clone()))))
+            .layer(Maybe(api.then(|| global_limit(state)).flatten())),
     )
-}
-
-/// Routes that wait server-side on purpose, with the longest wait their body may ask for
-/// (API.md: a claim's `wait_ms` ≤ 20,000, a lock acquisition's ≤ 10,000).
-const LONG_POLLS: [(&str, &str, Duration); 2] = [
-    ("POST", "/v1/queues/{queue}/claim", Duration::from_secs(20)),
-    ("POST", "/v1/locks/{name}", Duration::from_secs(10)),
-];
-
-/// `GATEWAY_REQUEST_TIMEOUT_MS` for every request, plus the longest allowed wait on the
-/// long-poll routes, so a 20 s claim is never cut to the 10 s default. Written here rather than
-/// with tower-http's `TimeoutLayer` because that takes one duration for every route; past the
-/// budget the answer is the same bare 503 (rendered as a problem by the outer layer).
-async fn request_timeout(
-    axum::extract::State(budget): axum::extract::State<Duration>,
-    req: Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(MatchedPath::as_str);
-    let wait = LONG_POLLS
-        .iter()
-        .find(|(m, r, _)| req.method().as_str() == *m && route == Some(*r))
-        .map_or(Duration::ZERO, |(.., wait)| *wait);
-    match tokio::time::timeout(budget + wait, next.run(req)).await {
-        Ok(response) => response,
-        Err(_) => axum::response::IntoResponse::into_response(StatusCode::SERVICE_UNAVAILABLE),
-    }
 }
 
 /// The span every request runs in. With traces exported it continues the caller's W3C
@@ -131,17 +114,13 @@ pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
     span
 }
 
-/// Puts the global limiter (when enabled, or in shadow mode) on `api`; `GATEWAY_GLOBAL_LIMIT=off`
-/// leaves it bare.
-pub fn global_limit(api: Router<AppState>, state: &AppState) -> Router<AppState> {
+/// The global limiter when enabled (or in shadow mode); `GATEWAY_GLOBAL_LIMIT=off` is none.
+fn global_limit(state: &AppState) -> Option<ratelimit::GlobalRateLimitLayer> {
     let settings = &state.settings;
-    if !settings.global.enabled {
-        return api;
-    }
-    api.layer(
+    settings.global.enabled.then(|| {
         ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
-            .with_trusted_proxies(settings.trusted_proxies.clone()),
-    )
+            .with_trusted_proxies(settings.trusted_proxies.clone())
+    })
 }
 
 /// Replies above 1 KiB compressed for clients that ask (batch checks, nearby results and UV

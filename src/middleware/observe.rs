@@ -73,7 +73,7 @@ fn request_id(req: &mut Request) -> HeaderValue {
 
 impl<S> Service<Request> for Observe<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Response;
@@ -85,19 +85,26 @@ where
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        // The service that was polled ready is the one to call (tower's "be careful when
-        // cloning inner services").
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
         let id = request_id(&mut req);
         // Plain ASCII by construction (see `request_id`).
         let span = super::request_span(&req, id.to_str().unwrap_or("-"));
-        let access_log = self.access_log;
-        let work = async move {
-            let mut response = record(access_log, &id, inner, req).await;
-            response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
-            Ok(response)
+        let seen = Seen {
+            access_log: self.access_log,
+            // A clone of the matched path is a reference count, not a copy of the string.
+            matched: req.extensions().get::<MatchedPath>().cloned(),
+            method: method_label(req.method()),
+            started: Instant::now(),
+            in_flight: InFlight::enter(),
+            id,
         };
+        // The inner service is called here, not inside the future: the future then owns
+        // only the inner's future, where it owned a clone of the whole inner stack (each
+        // request cloned every layer below and the boxed route; issue 19).
+        let pending = {
+            let _inside = span.enter();
+            self.inner.call(req)
+        };
+        let work = record(seen, pending);
         if span.is_disabled() {
             Box::pin(work)
         } else {
@@ -106,35 +113,48 @@ where
     }
 }
 
-/// Counts the request, times it, writes its access line, and turns an error response that
-/// is not yet problem+json into one.
-async fn record<S>(access_log: bool, id: &HeaderValue, mut inner: S, req: Request) -> Response
+/// What `Observe` noted of a request before calling the inner service.
+struct Seen {
+    access_log: bool,
+    matched: Option<MatchedPath>,
+    method: &'static str,
+    started: Instant,
+    /// Counts the request in flight until it is answered or dropped.
+    in_flight: InFlight,
+    id: HeaderValue,
+}
+
+/// Awaits the response, then counts the request, times it, writes its access line, turns an
+/// error response that is not yet problem+json into one, and sets `x-request-id` on it.
+async fn record<F>(seen: Seen, pending: F) -> Result<Response, Infallible>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
+    F: Future<Output = Result<Response, Infallible>>,
 {
-    // A clone of the matched path is a reference count, not a copy of the string.
-    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let Seen {
+        access_log,
+        matched,
+        method,
+        started,
+        in_flight,
+        id,
+    } = seen;
     let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
-    let method = method_label(req.method());
     // Plain ASCII by construction (see `request_id`).
     let request_id = id.to_str().unwrap_or("-");
     let trace_id = access_log
         .then(crate::telemetry::current_trace_id)
         .flatten();
-    let started = Instant::now();
-    let response = {
-        let _in_flight = InFlight::enter();
-        let response = match inner.call(req).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
-        let origin = super::problems::Origin {
-            method,
-            route,
-            request_id,
-        };
-        super::problems::as_problem(response, &origin)
+    let response = match pending.await {
+        Ok(response) => response,
+        Err(never) => match never {},
     };
+    drop(in_flight);
+    let origin = super::problems::Origin {
+        method,
+        route,
+        request_id,
+    };
+    let mut response = super::problems::as_problem(response, &origin);
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     if access_log {
@@ -170,7 +190,8 @@ where
     let handles = RouteMetrics::of(route, method);
     handles.duration.record(elapsed.as_secs_f64());
     handles.requests(status).increment(1);
-    response
+    response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
+    Ok(response)
 }
 
 /// The metric handles of one route template and method, resolved once. Through the `metrics!`

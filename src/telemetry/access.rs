@@ -112,6 +112,15 @@ fn text(buf: &mut Vec<u8>, now: Duration, l: &Line<'_>) {
         buf.extend_from_slice(name.as_bytes());
         buf.push(b'=');
         match value {
+            // Plain printable ASCII quotes as is; anything else as `Debug` escapes it.
+            Value::Str(s)
+                if s.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') =>
+            {
+                buf.push(b'"');
+                buf.extend_from_slice(s.as_bytes());
+                buf.push(b'"');
+            }
             Value::Str(s) => {
                 let _ = write!(buf, "{s:?}");
             }
@@ -213,6 +222,16 @@ mod tests {
              route=/v1/checkins/{user_id} status=200 latency_ms=0.412 request_id=req-abc \
              client=\"ip:127.0.0.1\" limiter=\"allowed\" trace_id=\"-\"\n"
         );
+    }
+
+    #[test]
+    fn text_quotes_escape_what_debug_escapes() {
+        let mut buf = Vec::new();
+        let mut l = line();
+        l.client = "web \"beta\" \\ é";
+        text(&mut buf, AT, &l);
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.contains(r#" client="web \"beta\" \\ é" "#), "{text}");
     }
 
     #[test]
