@@ -169,8 +169,8 @@ impl fmt::Display for Name {
 }
 
 /// A calendar day, written `YYYY-MM-DD` (years 1970–9999).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(try_from = "String")]
 pub struct Day(pub NaiveDate);
 
 impl Day {
@@ -233,23 +233,18 @@ impl TryFrom<String> for Day {
     }
 }
 
-impl From<Day> for String {
-    fn from(d: Day) -> String {
-        d.to_string()
-    }
-}
-
-impl fmt::Display for Day {
-    // Digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never chrono's `format`,
-    // which re-parses its pattern): days go into keys on every request (issue 19).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Day {
+    /// `YYYY-MM-DD`, digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never
+    /// chrono's `format`, which re-parses its pattern): days go into keys and replies on every
+    /// request (issue 19).
+    fn text(self) -> [u8; 10] {
         let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
         let (y, m, d) = (
             u32::try_from(self.0.year()).unwrap_or(0),
             self.0.month(),
             self.0.day(),
         );
-        let text = [
+        [
             digit(y, 1000),
             digit(y, 100),
             digit(y, 10),
@@ -260,8 +255,20 @@ impl fmt::Display for Day {
             b'-',
             digit(d, 10),
             digit(d, 1),
-        ];
-        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
+        ]
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(std::str::from_utf8(&self.text()).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl Serialize for Day {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = self.text();
+        serializer.serialize_str(std::str::from_utf8(&text).map_err(serde::ser::Error::custom)?)
     }
 }
 
@@ -357,8 +364,11 @@ impl From<Month> for String {
 }
 
 impl fmt::Display for Month {
+    // Digit by digit, as `Day`: a check-in writes a key for every retained month.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04}-{:02}", self.year, self.month)
+        let day = Day(NaiveDate::from_ymd_opt(self.year, self.month, 1).ok_or(fmt::Error)?);
+        let text = day.text();
+        f.write_str(std::str::from_utf8(&text[..7]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -463,7 +473,11 @@ mod properties {
                 None => prop_assert!(Day::parse(&text).is_err()),
             }
             if let Ok(day) = Day::parse(&s) {
+                prop_assert_eq!(serde_json::to_string(&day).unwrap(), format!("\"{s}\""));
                 prop_assert_eq!(day.to_string(), s);
+            }
+            if let Ok(day) = Day::parse(&text) {
+                prop_assert_eq!(serde_json::to_string(&day).unwrap(), format!("\"{text}\""));
             }
         }
 

@@ -27,8 +27,25 @@ impl Keys {
     }
 
     /// A user's check-ins for one month: bit `day - 1` is set when checked in.
+    #[cfg(test)]
     pub fn checkin_month(&self, user: UserId, month: Month) -> String {
-        format!("{}ck:{{{user}}}:{month}", self.prefix)
+        self.checkin_months(user, &[month]).remove(0)
+    }
+
+    /// [`Self::checkin_month`] of each of `months`, the user's part formatted once: a
+    /// check-in names every retained month (issue 19).
+    pub fn checkin_months(&self, user: UserId, months: &[Month]) -> Vec<String> {
+        use std::fmt::Write as _;
+        let base = format!("{}ck:{{{user}}}:", self.prefix);
+        months
+            .iter()
+            .map(|month| {
+                let mut key = String::with_capacity(base.len() + 7);
+                key.push_str(&base);
+                let _ = write!(key, "{month}");
+                key
+            })
+            .collect()
     }
 
     /// One chunk of a day's cohort bitmap: bit `user mod 2^20` of chunk `user >> 20`.

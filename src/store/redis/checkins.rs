@@ -82,10 +82,7 @@ impl CheckinStore for RedisStore {
             .position(|m| *m == day.month())
             .ok_or_else(|| StoreError::Internal("check-in day outside its window".to_owned()))?;
         let (chunk, offset) = chunk_of(user);
-        let mut keys: Vec<String> = window
-            .iter()
-            .map(|m| self.keys.checkin_month(user, *m))
-            .collect();
+        let mut keys = self.keys.checkin_months(user, &window);
         let mut args: Vec<i64> = vec![
             keys.len() as i64,
             (target + 1) as i64,
@@ -144,10 +141,7 @@ impl CheckinStore for RedisStore {
     }
 
     async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
-        let keys: Vec<String> = months
-            .iter()
-            .map(|m| self.keys.checkin_month(user, *m))
-            .collect();
+        let keys = self.keys.checkin_months(user, months);
         // One MGET: every key carries the user's hash tag, so it is single-slot on a Cluster.
         let values: Vec<Value> = self.pool.mget(keys).await.map_err(map_err)?;
         Ok(values
