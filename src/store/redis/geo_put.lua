@@ -7,12 +7,18 @@
 local layer = KEYS[1]
 local fresh = 0
 local seen = {}
+local members = {}
 for i = 5, #ARGV, 3 do
   local member = ARGV[i]
   if not seen[member] then
     seen[member] = true
-    if not redis.call('ZSCORE', layer, member) then fresh = fresh + 1 end
+    members[#members + 1] = member
   end
+end
+-- One ZMSCORE for the batch: a ZSCORE per member made a 1,000-place batch ~1,000 calls.
+local scores = redis.call('ZMSCORE', layer, unpack(members))
+for i = 1, #members do
+  if not scores[i] then fresh = fresh + 1 end
 end
 if fresh > 0 and redis.call('ZCARD', layer) + fresh > tonumber(ARGV[1]) then
   return -1
