@@ -118,8 +118,9 @@ impl Drop for FlushGuard {
     }
 }
 
-impl Write for Batched {
-    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+impl Batched {
+    /// Appends one whole line (or counts it dropped past [`CAP`]).
+    pub fn append(&self, line: &[u8]) {
         let mut pending = self.shared.pending();
         let before = pending.len();
         if before + line.len() > CAP {
@@ -133,6 +134,12 @@ impl Write for Batched {
                 self.shared.wake.notify_one();
             }
         }
+    }
+}
+
+impl Write for Batched {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        self.append(line);
         // The line is taken (or counted as dropped) whole: `fmt` writes each event once.
         Ok(line.len())
     }
