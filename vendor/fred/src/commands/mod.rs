@@ -1,0 +1,3 @@
+mod impls;
+pub mod interfaces;
+pub use impls::*;
