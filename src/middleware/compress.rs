@@ -29,21 +29,24 @@ impl<P> AskedCompressionLayer<P> {
     }
 }
 
-impl<S: Clone, P: Predicate> Layer<S> for AskedCompressionLayer<P> {
+impl<S, P: Predicate> Layer<S> for AskedCompressionLayer<P> {
     type Service = AskedCompression<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
         AskedCompression {
-            compressed: self.compression.layer(inner.clone()),
-            plain: inner,
+            inner,
+            compression: self.compression.clone(),
         }
     }
 }
 
+/// One inner service, wrapped in `Compression` only for a request that asks. Holding a
+/// `Compression` of it beside it made the stack hold every layer below twice, and axum clones
+/// a route's whole stack for each request (callgrind, issue 19).
 #[derive(Clone)]
 pub struct AskedCompression<S, P> {
-    plain: S,
-    compressed: Compression<S, P>,
+    inner: S,
+    compression: CompressionLayer<P>,
 }
 
 type Mapped<F, B> = Map<F, fn(Result<HttpResponse<B>, Infallible>) -> Result<Response, Infallible>>;
@@ -65,18 +68,19 @@ where
     >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // Both wrap the same kind of inner service (axum's routes, always ready).
-        match self.plain.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.compressed.poll_ready(cx),
-            other => other,
-        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
         if req.headers().contains_key(ACCEPT_ENCODING) {
-            Either::Right(self.compressed.call(req).map(boxed::<CompressedBody<B>>))
+            // The service polled ready is the one called; a clone stays behind for the next.
+            // (`Compression` adds no readiness of its own.)
+            let clone = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, clone);
+            let mut compressed = self.compression.layer(ready);
+            Either::Right(compressed.call(req).map(boxed::<CompressedBody<B>>))
         } else {
-            Either::Left(self.plain.call(req).map(boxed::<B>))
+            Either::Left(self.inner.call(req).map(boxed::<B>))
         }
     }
 }
