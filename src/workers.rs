@@ -49,6 +49,10 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
     for n in 0..workers {
         let listener = listener.try_clone()?;
         let state = state.clone();
+        let shortest_timer = state
+            .settings
+            .store_timeout
+            .min(state.settings.request_timeout);
         let mut stopping = stopping.clone();
         let ended = ended.clone();
         std::thread::Builder::new()
@@ -62,6 +66,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
                             if let Err(e) = state.store.attach_worker(pool_size, wait).await {
                                 tracing::warn!(error = %e, "worker keeps the shared Redis pool");
                             }
+                            tokio::spawn(timer_floor(shortest_timer));
                             let listener = tokio::net::TcpListener::from_std(listener)?;
                             let shutdown = async move {
                                 let _ = stopping.wait_for(|s| *s).await;
@@ -83,4 +88,23 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
         result = result.and(r);
     }
     result
+}
+
+/// A timer that always fires sooner than any per-request timer (a store call's timeout, the
+/// request's), so registering one of those never wakes the worker's own I/O driver.
+///
+/// Why: Tokio's timer wakes the driver (an `eventfd` write) when a new timer is due before the
+/// time the driver last planned to wake at, and it updates that plan only when the driver
+/// parks. A worker that parked with no short timer pending — every request answered, only the
+/// connections' idle ticks left — then wrote the `eventfd` for each store call's timeout until
+/// it parked again: one system call and one spurious `epoll_wait` return per request (gdb on
+/// `mio`'s waker, issue 19). With this timer pending, the planned wake is never further away
+/// than its period, which is shorter than any per-request timer; it costs a wake-up per period.
+async fn timer_floor(shortest: Duration) {
+    let period = (shortest / 2).max(Duration::from_millis(5));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+    }
 }

@@ -129,6 +129,49 @@ async fn workers_share_redis() {
         .await;
 }
 
+/// Write-like system calls of the whole process so far (`syscw` in `/proc/<pid>/io`).
+fn writes_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("syscw: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A request that calls Redis costs its worker two writes: the command to Redis and the
+/// response. Tokio woke a worker's own I/O driver (an `eventfd` write) for each store call's
+/// timeout until the worker's timer floor (`src/workers.rs`) kept a sooner timer pending.
+#[tokio::test]
+async fn a_store_call_costs_no_wake_up_write() {
+    const VISITS: u64 = 300;
+    let redis = RedisProcess::start(&[], false);
+    let gw = Binary::start(&[("GATEWAY_WORKERS", "1"), ("REDIS_URL", &redis.url())]);
+    gw.wait_ready().await;
+    let client = reqwest::Client::new();
+    let visit = |i: u64| {
+        client
+            .post(gw.url("/v1/uv/writes"))
+            .json(&json!({"visitor": format!("v{i}")}))
+            .send()
+    };
+    for i in 0..20 {
+        assert_eq!(visit(i).await.unwrap().status(), 200);
+    }
+    let before = writes_of(gw.child.id());
+    for i in 0..VISITS {
+        assert_eq!(visit(i).await.unwrap().status(), 200);
+    }
+    let per_request = (writes_of(gw.child.id()) - before) as f64 / VISITS as f64;
+    eprintln!("{per_request:.2} write system calls per request");
+    // Two, plus the access log's batched writes and the odd timer tick.
+    assert!(
+        per_request < 2.5,
+        "{per_request:.2} writes per request: is a wake-up written per store call again?"
+    );
+}
+
 /// Zero workers is a configuration error named as such, not a gateway that serves nothing.
 #[test]
 fn zero_workers_is_refused() {
