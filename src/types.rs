@@ -308,6 +308,28 @@ impl Month {
         Ok(Self { year, month })
     }
 
+    /// `YYYY-MM`, digit by digit: a check-in writes a key for every retained month, and
+    /// `core::fmt` with a `NaiveDate` behind it cost more than the rest of the key.
+    pub fn text(self) -> [u8; 7] {
+        let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
+        let y = u32::try_from(self.year).unwrap_or(0);
+        [
+            digit(y, 1000),
+            digit(y, 100),
+            digit(y, 10),
+            digit(y, 1),
+            b'-',
+            digit(self.month, 10),
+            digit(self.month, 1),
+        ]
+    }
+
+    /// Months since year 0 (`year * 12 + month - 1`): consecutive months are consecutive
+    /// numbers, and the year and month come back by division (as `checkin_set.lua` does).
+    pub fn serial(self) -> i64 {
+        i64::from(self.year) * 12 + i64::from(self.month) - 1
+    }
+
     pub fn first_day(self) -> Day {
         Day(NaiveDate::from_ymd_opt(self.year, self.month, 1).expect("validated month"))
     }
@@ -364,11 +386,8 @@ impl From<Month> for String {
 }
 
 impl fmt::Display for Month {
-    // Digit by digit, as `Day`: a check-in writes a key for every retained month.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let day = Day(NaiveDate::from_ymd_opt(self.year, self.month, 1).ok_or(fmt::Error)?);
-        let text = day.text();
-        f.write_str(std::str::from_utf8(&text[..7]).map_err(|_| fmt::Error)?)
+        f.write_str(std::str::from_utf8(&self.text()).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -426,6 +445,19 @@ mod tests {
         for bad in ["2024-13", "2024-00", "2024-2", "24-02"] {
             assert!(Month::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn month_serials_count_months_and_text_round_trips() {
+        let mut month = Month::parse("1970-01").unwrap();
+        for _ in 0..(12 * 30) {
+            let next = month.next();
+            assert_eq!(next.serial(), month.serial() + 1);
+            assert_eq!(Month::parse(&next.to_string()).unwrap(), next);
+            month = next;
+        }
+        assert_eq!(Month::parse("2024-02").unwrap().serial(), 2024 * 12 + 1);
+        assert_eq!(Month::parse("9999-12").unwrap().to_string(), "9999-12");
     }
 }
 

@@ -35,14 +35,13 @@ impl Keys {
     /// [`Self::checkin_month`] of each of `months`, the user's part formatted once: a
     /// check-in names every retained month (issue 19).
     pub fn checkin_months(&self, user: UserId, months: &[Month]) -> Vec<String> {
-        use std::fmt::Write as _;
         let base = format!("{}ck:{{{user}}}:", self.prefix);
         months
             .iter()
             .map(|month| {
                 let mut key = String::with_capacity(base.len() + 7);
                 key.push_str(&base);
-                let _ = write!(key, "{month}");
+                key.push_str(std::str::from_utf8(&month.text()).unwrap_or_default());
                 key
             })
             .collect()

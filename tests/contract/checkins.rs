@@ -30,6 +30,7 @@ crate::contract_tests!(
     checkin_is_idempotent,
     bare_post_checks_in_today,
     streak_crosses_month_boundary,
+    streak_spans_leap_februaries,
     stats_counts_every_and_any_day,
     bad_inputs_are_problems,
     chunks_past_the_sparse_limit_count_the_same,
@@ -79,6 +80,48 @@ async fn bare_post_checks_in_today(backend: Backend) {
     let (_, month) = gw.get("/v1/checkins/4294967295").await;
     assert_eq!(month["month"], ym(today()));
     assert_eq!(month["days"], json!([today().day()]));
+}
+
+/// A streak as long as a 1,500-day retention always crosses a 29-day February: the check-in
+/// reply's streak (worked out by the store; on Redis inside `checkin_set.lua`, which derives each
+/// month's length itself) and the month view's (worked out by the gateway) count every day.
+async fn streak_spans_leap_februaries(backend: Backend) {
+    const DAYS: i64 = 1500;
+    let mut settings = crate::common::settings(backend);
+    settings.checkin_retention_days = DAYS as u32;
+    let gw = Gateway::with_settings(settings).await;
+    let today = today();
+    let leap_day = (0..DAYS)
+        .map(|i| today - Duration::days(i))
+        .find(|d| d.month() == 2 && d.day() == 29);
+    assert!(leap_day.is_some(), "the window holds a February 29th");
+    futures::stream::iter(1..DAYS)
+        .for_each_concurrent(16, |i| {
+            let gw = &gw;
+            async move {
+                check_in(gw, 11, today - Duration::days(i)).await;
+            }
+        })
+        .await;
+    let body = check_in(&gw, 11, today).await;
+    assert_eq!(body["current_streak"], DAYS, "{body}");
+    let (_, month) = gw.get("/v1/checkins/11").await;
+    assert_eq!(month["current_streak"], DAYS, "{month}");
+
+    // A gap on the leap day itself ends the streak there.
+    let leap_day = leap_day.expect("checked above");
+    for i in 1..DAYS {
+        let day = today - Duration::days(i);
+        if day > leap_day {
+            check_in(&gw, 12, day).await;
+        }
+    }
+    let body = check_in(&gw, 12, today).await;
+    assert_eq!(
+        body["current_streak"],
+        (today - leap_day).num_days(),
+        "{body}"
+    );
 }
 
 async fn streak_crosses_month_boundary(backend: Backend) {

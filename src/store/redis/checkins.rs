@@ -27,6 +27,10 @@ static COHORT_GET: LazyLock<Script> =
 /// hostile user id costs a few bytes, never 128 KiB (issue 15, "Abuse budget" in README).
 const COHORT_SPARSE_MAX: i64 = 512;
 
+/// Months a check-in's call reads for the streak, today's included, unless it writes an older
+/// one: enough for any streak up to 28 days.
+const FIRST_MONTHS: usize = 2;
+
 /// Chunks fetched at once when computing stats: bounds memory to a few chunks' worth of days.
 const CHUNKS_IN_FLIGHT: usize = 4;
 
@@ -82,8 +86,12 @@ impl CheckinStore for RedisStore {
             .position(|m| *m == day.month())
             .ok_or_else(|| StoreError::Internal("check-in day outside its window".to_owned()))?;
         let (chunk, offset) = chunk_of(user);
-        let mut keys = self.keys.checkin_months(user, &window);
-        let mut args: Vec<i64> = vec![
+        // The months up to the written one and at least the one before today's: a streak
+        // longer than that is rare, and continues in a second call with the older months
+        // (each key and integer costs the gateway more to encode than Redis to run).
+        let first = (target + 1).max(FIRST_MONTHS).min(window.len());
+        let mut keys = self.keys.checkin_months(user, &window[..first]);
+        let args: Vec<i64> = vec![
             keys.len() as i64,
             (target + 1) as i64,
             i64::from(day.0.day()) - 1,
@@ -94,8 +102,8 @@ impl CheckinStore for RedisStore {
             expiry.day_at,
             i64::from(chunk),
             COHORT_SPARSE_MAX,
+            window[0].serial(),
         ];
-        args.extend(window.iter().map(|m| i64::from(m.days())));
         let reply: Vec<i64> = if self.cluster {
             // The cohort chunk lives in another slot: its own script, sent concurrently.
             let user_call = self.pool.eval::<Vec<i64>, _, _>(&CHECKIN_SET, keys, args);
@@ -125,11 +133,14 @@ impl CheckinStore for RedisStore {
                 .await
                 .map_err(map_err)?
         };
-        let [previous, month_count, current_streak] = reply[..] else {
+        let [previous, month_count, mut current_streak, budget] = reply[..] else {
             return Err(StoreError::Internal(format!(
                 "checkin_set.lua replied {reply:?}"
             )));
         };
+        if budget > 0 && first < window.len() {
+            current_streak += self.streak_on(user, &window[first..], budget).await?;
+        }
         let count = |n: i64| {
             u32::try_from(n).map_err(|_| StoreError::Internal(format!("checkin_set.lua count {n}")))
         };
@@ -182,6 +193,41 @@ impl CheckinStore for RedisStore {
 }
 
 impl RedisStore {
+    /// The rest of a streak that went on past the months of a check-in's call: counted back
+    /// from the last day of `months[0]`, at most `budget` days, in one more call.
+    async fn streak_on(
+        &self,
+        user: UserId,
+        months: &[Month],
+        budget: i64,
+    ) -> Result<i64, StoreError> {
+        let keys = self.keys.checkin_months(user, months);
+        let args: Vec<i64> = vec![
+            keys.len() as i64,
+            0, // no write
+            0,
+            0,
+            0, // from the month's last day
+            budget,
+            0,
+            0,
+            0,
+            0,
+            months[0].serial(),
+        ];
+        let reply: Vec<i64> = self
+            .pool
+            .eval(&CHECKIN_SET, keys, args)
+            .await
+            .map_err(map_err)?;
+        match reply[..] {
+            [_, _, streak, _] => Ok(streak),
+            _ => Err(StoreError::Internal(format!(
+                "checkin_set.lua replied {reply:?}"
+            ))),
+        }
+    }
+
     async fn chunk_cohort(&self, chunk: u32, days: &[Day]) -> Result<Cohort, StoreError> {
         let gets = days.iter().map(|d| {
             let key = self.keys.cohort_chunk(chunk, *d);

@@ -221,9 +221,9 @@ impl Route {
         V: TryInto<MultipleValues> + Send,
         V::Error: Into<Error> + Send,
     {
-        let keys: MultipleKeys = keys.into();
-        let first = keys.clone().inner().into_iter().next();
-        let (client, node) = self.pick(first.as_ref().map(|k| k.as_bytes()))?;
+        // Unwrapped rather than cloned to read the first key: a check-in sends 15 keys.
+        let keys = keys.into().inner();
+        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
         let result = script.evalsha_with_reload(&client, keys, args).await;
         self.observe(node, &result);
         result

@@ -369,7 +369,10 @@ async fn check_blocking_policy(inner: &RefCount<ClientInner>, command: &Command)
         "Error sending command while connection is blocked.",
       ));
     } else if inner.config.blocking == Blocking::Interrupt {
-      if let Err(e) = interrupt_blocked_connection(inner, ClientUnblockFlag::Error).await {
+      // PATCHED (redis-gateway, see vendor/README.md): boxed. Unboxed, this rare path's future
+      // (a backchannel connection) sat inside every command's future, ~6.9 KB for an EVALSHA,
+      // copied whole wherever a caller boxes or moves one.
+      if let Err(e) = Box::pin(interrupt_blocked_connection(inner, ClientUnblockFlag::Error)).await {
         _error!(inner, "Failed to interrupt blocked connection: {:?}", e);
       }
     }

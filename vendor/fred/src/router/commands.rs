@@ -119,20 +119,23 @@ pub async fn write_command(
   #[cfg(not(feature = "replicas"))]
   let use_replica = false;
 
+  // PATCHED (redis-gateway, see vendor/README.md): the rare paths of this function are boxed
+  // (QUIT/SHUTDOWN, all-node commands, interrupts, dropped connections). Unboxed, their futures
+  // made this one ~7.7 KB, copied whole into the box that `write_command_t!` puts every command in.
   if closes_connection {
-    router.drain_all(inner).await?;
+    Box::pin(router.drain_all(inner)).await?;
   }
   // TODO refactor this
   let (flush, disconnect_from) = {
     if command.is_all_cluster_nodes() {
-      if let Err(err) = router.drain_all(inner).await {
-        router.disconnect_all(inner).await;
+      if let Err(err) = Box::pin(router.drain_all(inner)).await {
+        Box::pin(router.disconnect_all(inner)).await;
         finish_or_retry_command(router, command, &err);
         utils::defer_reconnection(inner, router, None, err, use_replica)?;
         (false, None)
       } else {
-        if let Err(err) = clustered::send_all_cluster_command(inner, router, command).await {
-          router.disconnect_all(inner).await;
+        if let Err(err) = Box::pin(clustered::send_all_cluster_command(inner, router, command)).await {
+          Box::pin(router.disconnect_all(inner)).await;
           utils::defer_reconnection(inner, router, None, err, use_replica)?;
         }
 
@@ -171,7 +174,9 @@ pub async fn write_command(
           if should_interrupt {
             let _ = conn.flush().await;
             _debug!(inner, "Interrupt after write.");
-            if let Err(e) = client_utils::interrupt_blocked_connection(inner, ClientUnblockFlag::Error).await {
+            if let Err(e) =
+              Box::pin(client_utils::interrupt_blocked_connection(inner, ClientUnblockFlag::Error)).await
+            {
               _warn!(inner, "Failed to unblock connection: {:?}", e);
             }
           }
@@ -197,7 +202,7 @@ pub async fn write_command(
     if let Some(command) = command {
       finish_or_retry_command(router, command, &err);
     }
-    utils::drop_connection(inner, router, &server, &err).await;
+    Box::pin(utils::drop_connection(inner, router, &server, &err)).await;
     utils::defer_reconnection(inner, router, None, err, use_replica)
   } else {
     Ok(())
