@@ -237,7 +237,8 @@ impl Day {
     /// `YYYY-MM-DD`, digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never
     /// chrono's `format`, which re-parses its pattern): days go into keys and replies on every
     /// request (issue 19).
-    fn text(self) -> [u8; 10] {
+    /// `YYYY-MM-DD`, digit by digit (keys name a day on every UV add and check-in).
+    pub fn text(self) -> [u8; 10] {
         let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
         let (y, m, d) = (
             u32::try_from(self.0.year()).unwrap_or(0),
