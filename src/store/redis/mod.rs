@@ -200,6 +200,12 @@ fn classify(e: &Error) -> StoreError {
         | ErrorKind::Backpressure
         | ErrorKind::Routing => StoreError::Unavailable(e.to_string()),
         _ if is_transient(e.details()) => StoreError::Unavailable(e.to_string()),
+        // fred found no connection to write on: it was dropped (Redis went away) between our
+        // pick of a connected client and fred's router taking the command. fred files this one
+        // as `Unknown`; it is an outage, not a bug (a rare 500 in tests/reliability.rs).
+        ErrorKind::Unknown if e.details() == "Failed to route command." => {
+            StoreError::Unavailable(e.to_string())
+        }
         _ => StoreError::Internal(e.to_string()),
     }
 }
@@ -216,4 +222,21 @@ fn is_transient(details: &str) -> bool {
     ]
     .iter()
     .any(|p| details.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unroutable_command_is_an_outage() {
+        let unroutable = Error::new(ErrorKind::Unknown, "Failed to route command.");
+        assert!(matches!(classify(&unroutable), StoreError::Unavailable(_)));
+        let loading = Error::new(ErrorKind::Unknown, "LOADING Redis is loading");
+        assert!(matches!(classify(&loading), StoreError::Unavailable(_)));
+        let other = Error::new(ErrorKind::Unknown, "something else");
+        assert!(matches!(classify(&other), StoreError::Internal(_)));
+        let parse = Error::new(ErrorKind::Parse, "Failed to route command.");
+        assert!(matches!(classify(&parse), StoreError::Internal(_)));
+    }
 }
