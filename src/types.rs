@@ -233,13 +233,17 @@ impl TryFrom<String> for Day {
     }
 }
 
+/// The decimal digit of `n` at `place` (1, 10, 100, …) in ASCII: `Day` and `Month` write
+/// their text digit by digit.
+fn digit(n: u32, place: u32) -> u8 {
+    b'0' + u8::try_from(n / place % 10).unwrap_or(0)
+}
+
 impl Day {
     /// `YYYY-MM-DD`, digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never
     /// chrono's `format`, which re-parses its pattern): days go into keys and replies on every
     /// request (issue 19).
-    /// `YYYY-MM-DD`, digit by digit (keys name a day on every UV add and check-in).
     pub fn text(self) -> [u8; 10] {
-        let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
         let (y, m, d) = (
             u32::try_from(self.0.year()).unwrap_or(0),
             self.0.month(),
@@ -312,7 +316,6 @@ impl Month {
     /// `YYYY-MM`, digit by digit: a check-in writes a key for every retained month, and
     /// `core::fmt` with a `NaiveDate` behind it cost more than the rest of the key.
     pub fn text(self) -> [u8; 7] {
-        let digit = |n: u32, place: u32| b'0' + u8::try_from(n / place % 10).unwrap_or(0);
         let y = u32::try_from(self.year).unwrap_or(0);
         [
             digit(y, 1000),

@@ -28,7 +28,7 @@ static COHORT_GET: LazyLock<Script> =
 const COHORT_SPARSE_MAX: i64 = 512;
 
 /// Months a check-in's call reads for the streak, today's included, unless it writes an older
-/// one: enough for any streak up to 28 days.
+/// one: enough for any streak up to 29 days (more past the first of a month).
 const FIRST_MONTHS: usize = 2;
 
 /// Chunks fetched at once when computing stats: bounds memory to a few chunks' worth of days.

@@ -221,7 +221,7 @@ impl Route {
         V: TryInto<MultipleValues> + Send,
         V::Error: Into<Error> + Send,
     {
-        // Unwrapped rather than cloned to read the first key: a check-in sends 15 keys.
+        // Unwrapped rather than cloned to read the first key: cloning copied every key.
         let keys = keys.into().inner();
         let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
         let result = script.evalsha_with_reload(&client, keys, args).await;
