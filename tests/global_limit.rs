@@ -205,6 +205,74 @@ async fn concurrent_requests_get_exactly_the_budget() {
     assert_eq!((ok, refused), (5, 45));
 }
 
+/// A route the limiter charges 2 units: a UV range of 32 days (1 + days / 31).
+const TWO_UNITS: &str = "/v1/uv/home?from=2026-01-01&to=2026-02-01";
+
+/// Concurrent requests of one client, of two costs, land in the limiter's batches (a batch's
+/// steps are decided in one script run, each reply derived from the clock and the TAT it
+/// started from). Every reply must be the one its step got in some order of the steps: the
+/// allowed requests spend the budget one after another (each `RateLimit-Remaining` is the
+/// previous one less its own cost), a refused request costs more than was left, and the
+/// stored TAT holds exactly what was spent. The tests run on one thread, as each of the
+/// binary's workers does, so requests taken up in one turn batch (on two threads they rarely
+/// do, and the test would not see a wrong replay of a batch).
+async fn mixed_costs_spend_the_budget_exactly(backend: Backend) {
+    let mut s = limited(backend);
+    s.store_timeout = Duration::from_secs(20);
+    let gw = Gateway::with_settings(s).await;
+    let dave = key("dave");
+    let requests: Vec<(&str, i64)> = (0..30)
+        .map(|i| {
+            if i % 2 == 0 {
+                (CHEAP, 1)
+            } else {
+                (TWO_UNITS, 2)
+            }
+        })
+        .collect();
+    let replies =
+        futures::future::join_all(requests.iter().map(|(path, _)| get(&gw, path, &dave))).await;
+    let mut allowed = Vec::new();
+    for (reply, (path, cost)) in replies.iter().zip(&requests) {
+        match reply.status {
+            200 => allowed.push((reply.remaining(), *cost)),
+            429 => assert!(reply.remaining() < *cost, "{path} refused: {reply:?}"),
+            other => panic!("{path}: {other} {reply:?}"),
+        }
+    }
+    allowed.sort_unstable_by(|a, b| b.cmp(a));
+    let mut left = 5;
+    for &(remaining, cost) in &allowed {
+        assert_eq!(remaining, left - cost, "allowed in order: {allowed:?}");
+        left = remaining;
+    }
+    assert!(
+        left <= 1,
+        "a request fitting the budget was refused: {allowed:?}"
+    );
+    let after = get(&gw, CHEAP, &dave).await;
+    if left == 1 {
+        assert_eq!((after.status, after.remaining()), (200, 0));
+    } else {
+        assert_eq!(after.status, 429);
+    }
+}
+
+#[tokio::test]
+async fn mixed_costs_spend_the_budget_exactly_memory() {
+    mixed_costs_spend_the_budget_exactly(Backend::Memory).await;
+}
+
+#[tokio::test]
+async fn mixed_costs_spend_the_budget_exactly_redis() {
+    mixed_costs_spend_the_budget_exactly(Backend::Redis).await;
+}
+
+#[tokio::test]
+async fn mixed_costs_spend_the_budget_exactly_cluster() {
+    mixed_costs_spend_the_budget_exactly(Backend::Cluster).await;
+}
+
 /// A busy client's limiter calls go to the store in batches (src/middleware/ratelimit/
 /// batch.rs). Requests whose clients give up while their batch is in flight — the leader's
 /// among them — must neither wedge the client's bucket nor get through unlimited: Redis is

@@ -123,6 +123,32 @@ pub fn decide(gcra: &Gcra, quantity: u64, now: i128, stored: Option<i128>) -> De
     }
 }
 
+/// Decides steps of `quantities` one after the other at one instant `now`, each against the TAT
+/// the steps before it left (`stored` before the first): what the same steps would get sent one
+/// by one at that instant. The batched store call (`ratelimit_gcra_many.lua`) takes the same
+/// steps atomically and reports only the clock and the TAT it started from, so every reply is
+/// derived here, as a single step's is.
+pub fn decide_steps(
+    gcra: &Gcra,
+    quantities: &[u64],
+    now: i128,
+    stored: Option<i128>,
+) -> Vec<Decision> {
+    let mut tat = stored;
+    quantities
+        .iter()
+        .map(|&quantity| {
+            let d = decide(gcra, quantity, now, tat);
+            match d.write {
+                Write::Nothing => {}
+                Write::Set { tat: new, .. } => tat = Some(new),
+                Write::Delete => tat = None,
+            }
+            d
+        })
+        .collect()
+}
+
 /// A decision as `CL.THROTTLE` and `POST /v1/ratelimit/check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
@@ -300,19 +326,24 @@ mod tests {
                 Write::Set { tat, expire_ms } => self.key = Some((tat, now + expire_ms * MS)),
                 Write::Delete => self.key = None,
             }
-            let r = d.reply();
-            [
-                i64::from(!r.allowed),
-                r.limit as i64,
-                r.remaining as i64,
-                r.retry_after,
-                r.reset_after,
-            ]
+            cell(&d)
         }
 
         fn exists(&self, now: i128) -> bool {
             self.key.is_some_and(|(_, at)| at > now)
         }
+    }
+
+    /// A decision as redis-cell's five-element reply.
+    fn cell(d: &Decision) -> [i64; 5] {
+        let r = d.reply();
+        [
+            i64::from(!r.allowed),
+            r.limit as i64,
+            r.remaining as i64,
+            r.retry_after,
+            r.reset_after,
+        ]
     }
 
     #[test]
@@ -343,6 +374,31 @@ mod tests {
         assert_eq!(d.reset_after, 29_900_000);
         assert_eq!(d.reply().reset_after_ms, 29_900);
         assert_eq!(d.write, Write::Nothing);
+    }
+
+    #[test]
+    fn steps_at_one_instant_are_the_steps_one_by_one() {
+        // Burst 3 (limit 4), 1 per second: a peek, a refusal that fits nothing, a step that
+        // fills the bucket, a refusal, a step that comes back to an emptied key.
+        let g = Gcra::new(3, 1, 1);
+        let quantities = [1, 0, 2, 9, 1, 1, 0];
+        for stored in [None, Some(T0 - SEC), Some(T0 + SEC / 2)] {
+            let mut b = Bucket::default();
+            if let Some(tat) = stored {
+                b.key = Some((tat, T0 + 10 * SEC));
+            }
+            let batch = decide_steps(&g, &quantities, T0, stored);
+            let one_by_one: Vec<[i64; 5]> = quantities.iter().map(|&q| b.call(&g, q, T0)).collect();
+            let replies: Vec<[i64; 5]> = batch.iter().map(cell).collect();
+            assert_eq!(replies, one_by_one, "stored {stored:?}");
+        }
+        // From an empty bucket: 1 and 2 fit (remaining 3, then 1), 9 never fits, the next 1
+        // takes the last unit, and the one after it is refused.
+        let allowed: Vec<bool> = decide_steps(&g, &quantities, T0, None)
+            .iter()
+            .map(|d| d.allowed)
+            .collect();
+        assert_eq!(allowed, [true, true, true, false, true, false, true]);
     }
 
     #[test]

@@ -1,55 +1,56 @@
-//! Group commit for the global limiter's store calls. While one client's call is in flight,
-//! that client's next requests queue here and go to the store together in the next call
-//! ([`RateLimitStore::ratelimit_throttle_many`], one script run). A quiet client's request
-//! goes at once, as before; a busy client costs one round trip per batch instead of one per
-//! request — that second round trip per request was why the global layer halved throughput
-//! (issue 19). The decisions stay exact and shared by every instance: a batch's steps are
-//! taken in arrival order, atomically, at one instant of the store's clock, which is what the
-//! same requests would get had they arrived together.
+//! Group commit for the global limiter's store calls. The requests for one client's bucket
+//! that a worker thread takes up in one turn of its event loop go to the store together, in
+//! one call ([`RateLimitStore::ratelimit_throttle_many`], one script run): a busy client costs
+//! one round trip per batch instead of one per request — that second round trip per request
+//! was why the global layer halved throughput (issue 19). The decisions stay exact and shared
+//! by every instance: a batch's steps are taken in arrival order, atomically, at one instant of
+//! the store's clock, which is what the same requests would get had they arrived together.
 //!
-//! Written here because no crate does this for a store call: the pattern is small (a map of
-//! queues under a mutex that is never held across an await), and its edges need care — a
-//! request whose client leaves while it leads, or just as the lead reaches it. A lead is a
-//! value ([`Lead`]) that passes itself on when dropped, so a bucket never stays busy with
-//! nobody leading, and the requests it carried go back to the front of the queue: they are
-//! decided by the next call rather than failed (which, failing open, would serve them free).
+//! Batches form per worker thread and are not held back while an earlier one is in flight:
+//! each worker runs its own single-threaded runtime with its own Redis connections
+//! (`src/workers.rs`), so a batch shared across workers cost a cross-thread wake-up per
+//! request, and waiting for the call in flight before sending the next added up to a second
+//! round trip to every request's latency. Two batches of one bucket in flight at once are
+//! two atomic script runs, as two gateway instances' calls are.
+//!
+//! The first request of a bucket in a turn opens the batch and spawns the task that sends it.
+//! A spawned task runs after the tasks already woken in the same turn, so those join the
+//! batch; and since it belongs to no request, a client that gives up cannot strand the
+//! requests that joined its batch. Written here because no crate does this for a store call.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use thread_local::ThreadLocal;
 use tokio::sync::oneshot;
 
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
+use crate::store::Store;
 
-/// Most steps in one call: bounds the script's work (well inside the 5 ms rule) and the
-/// latency a request queued at the back of a burst sees.
+/// Most steps in one call: bounds the script's work (well inside the 5 ms rule). A larger
+/// batch goes as several calls, one after the other.
 const MAX_BATCH: usize = 64;
 
 type Reply = Result<Decision, StoreError>;
 
-/// What a queued request learns.
-enum Turn {
-    /// Its decision, from a batch someone else sent.
-    Decided(Reply),
-    /// It sends the next batch: its own step, then the lead's followers.
-    Lead(Lead),
-}
-
 struct Waiter {
     quantity: u64,
-    tx: oneshot::Sender<Turn>,
+    tx: oneshot::Sender<Reply>,
 }
 
 /// A bucket and the budget it is spent under: a clients-file reload may change a client's
 /// limits while its requests queue, and one batch is one budget.
 type QueueKey = (String, i128, i128);
 
+/// One thread's open batches: a bucket has an entry from its first request of a turn until
+/// the task sending the batch takes it.
+type Open = Arc<Mutex<HashMap<QueueKey, Vec<Waiter>>>>;
+
 #[derive(Default)]
 pub struct Batcher {
-    /// A bucket has an entry while someone leads it; the entry holds who waits.
-    queues: Mutex<HashMap<QueueKey, Vec<Waiter>>>,
+    open: ThreadLocal<Open>,
 }
 
 impl std::fmt::Debug for Batcher {
@@ -58,146 +59,80 @@ impl std::fmt::Debug for Batcher {
     }
 }
 
-/// The right to send a bucket's next call, with the requests that call decides besides the
-/// holder's own. Dropped — used, or with its holder gone — it passes itself on.
-struct Lead {
-    batcher: Arc<Batcher>,
-    key: QueueKey,
-    followers: Vec<Waiter>,
-    /// `false` once its followers and its turn have been handed on by hand.
-    live: bool,
-}
-
-impl Drop for Lead {
-    fn drop(&mut self) {
-        if self.live {
-            let back = std::mem::take(&mut self.followers);
-            self.batcher.pass_on(&self.key, back);
-        }
-    }
-}
-
 impl Batcher {
     /// One GCRA step of `quantity` on `client`'s bucket, batched with the steps of the same
-    /// bucket that arrive while a call for it is in flight.
-    pub async fn throttle(
-        self: &Arc<Self>,
-        store: &impl RateLimitStore,
-        client: &str,
-        gcra: &Gcra,
-        quantity: u64,
-    ) -> Reply {
+    /// bucket this thread takes up in the same turn.
+    pub async fn throttle(&self, store: &Store, client: &str, gcra: &Gcra, quantity: u64) -> Reply {
         let key = (client.to_owned(), gcra.emission, gcra.tolerance);
-        let waiting = {
-            let mut queues = self.queues();
-            match queues.get_mut(&key) {
-                Some(queue) => {
-                    let (tx, rx) = oneshot::channel();
-                    queue.push(Waiter { quantity, tx });
-                    Some(rx)
+        let (tx, rx) = oneshot::channel();
+        let open = self.open.get_or_default();
+        let first = {
+            let mut batches = lock(open);
+            match batches.get_mut(&key) {
+                Some(batch) => {
+                    batch.push(Waiter { quantity, tx });
+                    false
                 }
                 None => {
-                    queues.insert(key.clone(), Vec::new());
-                    None
+                    batches.insert(key.clone(), vec![Waiter { quantity, tx }]);
+                    true
                 }
             }
         };
-        let mut lead = match waiting {
-            None => Lead {
-                batcher: self.clone(),
-                key,
-                followers: Vec::new(),
-                live: true,
-            },
-            Some(rx) => match rx.await {
-                Ok(Turn::Decided(reply)) => return reply,
-                Ok(Turn::Lead(lead)) => lead,
-                // Every waiter is answered, led or put back; only a teardown gets here.
-                Err(_) => {
-                    return Err(StoreError::Unavailable(
-                        "the limiter is shutting down".to_owned(),
-                    ))
-                }
-            },
-        };
-        let bucket = Bucket::Client(client.to_owned());
-        let replies = if lead.followers.is_empty() {
+        if first {
+            tokio::spawn(send(open.clone(), key, store.clone(), *gcra));
+        }
+        rx.await.unwrap_or_else(|_| {
+            // Only a runtime shutting down drops the sending task before it answers.
+            Err(StoreError::Unavailable(
+                "the limiter is shutting down".to_owned(),
+            ))
+        })
+    }
+}
+
+/// Takes `key`'s batch out of `open` and decides it, answering every request in it (one whose
+/// client left has dropped its receiver: its step is still spent, as it was sent).
+async fn send(open: Open, key: QueueKey, store: Store, gcra: Gcra) {
+    let mut waiters = lock(&open).remove(&key).unwrap_or_default();
+    let bucket = Bucket::Client(key.0);
+    while !waiters.is_empty() {
+        let rest = waiters.split_off(waiters.len().min(MAX_BATCH));
+        let replies = if let [one] = waiters.as_slice() {
             store
-                .ratelimit_throttle(&bucket, gcra, quantity)
+                .ratelimit_throttle(&bucket, &gcra, one.quantity)
                 .await
                 .map(|d| vec![d])
         } else {
-            let quantities: Vec<u64> = std::iter::once(quantity)
-                .chain(lead.followers.iter().map(|w| w.quantity))
-                .collect();
+            let quantities: Vec<u64> = waiters.iter().map(|w| w.quantity).collect();
             store
-                .ratelimit_throttle_many(&bucket, gcra, &quantities)
+                .ratelimit_throttle_many(&bucket, &gcra, &quantities)
                 .await
         };
-        // Pass the lead on before answering, so the next batch starts now.
-        let followers = std::mem::take(&mut lead.followers);
-        drop(lead);
         match replies {
-            Ok(decisions) => {
-                let mut decisions = decisions.into_iter();
-                let own = decisions.next().ok_or_else(|| {
-                    StoreError::Internal("a limiter batch came back empty".to_owned())
-                });
-                for (waiter, decision) in followers.into_iter().zip(decisions) {
-                    // A follower whose client left has dropped its receiver: nothing to do.
-                    let _ = waiter.tx.send(Turn::Decided(Ok(decision)));
+            Ok(decisions) if decisions.len() == waiters.len() => {
+                for (waiter, decision) in waiters.into_iter().zip(decisions) {
+                    let _ = waiter.tx.send(Ok(decision));
                 }
-                own
+            }
+            Ok(_) => {
+                let e = StoreError::Internal(
+                    "a limiter batch came back with the wrong number of decisions".to_owned(),
+                );
+                for waiter in waiters {
+                    let _ = waiter.tx.send(Err(e.clone()));
+                }
             }
             Err(e) => {
-                for waiter in followers {
-                    let _ = waiter.tx.send(Turn::Decided(Err(e.clone())));
+                for waiter in waiters {
+                    let _ = waiter.tx.send(Err(e.clone()));
                 }
-                Err(e)
             }
         }
+        waiters = rest;
     }
+}
 
-    /// Hands `key`'s lead to the first request queued (with up to [`MAX_BATCH`] − 1 behind
-    /// it), after putting `back` at the front of the queue; with nobody queued the bucket is
-    /// idle again.
-    fn pass_on(self: &Arc<Self>, key: &QueueKey, mut back: Vec<Waiter>) {
-        loop {
-            let (next, followers) = {
-                let mut queues = self.queues();
-                let Some(queue) = queues.get_mut(key) else {
-                    return;
-                };
-                queue.splice(0..0, back.drain(..));
-                if queue.is_empty() {
-                    queues.remove(key);
-                    return;
-                }
-                let take = queue.len().min(MAX_BATCH);
-                let mut batch: Vec<Waiter> = queue.drain(..take).collect();
-                let next = batch.remove(0);
-                (next, batch)
-            };
-            // Sent outside the lock: a refused lead comes back and is taken apart here, and a
-            // lead dropped unread by its receiver passes itself on from there.
-            let lead = Lead {
-                batcher: self.clone(),
-                key: key.clone(),
-                followers,
-                live: true,
-            };
-            match next.tx.send(Turn::Lead(lead)) {
-                Ok(()) => return,
-                Err(Turn::Lead(mut refused)) => {
-                    refused.live = false;
-                    back = std::mem::take(&mut refused.followers);
-                }
-                Err(Turn::Decided(_)) => return,
-            }
-        }
-    }
-
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<QueueKey, Vec<Waiter>>> {
-        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+fn lock(open: &Open) -> std::sync::MutexGuard<'_, HashMap<QueueKey, Vec<Waiter>>> {
+    open.lock().unwrap_or_else(PoisonError::into_inner)
 }

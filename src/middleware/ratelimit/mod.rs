@@ -5,10 +5,10 @@
 //! The client is the configured API client the `identify` layer (outside this one) found for
 //! the request's `X-Api-Key`, with that client's own budget; otherwise the peer address.
 //!
-//! Each decision is one store round trip made by the request's own task: no lock, no buffer,
-//! nothing that serialises requests of different clients in the gateway. Who the client is
-//! (the configured API client, the peer address, the `X-Forwarded-For` walk) is [`client`]'s
-//! business.
+//! Each decision is a step in a store call shared by the requests of the same client that a
+//! worker takes up together ([`batch`]); nothing serialises requests of different clients in
+//! the gateway. Who the client is (the configured API client, the peer address, the
+//! `X-Forwarded-For` walk) is [`client`]'s business.
 
 mod batch;
 mod client;

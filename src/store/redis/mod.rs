@@ -2,6 +2,20 @@
 //! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
 //! this module tree: errors become [`StoreError`] here.
 
+/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`: the functions a
+/// family of scripts shares, since Redis scripts cannot import) and one script's own body,
+/// built once.
+macro_rules! script_after {
+    ($head:literal, $file:literal) => {
+        std::sync::LazyLock::new(|| {
+            fred::types::scripts::Script::from_lua(concat!(
+                include_str!($head),
+                include_str!($file)
+            ))
+        })
+    };
+}
+
 mod checkins;
 mod dedup;
 mod dedup_native;

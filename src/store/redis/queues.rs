@@ -18,23 +18,12 @@ use crate::queues::{
 use crate::store::error::StoreError;
 use crate::types::Name;
 
-macro_rules! queue_script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            Script::from_lua(concat!(
-                include_str!("queue_common.lua"),
-                include_str!($file)
-            ))
-        })
-    };
-}
-
-static ENQUEUE: LazyLock<Script> = queue_script!("queue_enqueue.lua");
-static CLAIM: LazyLock<Script> = queue_script!("queue_claim.lua");
-static ACK: LazyLock<Script> = queue_script!("queue_ack.lua");
-static CANCEL: LazyLock<Script> = queue_script!("queue_cancel.lua");
-static STATS: LazyLock<Script> = queue_script!("queue_stats.lua");
-static DEAD: LazyLock<Script> = queue_script!("queue_dead.lua");
+static ENQUEUE: LazyLock<Script> = script_after!("queue_common.lua", "queue_enqueue.lua");
+static CLAIM: LazyLock<Script> = script_after!("queue_common.lua", "queue_claim.lua");
+static ACK: LazyLock<Script> = script_after!("queue_common.lua", "queue_ack.lua");
+static CANCEL: LazyLock<Script> = script_after!("queue_common.lua", "queue_cancel.lua");
+static STATS: LazyLock<Script> = script_after!("queue_common.lua", "queue_stats.lua");
+static DEAD: LazyLock<Script> = script_after!("queue_common.lua", "queue_dead.lua");
 
 /// How often a waiting claim looks again without being woken: a safety net for enqueue
 /// announcements lost while the subscriber reconnects (enqueues through this instance ring

@@ -13,11 +13,8 @@ use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
 use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 
-static GCRA: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra.lua")));
-
-static GCRA_MANY: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("ratelimit_gcra_many.lua")));
+static GCRA: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra.lua");
+static GCRA_MANY: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra_many.lua");
 
 static SLIDING: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_sliding.lua")));
@@ -34,21 +31,17 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-/// A decimal µs value the script returned as a string (`nil` → `None`).
+/// A decimal µs value the script returned as a string (`nil` → `None`), read in place.
 fn micros(v: Option<&Value>) -> Result<Option<i128>, StoreError> {
     let text = match v {
         None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(s)) => s.to_string(),
-        Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
-        Some(other) => {
-            return Err(StoreError::Internal(format!(
-                "ratelimit_gcra.lua returned {other:?}"
-            )))
-        }
+        Some(Value::String(s)) => Some(&**s),
+        Some(Value::Bytes(b)) => std::str::from_utf8(b).ok(),
+        Some(_) => None,
     };
-    text.parse()
+    text.and_then(|t| t.parse().ok())
         .map(Some)
-        .map_err(|_| StoreError::Internal(format!("ratelimit_gcra.lua returned {text:?}")))
+        .ok_or_else(|| StoreError::Internal(format!("ratelimit_gcra.lua returned {v:?}")))
 }
 
 /// A duration in µs as the script takes it: whole seconds, then the microseconds below them,
@@ -110,30 +103,22 @@ impl RateLimitStore for RedisStore {
         gcra: &Gcra,
         quantities: &[u64],
     ) -> Result<Vec<Decision>, StoreError> {
+        // Runs of equal quantities: a batch of single-unit requests is five arguments.
         let mut args: Vec<String> = split(gcra.tolerance).into();
-        for &quantity in quantities {
-            args.extend(split(gcra.increment(quantity)));
+        for run in quantities.chunk_by(|a, b| a == b) {
+            args.push(run.len().to_string());
+            args.extend(split(gcra.increment(run[0])));
         }
         let reply: Vec<Value> = self
             .pool
             .eval(&GCRA_MANY, vec![self.keys.ratelimit(bucket)], args)
             .await
             .map_err(map_err)?;
-        if reply.len() != quantities.len() + 1 {
-            return Err(StoreError::Internal(format!(
-                "ratelimit_gcra_many.lua returned {} values for {} steps",
-                reply.len(),
-                quantities.len()
-            )));
-        }
         let now = micros(reply.first())?.ok_or_else(|| {
             StoreError::Internal("ratelimit_gcra_many.lua returned no clock".to_owned())
         })?;
-        quantities
-            .iter()
-            .zip(&reply[1..])
-            .map(|(&quantity, seen)| Ok(logic::decide(gcra, quantity, now, micros(Some(seen))?)))
-            .collect()
+        let stored = micros(reply.get(1))?;
+        Ok(logic::decide_steps(gcra, quantities, now, stored))
     }
 
     async fn ratelimit_window_once(
