@@ -1,7 +1,6 @@
 //! What every request leaves behind: counts, latency and in-flight requests per route template
 //! (never per raw path or raw method: bounded label sets), and the access log line.
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -17,6 +16,7 @@ use tower::{Layer, Service};
 use tracing::Instrument;
 
 use super::ratelimit::LimiterNote;
+use super::FastMap;
 use crate::telemetry::access;
 
 /// The outermost layer, in one service: the request id (the client's when it is a plain
@@ -202,10 +202,10 @@ struct RouteMetrics {
     route: Arc<str>,
     method: &'static str,
     duration: metrics::Histogram,
-    by_status: RwLock<HashMap<u16, metrics::Counter>>,
+    by_status: RwLock<FastMap<u16, metrics::Counter>>,
 }
 
-type ByMethod = HashMap<&'static str, HashMap<Arc<str>, Arc<RouteMetrics>>>;
+type ByMethod = FastMap<&'static str, FastMap<Arc<str>, Arc<RouteMetrics>>>;
 
 impl RouteMetrics {
     fn of(route: &str, method: &'static str) -> Arc<Self> {

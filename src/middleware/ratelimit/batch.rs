@@ -18,12 +18,12 @@
 //! batch; and since it belongs to no request, a client that gives up cannot strand the
 //! requests that joined its batch. Written here because no crate does this for a store call.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use thread_local::ThreadLocal;
 use tokio::sync::oneshot;
 
+use crate::middleware::FastMap;
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
@@ -46,7 +46,7 @@ type QueueKey = (String, i128, i128);
 
 /// One thread's open batches: a bucket has an entry from its first request of a turn until
 /// the task sending the batch takes it.
-type Open = Arc<Mutex<HashMap<QueueKey, Vec<Waiter>>>>;
+type Open = Arc<Mutex<FastMap<QueueKey, Vec<Waiter>>>>;
 
 #[derive(Default)]
 pub struct Batcher {
@@ -133,6 +133,6 @@ async fn send(open: Open, key: QueueKey, store: Store, gcra: Gcra) {
     }
 }
 
-fn lock(open: &Open) -> std::sync::MutexGuard<'_, HashMap<QueueKey, Vec<Waiter>>> {
+fn lock(open: &Open) -> std::sync::MutexGuard<'_, FastMap<QueueKey, Vec<Waiter>>> {
     open.lock().unwrap_or_else(PoisonError::into_inner)
 }

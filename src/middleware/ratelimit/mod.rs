@@ -17,7 +17,6 @@ mod outcomes;
 
 pub use client::ClientKey;
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -35,6 +34,7 @@ use ipnet::IpNet;
 use tower::{Layer, Service};
 
 use super::costs::Charge;
+use super::FastMap;
 use crate::clients::Caller;
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
@@ -354,7 +354,7 @@ fn shadow_refusal(client: &str) {
 /// 19). Per limiter rather than process-wide, so each resolves under the recorder in force
 /// where it is used (tests install their own).
 #[derive(Debug, Default)]
-struct Decisions(RwLock<HashMap<&'static str, HashMap<String, metrics::Counter>>>);
+struct Decisions(RwLock<FastMap<&'static str, FastMap<String, metrics::Counter>>>);
 
 impl Decisions {
     fn count(&self, outcome: &'static str, client: &str) {
