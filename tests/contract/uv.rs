@@ -495,6 +495,66 @@ async fn bad_inputs_are_problems(backend: Backend) {
     );
 }
 
+/// A day's keys expire with the day (`GATEWAY_UV_RETENTION_DAYS`). The script sets the expiry
+/// only when the HyperLogLog changes or a key is new, so a key lost on its own (evicted, say)
+/// and written again must come back with it, whichever of the two it was.
+async fn day_keys_always_carry_their_expiry(backend: Backend) {
+    let settings = settings(backend);
+    let prefix = settings.key_prefix.clone();
+    let gw = Gateway::with_settings(settings).await;
+    let (uv, pv) = (
+        format!("{prefix}uv:{{ttl}}:{}", ymd(today())),
+        format!("{prefix}pv:{{ttl}}:{}", ymd(today())),
+    );
+    let del = |key: &str| {
+        servers(backend)[0]
+            .cli(&["-c", "del", key])
+            .expect("redis-cli answers");
+    };
+    let expires = |when: &str| {
+        for key in [&uv, &pv] {
+            let left = ttl(backend, key);
+            assert!(
+                (1..=(400 + 2) * 86_400).contains(&left),
+                "{when}: {key} TTL {left}"
+            );
+        }
+    };
+    let record = |visitor: &'static str, changed: bool, views: u64| {
+        let gw = &gw;
+        async move {
+            let (status, body) = gw.post("/v1/uv/ttl", json!({ "visitor": visitor })).await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(
+                (body["changed"].as_bool(), body["pv"].as_u64()),
+                (Some(changed), Some(views))
+            );
+        }
+    };
+    record("x", true, 1).await;
+    expires("first visit");
+    record("x", false, 2).await;
+    expires("a repeat, nothing changed");
+
+    del(&uv);
+    record("x", true, 3).await;
+    expires("the HyperLogLog written again");
+
+    del(&pv);
+    record("x", false, 1).await;
+    expires("the page views written again, the HyperLogLog unchanged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn day_keys_always_carry_their_expiry_redis() {
+    day_keys_always_carry_their_expiry(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn day_keys_always_carry_their_expiry_cluster() {
+    day_keys_always_carry_their_expiry(Backend::Cluster).await;
+}
+
 /// Redis going away is a quick 503 on every UV route, and the gateway serves again once it is
 /// back (Redis only: the memory backend cannot go away).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
