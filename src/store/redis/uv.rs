@@ -51,35 +51,50 @@ impl UvStore for RedisStore {
         expire_at: i64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Recorded>, StoreError> {
-        let keys = vec![
-            self.keys.uv_day(page, day),
-            self.keys.pv_day(page, day),
-            self.keys
-                .uv_idempotency(page, idem.map_or("", |i| i.key.as_str())),
-        ];
+        let mut keys = Vec::with_capacity(3);
+        keys.push(self.keys.uv_day(page, day));
+        keys.push(self.keys.pv_day(page, day));
         let mut args: Vec<Value> = Vec::with_capacity(visitors.len() + 4);
         args.push(expire_at.into());
-        args.push(idem.map_or("", |i| i.fingerprint.as_str()).into());
-        args.push(IDEMPOTENCY_SECS.to_string().into());
-        args.push(day.to_string().into());
-        args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
-        let (changed, pv, recorded_day, flag): (i64, u64, String, String) =
-            self.pool.eval(&RECORD, keys, args).await.map_err(map_err)?;
-        if flag == "key_reused" {
-            return Ok(Once::KeyReused);
+        if let Some(idem) = idem {
+            keys.push(self.keys.uv_idempotency(page, &idem.key));
+            args.push(idem.fingerprint.as_str().into());
+            args.push((IDEMPOTENCY_SECS as i64).into());
+            args.push(day.to_string().into());
         }
-        let done = Recorded {
-            day: Day::parse(&recorded_day).map_err(|e| {
-                StoreError::Internal(format!("uv_record.lua returned a bad day: {e}"))
-            })?,
-            changed: changed == 1,
-            pv,
+        args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
+        let reply: Vec<Value> = self.pool.eval(&RECORD, keys, args).await.map_err(map_err)?;
+        let bad = || StoreError::Internal(format!("uv_record.lua returned {reply:?}"));
+        let [changed, pv, under_key @ ..] = &reply[..] else {
+            return Err(bad());
         };
-        Ok(if flag == "replay" {
-            Once::Replayed(done)
-        } else {
-            Once::Now(done)
-        })
+        let recorded = |day| -> Result<Recorded, StoreError> {
+            Ok(Recorded {
+                day,
+                changed: changed.as_i64().ok_or_else(bad)? == 1,
+                pv: as_u64(pv)?,
+            })
+        };
+        let text = |v: &Value| v.as_str().map(|s| s.into_owned());
+        match under_key {
+            [] => Ok(Once::Now(recorded(day)?)),
+            [first_day, flag] => {
+                let flag = text(flag).ok_or_else(bad)?;
+                if flag == "key_reused" {
+                    return Ok(Once::KeyReused);
+                }
+                let first_day = Day::parse(&text(first_day).ok_or_else(bad)?).map_err(|e| {
+                    StoreError::Internal(format!("uv_record.lua returned a bad day: {e}"))
+                })?;
+                let done = recorded(first_day)?;
+                Ok(if flag == "replay" {
+                    Once::Replayed(done)
+                } else {
+                    Once::Now(done)
+                })
+            }
+            _ => Err(bad()),
+        }
     }
 
     /// Reads the days' HyperLogLogs and view counters (half [`DAYS_PER_CALL`] days per MGET) and
