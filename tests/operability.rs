@@ -3,91 +3,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
+use common::binary::Binary;
 use common::{Backend, Gateway};
 use serde_json::{json, Value};
-
-/// The release-shaped binary on a free port with `env`, its stdout read line by line.
-struct Binary {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    port: u16,
-}
-
-impl Binary {
-    fn start(env: &[(&str, &str)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
-        cmd.env_remove("REDIS_URL")
-            .env_remove("RUST_LOG")
-            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
-            .env("GATEWAY_ADMIN_TOKEN", "t")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Self { child, lines, port }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    async fn wait_ready(&self, client: &reqwest::Client) {
-        for _ in 0..400 {
-            if client.get(self.url("/healthz")).send().await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the binary did not start");
-    }
-
-    /// The next line satisfying `pred`, within 10 s.
-    fn line(&self, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(line) if pred(&line) => return line,
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        panic!("no such log line");
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[tokio::test]
 async fn json_logs_carry_one_access_line_per_request() {
     let gw = Binary::start(&[("GATEWAY_LOG_FORMAT", "json")]);
     let client = reqwest::Client::new();
-    gw.wait_ready(&client).await;
+    gw.wait_ready().await;
     let r = client
         .post(gw.url("/v1/checkins/42"))
         .header("x-request-id", "req-abc")
@@ -112,7 +39,7 @@ async fn json_logs_carry_one_access_line_per_request() {
 async fn the_access_log_can_be_switched_off() {
     let gw = Binary::start(&[("GATEWAY_ACCESS_LOG", "off")]);
     let client = reqwest::Client::new();
-    gw.wait_ready(&client).await;
+    gw.wait_ready().await;
     for id in ["quiet-1", "quiet-2"] {
         client
             .get(gw.url("/healthz"))
@@ -123,7 +50,7 @@ async fn the_access_log_can_be_switched_off() {
     }
     // Only the access log mentions a request id at INFO: with it off, no line does.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let seen: Vec<String> = gw.lines.try_iter().collect();
+    let seen: Vec<String> = gw.lines_so_far();
     assert!(
         !seen.iter().any(|l| l.contains("quiet-")),
         "no access lines: {seen:?}"
@@ -140,7 +67,7 @@ async fn the_access_log_can_be_switched_off() {
 async fn access_lines_obey_rust_log() {
     let client = reqwest::Client::new();
     let hidden = Binary::start(&[("RUST_LOG", "info,access=off")]);
-    hidden.wait_ready(&client).await;
+    hidden.wait_ready().await;
     client
         .get(hidden.url("/healthz"))
         .header("x-request-id", "hidden-1")
@@ -149,12 +76,12 @@ async fn access_lines_obey_rust_log() {
         .unwrap();
     // Lines reach stdout within 50 ms.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let seen: Vec<String> = hidden.lines.try_iter().collect();
+    let seen: Vec<String> = hidden.lines_so_far();
     assert!(!seen.iter().any(|l| l.contains("hidden-1")), "{seen:?}");
     assert!(seen.iter().any(|l| l.contains("serving on")), "{seen:?}");
 
     let shown = Binary::start(&[("RUST_LOG", "warn,access=info")]);
-    shown.wait_ready(&client).await;
+    shown.wait_ready().await;
     client
         .get(shown.url("/healthz"))
         .header("x-request-id", "shown-1")
@@ -268,7 +195,7 @@ async fn traces_reach_an_otlp_receiver() {
         ("GATEWAY_LOG_FORMAT", "json"),
     ]);
     let client = reqwest::Client::new();
-    gw.wait_ready(&client).await;
+    gw.wait_ready().await;
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let traceparent = format!("00-{trace}-00f067aa0ba902b7-01");
     let r = client

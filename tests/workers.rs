@@ -3,79 +3,16 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
+use common::binary::Binary;
 use common::RedisProcess;
 use serde_json::{json, Value};
-
-struct Binary {
-    child: Child,
-    port: u16,
-}
-
-impl Binary {
-    fn start(env: &[(&str, &str)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
-        cmd.env_remove("REDIS_URL")
-            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
-            .env("GATEWAY_ADMIN_TOKEN", "t")
-            .env("GATEWAY_GLOBAL_LIMIT", "off")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Self {
-            child: cmd.spawn().unwrap(),
-            port,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    async fn wait_ready(&self) {
-        for _ in 0..400 {
-            if reqwest::get(self.url("/readyz"))
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the binary did not become ready");
-    }
-
-    /// The names of the process's threads.
-    fn threads(&self) -> Vec<String> {
-        let tasks = format!("/proc/{}/task", self.child.id());
-        std::fs::read_dir(tasks)
-            .unwrap()
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .map(|n| n.trim().to_owned())
-            .collect()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// 60 visits, each on a connection of its own and 20 of them at once, land on whichever
 /// worker accepts it; every worker sees them all: the view counter is exact.
 async fn visits_on_many_connections_count_once(env: &[(&str, &str)]) {
-    let gw = Binary::start(env);
+    let gw = Binary::start(&[env, &[("GATEWAY_GLOBAL_LIMIT", "off")]].concat());
     gw.wait_ready().await;
     let workers: Vec<String> = gw
         .threads()
@@ -147,7 +84,11 @@ fn writes_of(pid: u32) -> u64 {
 async fn a_store_call_costs_no_wake_up_write() {
     const VISITS: u64 = 300;
     let redis = RedisProcess::start(&[], false);
-    let gw = Binary::start(&[("GATEWAY_WORKERS", "1"), ("REDIS_URL", &redis.url())]);
+    let gw = Binary::start(&[
+        ("GATEWAY_WORKERS", "1"),
+        ("REDIS_URL", &redis.url()),
+        ("GATEWAY_GLOBAL_LIMIT", "off"),
+    ]);
     gw.wait_ready().await;
     let client = reqwest::Client::new();
     let visit = |i: u64| {
@@ -159,11 +100,11 @@ async fn a_store_call_costs_no_wake_up_write() {
     for i in 0..20 {
         assert_eq!(visit(i).await.unwrap().status(), 200);
     }
-    let before = writes_of(gw.child.id());
+    let before = writes_of(gw.pid());
     for i in 0..VISITS {
         assert_eq!(visit(i).await.unwrap().status(), 200);
     }
-    let per_request = (writes_of(gw.child.id()) - before) as f64 / VISITS as f64;
+    let per_request = (writes_of(gw.pid()) - before) as f64 / VISITS as f64;
     eprintln!("{per_request:.2} write system calls per request");
     // Two, plus the access log's batched writes and the odd timer tick.
     assert!(

@@ -6,6 +6,7 @@
 //! left behind even though the shared servers live in statics that are never dropped.
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod postgres;
 
 use std::collections::HashSet;

@@ -1,0 +1,104 @@
+//! The release-shaped binary as a child process on a free port, for what only a process shows:
+//! its threads, its log lines on stdout, its start-up from the environment.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub struct Binary {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    port: u16,
+}
+
+impl Binary {
+    /// Starts the binary on the embedded store with its defaults, `RUST_LOG` unset and admin
+    /// token `t`; `env` adds to or overrides that.
+    pub fn start(env: &[(&str, &str)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
+        cmd.env_remove("REDIS_URL")
+            .env_remove("RUST_LOG")
+            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+            .env("GATEWAY_ADMIN_TOKEN", "t")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        // Read on a thread of its own: a full pipe would block the binary's logging.
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { child, lines, port }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub async fn wait_ready(&self) {
+        for _ in 0..400 {
+            if reqwest::get(self.url("/readyz"))
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the binary did not become ready");
+    }
+
+    /// The next stdout line satisfying `pred`, within 10 s.
+    pub fn line(&self, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) if pred(&line) => return line,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("no such log line");
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The stdout lines written so far and not yet taken.
+    pub fn lines_so_far(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
+    /// The names of the process's threads.
+    pub fn threads(&self) -> Vec<String> {
+        let tasks = format!("/proc/{}/task", self.pid());
+        std::fs::read_dir(tasks)
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
