@@ -16,7 +16,7 @@ const SEC: i128 = 1_000_000;
 const MS: i128 = 1_000;
 
 /// One rate: `count_per_period` per `period` seconds, with `max_burst` extra up front.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Gcra {
     /// Emission interval: the cost of one unit, µs.
     pub emission: i128,

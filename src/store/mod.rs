@@ -13,6 +13,7 @@
 //! `dedup_check`, ...), since every trait lands on the same `Store`.
 
 pub mod error;
+pub(crate) mod group;
 pub mod keys;
 pub mod memory;
 pub mod redis;

@@ -93,6 +93,7 @@ crate::contract_tests!(
     merge_folds_days_idempotently,
     bad_inputs_are_problems,
     a_retried_visit_counts_once,
+    concurrent_visits_count_once_in_order,
 );
 
 async fn uv_is_within_two_percent_and_repeats_raise_pv_only(backend: Backend) {
@@ -553,6 +554,102 @@ async fn day_keys_always_carry_their_expiry_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn day_keys_always_carry_their_expiry_cluster() {
     day_keys_always_carry_their_expiry(Backend::Cluster).await;
+}
+
+/// Sends 40 visits to `page` at once: even ones of visitors recorded before, odd ones of new
+/// visitors, 1 to 5 visitors each. Each must count exactly once, as if the requests came one
+/// after the other: sorted by their replies' `pv`, each is the one before plus its own
+/// visitors, and a visit of visitors already seen reports `changed: false`. (The Redis
+/// backend records concurrent visits to a page in groups, one script run per group,
+/// `src/store/group.rs`: a reply given another request's place in its group fails this.)
+async fn visit_at_once(gw: &Gateway, page: &str) {
+    let path = format!("/v1/uv/{page}");
+    let seen: Vec<String> = (0..5).map(|i| format!("seen-{i}")).collect();
+    let (status, first) = gw.post(&path, json!({ "visitors": seen })).await;
+    assert_eq!(
+        (status.as_u16(), first["pv"].as_u64()),
+        (200, Some(5)),
+        "{first}"
+    );
+    let bodies: Vec<(usize, bool, Value)> = (0..40)
+        .map(|i| {
+            let size = i % 5 + 1;
+            let repeat = i % 2 == 0;
+            let visitors: Vec<String> = if repeat {
+                seen[..size].to_vec()
+            } else {
+                (0..size).map(|j| format!("new-{i}-{j}")).collect()
+            };
+            (size, repeat, json!({ "visitors": visitors }))
+        })
+        .collect();
+    let replies = futures::future::join_all(
+        bodies
+            .iter()
+            .map(|(_, _, body)| gw.post(&path, body.clone())),
+    )
+    .await;
+    let mut done: Vec<(u64, usize, bool, bool)> = replies
+        .iter()
+        .zip(&bodies)
+        .map(|((status, reply), (size, repeat, _))| {
+            assert_eq!(*status, 200, "{reply}");
+            let changed = reply["changed"].as_bool().expect("changed");
+            (reply["pv"].as_u64().expect("pv"), *size, *repeat, changed)
+        })
+        .collect();
+    done.sort_unstable();
+    let mut pv = 5;
+    for &(views, size, repeat, changed) in &done {
+        assert_eq!(views, pv + size as u64, "in pv order: {done:?}");
+        pv = views;
+        if repeat {
+            assert!(
+                !changed,
+                "visitors seen before changed the HyperLogLog: {done:?}"
+            );
+        }
+    }
+    assert!(
+        done.iter()
+            .any(|&(_, _, repeat, changed)| !repeat && changed),
+        "no new visitor changed the HyperLogLog: {done:?}"
+    );
+    let (_, day) = gw.get(&path).await;
+    assert_eq!(day["pv"].as_u64(), Some(pv), "{day}");
+    assert_eq!(day["uv"].as_u64(), Some(5 + 20 * 3), "{day}");
+}
+
+async fn concurrent_visits_count_once_in_order(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    visit_at_once(&gw, "together").await;
+}
+
+/// The grouping `visit_at_once` checks does happen: 40 concurrent visits to one page take
+/// fewer script runs than visits (a private Redis, so its command counts are this test's). On
+/// one thread, as the binary's workers run (`src/workers.rs`): a multi-thread runtime runs a
+/// freshly spawned task first, before the requests already woken could join its group.
+#[tokio::test]
+async fn concurrent_visits_to_a_page_share_script_runs() {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = settings(Backend::Memory);
+    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let gw = Gateway::with_settings(s).await;
+    let calls = || {
+        let stats = redis
+            .cli(&["info", "commandstats"])
+            .expect("redis-cli answers");
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse::<u64>().expect("a count"))
+    };
+    let before = calls();
+    visit_at_once(&gw, "grouped").await;
+    // 41 visits and a read (no script): at most 41 runs without grouping.
+    let runs = calls() - before;
+    assert!(runs < 41, "{runs} script runs for 41 visits");
 }
 
 /// Redis going away is a quick 503 on every UV route, and the gateway serves again once it is

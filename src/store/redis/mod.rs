@@ -57,6 +57,8 @@ struct Inner {
     dedup: dedup::DedupState,
     /// The lock release subscriber (see `locks.rs`).
     locks: locks::Releases,
+    /// UV adds without an idempotency key, grouped per page and day (see `uv.rs`).
+    uv_visits: uv::Visits,
     /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
     queue_bells: crate::queues::Bells,
 }

@@ -1,6 +1,8 @@
 //! Unique visitors on Redis HyperLogLogs, with page views in counters beside them.
 //!
-//! A page's keys share its hash tag, so recording is one script. Reads over many keys (a
+//! A page's keys share its hash tag, so recording is one script; visits without an
+//! idempotency key that a worker takes up in one turn go to it together, per page and day
+//! (`store::group`). Reads over many keys (a
 //! page's range, unions, the sources of a merge) fetch the HyperLogLogs — plain strings — with
 //! MGETs of a few dozen keys and count or merge their registers in the gateway (`hyll.rs`),
 //! exactly as PFCOUNT/PFMERGE would: one PFCOUNT over a year of dense keys held Redis ~8 ms,
@@ -16,11 +18,14 @@ use futures::stream::{self, StreamExt};
 
 use super::{hyll, map_err, RedisStore};
 use crate::store::error::StoreError;
+use crate::store::group::GroupCommit;
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
 static RECORD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_record.lua")));
+static RECORD_MANY: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("uv_record_many.lua")));
 static FOLD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_fold.lua")));
 
 /// Scratch keys live this long if a script dies before deleting them.
@@ -37,9 +42,132 @@ const READS_IN_FLIGHT: usize = 4;
 /// 3,000-byte limit takes Redis ~1 ms (it converts it), so 4 days keep a call well under 5 ms.
 const FOLD_DAYS_PER_CALL: usize = 4;
 
+/// Most requests in one `uv_record_many.lua` call, and the visitors after which a call takes
+/// no more requests: bounds the script's work (1,000 PFADDed visitors take Redis well under
+/// 1 ms). A larger group goes as several calls, one after the other.
+const MAX_GROUP: usize = 64;
+const MAX_GROUP_VISITORS: usize = 1_000;
+
+/// The visits of requests without an idempotency key, grouped by page, day and expiry: a busy
+/// page costs one script run per worker and turn, not one per request (issue 19: the script's
+/// own cost, ~2 µs of Redis time per run, was most of a UV add's Redis time).
+pub(super) type Visits = GroupCommit<(Name, Day, i64), Vec<Value>, Result<Recorded, StoreError>>;
+
 fn as_u64(v: &Value) -> Result<u64, StoreError> {
     v.as_u64()
         .ok_or_else(|| StoreError::Internal(format!("expected a count, got {v:?}")))
+}
+
+/// Records a group of requests' visits (each request's visitors, in arrival order): a lone
+/// request with `uv_record.lua`, more with `uv_record_many.lua`, [`MAX_GROUP`] requests or
+/// [`MAX_GROUP_VISITORS`] visitors per call.
+async fn record_group(
+    store: RedisStore,
+    (page, day, expire_at): (Name, Day, i64),
+    groups: Vec<Vec<Value>>,
+) -> Vec<Result<Recorded, StoreError>> {
+    let keys = || vec![store.keys.uv_day(&page, day), store.keys.pv_day(&page, day)];
+    let mut replies = Vec::with_capacity(groups.len());
+    let mut groups = groups.into_iter().peekable();
+    while let Some(first) = groups.next() {
+        let mut call = vec![first];
+        let mut visitors = call[0].len();
+        while call.len() < MAX_GROUP && visitors < MAX_GROUP_VISITORS {
+            let Some(next) = groups.next_if(|g| visitors + g.len() <= MAX_GROUP_VISITORS) else {
+                break;
+            };
+            visitors += next.len();
+            call.push(next);
+        }
+        let n = call.len();
+        let done = if n == 1 {
+            let mut args = Vec::with_capacity(visitors + 1);
+            args.push(Value::from(expire_at));
+            args.extend(call.into_iter().flatten());
+            record_one(&store, keys(), args, day).await.map(|r| vec![r])
+        } else {
+            let sizes: Vec<u64> = call.iter().map(|g| g.len() as u64).collect();
+            let mut args = Vec::with_capacity(visitors + n + 2);
+            args.push(Value::from(expire_at));
+            args.push(Value::from(n as i64));
+            args.extend(sizes.iter().map(|&s| Value::from(s as i64)));
+            args.extend(call.into_iter().flatten());
+            record_many(&store, keys(), args, day, &sizes).await
+        };
+        match done {
+            Ok(done) => replies.extend(done.into_iter().map(Ok)),
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    replies
+}
+
+/// One request's visits: `{changed, pv}` from `uv_record.lua` without an idempotency key.
+async fn record_one(
+    store: &RedisStore,
+    keys: Vec<String>,
+    args: Vec<Value>,
+    day: Day,
+) -> Result<Recorded, StoreError> {
+    let reply: Vec<Value> = store
+        .pool
+        .eval(&RECORD, keys, args)
+        .await
+        .map_err(map_err)?;
+    match &reply[..] {
+        [changed, pv] => Ok(Recorded {
+            day,
+            changed: changed.as_i64() == Some(1),
+            pv: as_u64(pv)?,
+        }),
+        _ => Err(StoreError::Internal(format!(
+            "uv_record.lua returned {reply:?}"
+        ))),
+    }
+}
+
+/// Several requests' visits in one `uv_record_many.lua` run; `sizes` are their visitor counts.
+async fn record_many(
+    store: &RedisStore,
+    keys: Vec<String>,
+    args: Vec<Value>,
+    day: Day,
+    sizes: &[u64],
+) -> Result<Vec<Recorded>, StoreError> {
+    let reply: Vec<Value> = store
+        .pool
+        .eval(&RECORD_MANY, keys, args)
+        .await
+        .map_err(map_err)?;
+    let [pv, changed @ ..] = &reply[..] else {
+        return Err(StoreError::Internal(
+            "uv_record_many.lua returned nothing".to_owned(),
+        ));
+    };
+    if changed.len() != sizes.len() {
+        return Err(StoreError::Internal(format!(
+            "uv_record_many.lua returned {reply:?} for {} requests",
+            sizes.len()
+        )));
+    }
+    // Each request's page views are the total less the visits of the requests after it.
+    let mut pv = as_u64(pv)?;
+    let mut done: Vec<Recorded> = changed
+        .iter()
+        .zip(sizes)
+        .rev()
+        .map(|(changed, &size)| {
+            let mine = pv;
+            pv = pv.saturating_sub(size);
+            Recorded {
+                day,
+                changed: changed.as_i64() == Some(1),
+                pv: mine,
+            }
+        })
+        .collect();
+    done.reverse();
+    Ok(done)
 }
 
 impl UvStore for RedisStore {
@@ -51,50 +179,55 @@ impl UvStore for RedisStore {
         expire_at: i64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Recorded>, StoreError> {
-        let mut keys = Vec::with_capacity(3);
-        keys.push(self.keys.uv_day(page, day));
-        keys.push(self.keys.pv_day(page, day));
+        let Some(idem) = idem else {
+            // Without a key, visits to one page and day join this turn's group (`record_group`).
+            let visitors = visitors.iter().map(|v| Value::from(v.as_str())).collect();
+            let key = (page.clone(), day, expire_at);
+            return match self
+                .inner
+                .uv_visits
+                .join(key, visitors, self, record_group)
+                .await
+            {
+                Some(done) => done.map(Once::Now),
+                None => Err(StoreError::Unavailable(
+                    "the gateway is shutting down".to_owned(),
+                )),
+            };
+        };
+        let keys = vec![
+            self.keys.uv_day(page, day),
+            self.keys.pv_day(page, day),
+            self.keys.uv_idempotency(page, &idem.key),
+        ];
         let mut args: Vec<Value> = Vec::with_capacity(visitors.len() + 4);
         args.push(expire_at.into());
-        if let Some(idem) = idem {
-            keys.push(self.keys.uv_idempotency(page, &idem.key));
-            args.push(idem.fingerprint.as_str().into());
-            args.push((IDEMPOTENCY_SECS as i64).into());
-            args.push(day.to_string().into());
-        }
+        args.push(idem.fingerprint.as_str().into());
+        args.push((IDEMPOTENCY_SECS as i64).into());
+        args.push(day.to_string().into());
         args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
         let reply: Vec<Value> = self.pool.eval(&RECORD, keys, args).await.map_err(map_err)?;
         let bad = || StoreError::Internal(format!("uv_record.lua returned {reply:?}"));
-        let [changed, pv, under_key @ ..] = &reply[..] else {
+        let text = |v: &Value| v.as_str().map(|s| s.into_owned());
+        let [changed, pv, first_day, flag] = &reply[..] else {
             return Err(bad());
         };
-        let recorded = |day| -> Result<Recorded, StoreError> {
-            Ok(Recorded {
-                day,
-                changed: changed.as_i64().ok_or_else(bad)? == 1,
-                pv: as_u64(pv)?,
-            })
-        };
-        let text = |v: &Value| v.as_str().map(|s| s.into_owned());
-        match under_key {
-            [] => Ok(Once::Now(recorded(day)?)),
-            [first_day, flag] => {
-                let flag = text(flag).ok_or_else(bad)?;
-                if flag == "key_reused" {
-                    return Ok(Once::KeyReused);
-                }
-                let first_day = Day::parse(&text(first_day).ok_or_else(bad)?).map_err(|e| {
-                    StoreError::Internal(format!("uv_record.lua returned a bad day: {e}"))
-                })?;
-                let done = recorded(first_day)?;
-                Ok(if flag == "replay" {
-                    Once::Replayed(done)
-                } else {
-                    Once::Now(done)
-                })
-            }
-            _ => Err(bad()),
+        let flag = text(flag).ok_or_else(bad)?;
+        if flag == "key_reused" {
+            return Ok(Once::KeyReused);
         }
+        let first_day = Day::parse(&text(first_day).ok_or_else(bad)?)
+            .map_err(|e| StoreError::Internal(format!("uv_record.lua returned a bad day: {e}")))?;
+        let done = Recorded {
+            day: first_day,
+            changed: changed.as_i64().ok_or_else(bad)? == 1,
+            pv: as_u64(pv)?,
+        };
+        Ok(if flag == "replay" {
+            Once::Replayed(done)
+        } else {
+            Once::Now(done)
+        })
     }
 
     /// Reads the days' HyperLogLogs and view counters (half [`DAYS_PER_CALL`] days per MGET) and

@@ -1,0 +1,116 @@
+//! Group commit for store calls: the requests for one key that a worker thread takes up in one
+//! turn of its event loop go to the store together, in one call, and each gets its own answer
+//! back. A busy key costs one round trip and one script run per batch instead of one per
+//! request (issue 19: the global limiter's bucket, a page's UV add).
+//!
+//! Batches form per worker thread and are not held back while an earlier one is in flight:
+//! each worker runs its own single-threaded runtime with its own Redis connections
+//! (`src/workers.rs`), so a batch shared across workers would cost a cross-thread wake-up per
+//! request, and waiting for the call in flight before sending the next would add a second
+//! round trip to every request's latency. Two batches of one key in flight at once are two
+//! atomic script runs, as two gateway instances' calls are.
+//!
+//! The first request for a key in a turn opens the batch and spawns the task that sends it. A
+//! spawned task runs after the tasks already woken in the same turn, so those join the batch;
+//! and since it belongs to no request, a client that gives up cannot strand the requests that
+//! joined its batch (its own part is still sent: its outcome was unknown to it either way).
+//! Written here because no crate does this for a store call.
+
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use thread_local::ThreadLocal;
+use tokio::sync::oneshot;
+
+struct Waiter<T, R> {
+    item: T,
+    tx: oneshot::Sender<R>,
+}
+
+/// One thread's open batches: a key has an entry from its first request of a turn until the
+/// task sending the batch takes it. foldhash: the keys are the server's own and live one turn.
+type Open<K, T, R> = Arc<Mutex<foldhash::HashMap<K, Vec<Waiter<T, R>>>>>;
+
+/// Open batches of items `T` by key `K`, answered with `R` each.
+pub(crate) struct GroupCommit<K: Send, T: Send, R: Send> {
+    open: ThreadLocal<Open<K, T, R>>,
+}
+
+impl<K, T, R> Default for GroupCommit<K, T, R>
+where
+    K: Send,
+    T: Send,
+    R: Send,
+{
+    fn default() -> Self {
+        Self {
+            open: ThreadLocal::new(),
+        }
+    }
+}
+
+impl<K: Send, T: Send, R: Send> std::fmt::Debug for GroupCommit<K, T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").finish_non_exhaustive()
+    }
+}
+
+impl<K, T, R> GroupCommit<K, T, R>
+where
+    K: Hash + Eq + Clone + Send + 'static,
+    T: Send + 'static,
+    R: Send + 'static,
+{
+    /// Adds `item` to this thread's batch for `key` and waits for its answer. The request that
+    /// opens the batch spawns `send(to, key, items)`, which must answer every item, in order.
+    /// `None` only when the runtime shut down before the batch was answered.
+    pub(crate) async fn join<S, F>(
+        &self,
+        key: K,
+        item: T,
+        to: &S,
+        send: fn(S, K, Vec<T>) -> F,
+    ) -> Option<R>
+    where
+        S: Clone + Send + 'static,
+        F: Future<Output = Vec<R>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let open = self.open.get_or_default();
+        let first = {
+            let mut batches = lock(open);
+            match batches.get_mut(&key) {
+                Some(batch) => {
+                    batch.push(Waiter { item, tx });
+                    false
+                }
+                None => {
+                    batches.insert(key.clone(), vec![Waiter { item, tx }]);
+                    true
+                }
+            }
+        };
+        if first {
+            let (open, to) = (open.clone(), to.clone());
+            tokio::spawn(async move {
+                let waiters = lock(&open).remove(&key).unwrap_or_default();
+                let (items, txs): (Vec<T>, Vec<_>) =
+                    waiters.into_iter().map(|w| (w.item, w.tx)).unzip();
+                let replies = send(to, key, items).await;
+                debug_assert_eq!(replies.len(), txs.len(), "a batch answers every item");
+                for (tx, reply) in txs.into_iter().zip(replies) {
+                    // A request whose client left has dropped its receiver.
+                    let _ = tx.send(reply);
+                }
+            });
+        }
+        rx.await.ok()
+    }
+}
+
+fn lock<K, T, R>(
+    open: &Open<K, T, R>,
+) -> std::sync::MutexGuard<'_, foldhash::HashMap<K, Vec<Waiter<T, R>>>> {
+    open.lock().unwrap_or_else(PoisonError::into_inner)
+}
