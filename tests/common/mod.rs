@@ -669,3 +669,45 @@ impl RedisProcess {
             .expect("INFO server")
     }
 }
+
+/// The Redis servers behind `backend` (none for memory).
+pub fn servers(backend: Backend) -> Vec<&'static RedisProcess> {
+    match backend {
+        Backend::Memory => Vec::new(),
+        Backend::Redis => vec![shared_redis()],
+        Backend::Cluster => shared_cluster().nodes.iter().collect(),
+    }
+}
+
+/// `TTL key` on the server that holds it (`-c` follows cluster redirects).
+pub fn ttl(backend: Backend, key: &str) -> i64 {
+    let out = servers(backend)[0]
+        .cli(&["-c", "ttl", key])
+        .expect("redis-cli answers");
+    out.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("TTL {key}: {out}"))
+}
+
+/// A gateway on a private Redis, so its command counts are the test's own, and the gateway's
+/// key prefix.
+pub async fn on_private_redis() -> (RedisProcess, Gateway, String) {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = settings(Backend::Memory);
+    s.store = StoreChoice::Redis(redis.url());
+    let prefix = s.key_prefix.clone();
+    let gw = Gateway::with_settings(s).await;
+    (redis, gw, prefix)
+}
+
+/// How many script runs (EVALSHA) `redis` has had.
+pub fn script_runs(redis: &RedisProcess) -> u64 {
+    let stats = redis
+        .cli(&["info", "commandstats"])
+        .expect("redis-cli answers");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse::<u64>().expect("a count"))
+}

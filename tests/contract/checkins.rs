@@ -4,7 +4,7 @@ use chrono::{Datelike, Duration, NaiveDate, Utc};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::common::{Backend, Gateway};
+use crate::common::{on_private_redis, script_runs, settings, ttl, Backend, Gateway};
 
 fn today() -> NaiveDate {
     Utc::now().date_naive()
@@ -34,6 +34,7 @@ crate::contract_tests!(
     stats_counts_every_and_any_day,
     bad_inputs_are_problems,
     chunks_past_the_sparse_limit_count_the_same,
+    concurrent_checkins_answer_in_order,
 );
 
 async fn checkin_is_idempotent(backend: Backend) {
@@ -339,7 +340,9 @@ async fn bad_inputs_are_problems(backend: Backend) {
 /// A cohort chunk starts as a set of offsets and becomes a bitmap past 512 users (Redis
 /// backend); stats count the same either way, across the switch and beside sparse chunks.
 async fn chunks_past_the_sparse_limit_count_the_same(backend: Backend) {
-    let gw = Gateway::start(backend).await;
+    let settings = settings(backend);
+    let prefix = settings.key_prefix.clone();
+    let gw = Gateway::with_settings(settings).await;
     let day = "2026-01-01";
     let check = |user: u64, date: &'static str| {
         let gw = &gw;
@@ -371,4 +374,143 @@ async fn chunks_past_the_sparse_limit_count_the_same(backend: Backend) {
     assert_eq!(stats["daily"][1]["count"], 101);
     assert_eq!(stats["every_day"], 101);
     assert_eq!(stats["any_day"], 601);
+    // Both forms expire with their day, the bitmap made from a set too (Redis backends).
+    if backend != Backend::Memory {
+        for key in [
+            "ckd:{3}:2026-01-01",
+            "ckd:{3}:2026-01-02",
+            "ckd:{4095}:2026-01-01",
+        ] {
+            let left = ttl(backend, &format!("{prefix}{key}"));
+            assert!(left > 0, "{key} has TTL {left}");
+        }
+    }
+}
+
+/// 40 check-ins at once: 10 of one user for today, 30 of other users, one of which also for a
+/// second day. Each answers as if they came one after the other: exactly one of the same
+/// user's is the first, every count and streak is right. (A single Redis records concurrent
+/// check-ins in groups, one script run per group, `src/store/group.rs`: a reply given another
+/// check-in's place in its group fails this.)
+async fn check_in_at_once(gw: &Gateway) {
+    let today = today();
+    let yesterday = today - Duration::days(1);
+    check_in(gw, 500, yesterday).await;
+    let mut asks: Vec<(u64, NaiveDate)> = (0..10).map(|_| (500, today)).collect();
+    asks.extend((600..630).map(|u| (u, today)));
+    asks.push((600, yesterday));
+    let replies =
+        futures::future::join_all(asks.iter().map(|&(user, day)| check_in(gw, user, day))).await;
+    let mut firsts = 0;
+    for ((user, day), reply) in asks.iter().zip(&replies) {
+        assert_eq!(reply["user_id"], *user, "{reply}");
+        assert_eq!(reply["date"], ymd(*day), "{reply}");
+        if *user == 500 {
+            firsts += usize::from(reply["already_checked_in"] == false);
+            let month_count = if yesterday.month() == today.month() {
+                2
+            } else {
+                1
+            };
+            assert_eq!(reply["month_count"], month_count, "{reply}");
+            assert_eq!(reply["current_streak"], 2, "{reply}");
+        } else if *user != 600 {
+            assert_eq!(
+                (
+                    &reply["already_checked_in"],
+                    &reply["month_count"],
+                    &reply["current_streak"]
+                ),
+                (&json!(false), &json!(1), &json!(1)),
+                "{reply}"
+            );
+        }
+    }
+    assert_eq!(
+        firsts, 1,
+        "one of user 500's check-ins is the first: {replies:?}"
+    );
+    // User 600's two days: whichever came second saw the other's.
+    let (_, month) = gw
+        .get(&format!("/v1/checkins/600?month={}", ym(today)))
+        .await;
+    assert_eq!(month["current_streak"], 2, "{month}");
+    let (status, stats) = gw
+        .get(&format!(
+            "/v1/checkins/stats?from={}&to={}",
+            ymd(today),
+            ymd(today)
+        ))
+        .await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats["daily"][0]["count"], 31, "{stats}");
+}
+
+async fn concurrent_checkins_answer_in_order(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    check_in_at_once(&gw).await;
+}
+
+/// The grouping `check_in_at_once` checks does happen: 41 concurrent check-ins take fewer
+/// script runs than check-ins. On one thread, as the binary's workers run (`src/workers.rs`).
+#[tokio::test]
+async fn concurrent_checkins_share_script_runs() {
+    let (redis, gw, _) = on_private_redis().await;
+    let before = script_runs(&redis);
+    check_in_at_once(&gw).await;
+    // 42 check-ins, a month view and stats (which run a script per chunk and day).
+    let runs = script_runs(&redis) - before;
+    assert!(runs < 30, "{runs} script runs for 42 check-ins");
+}
+
+/// A check-in that fails inside a group fails alone: one user's month key of the wrong type
+/// (written behind the gateway's back) is that user's 500, while the check-ins grouped with it
+/// succeed.
+#[tokio::test]
+async fn a_failing_checkin_does_not_fail_its_group() {
+    let (redis, gw, prefix) = on_private_redis().await;
+    let key = format!("{prefix}ck:{{77}}:{}", ym(today()));
+    redis
+        .cli(&["rpush", &key, "not a bitmap"])
+        .expect("redis-cli answers");
+    let users = [76u64, 77, 78, 79];
+    let paths: Vec<String> = users.iter().map(|u| format!("/v1/checkins/{u}")).collect();
+    let replies =
+        futures::future::join_all(paths.iter().map(|path| gw.post(path, json!({})))).await;
+    for (user, (status, body)) in users.iter().zip(&replies) {
+        if *user == 77 {
+            assert_eq!(status.as_u16(), 500, "{body}");
+        } else {
+            assert_eq!(status.as_u16(), 200, "{body}");
+            assert_eq!(body["current_streak"], 1, "{body}");
+        }
+    }
+}
+
+/// A chunk that turns from a set into a bitmap partway through a group keeps its expiry: the
+/// conversion re-creates the key, and the group's later check-ins must not take the expiry
+/// set before it for granted. On one thread, so the last check-ins form one group.
+#[tokio::test]
+async fn a_chunk_turned_bitmap_in_a_group_keeps_its_expiry() {
+    let (redis, gw, prefix) = on_private_redis().await;
+    let day = ymd(today());
+    for user in 0..510 {
+        check_in(&gw, user, today()).await;
+    }
+    let paths: Vec<String> = (510..516).map(|u| format!("/v1/checkins/{u}")).collect();
+    let replies =
+        futures::future::join_all(paths.iter().map(|path| gw.post(path, json!({})))).await;
+    assert!(replies.iter().all(|(s, _)| *s == 200), "{replies:?}");
+    let key = format!("{prefix}ckd:{{0}}:{day}");
+    let kind = redis.cli(&["type", &key]).expect("redis-cli answers");
+    assert_eq!(
+        kind.trim(),
+        "string",
+        "past 512 users the chunk is a bitmap"
+    );
+    let left = redis.cli(&["ttl", &key]).expect("redis-cli answers");
+    assert!(
+        left.trim().parse::<i64>().expect("a TTL") > 0,
+        "the bitmap's TTL: {left}"
+    );
 }

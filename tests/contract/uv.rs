@@ -6,7 +6,9 @@
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{json, Value};
 
-use crate::common::{settings, shared_cluster, shared_redis, Backend, Gateway, RedisProcess};
+use crate::common::{
+    on_private_redis, script_runs, servers, settings, ttl, Backend, Gateway, RedisProcess,
+};
 
 fn today() -> NaiveDate {
     Utc::now().date_naive()
@@ -51,15 +53,6 @@ fn assert_close(what: &str, estimate: &Value, truth: u64) -> f64 {
     err
 }
 
-/// The Redis servers behind `backend` (none for memory).
-fn servers(backend: Backend) -> Vec<&'static RedisProcess> {
-    match backend {
-        Backend::Memory => Vec::new(),
-        Backend::Redis => vec![shared_redis()],
-        Backend::Cluster => shared_cluster().nodes.iter().collect(),
-    }
-}
-
 /// Keys matching `pattern` on every server behind `backend`.
 fn scan(backend: Backend, pattern: &str) -> Vec<String> {
     servers(backend)
@@ -73,16 +66,6 @@ fn scan(backend: Backend, pattern: &str) -> Vec<String> {
         })
         .filter(|k| !k.is_empty())
         .collect()
-}
-
-/// `TTL key` on the server that holds it (`-c` follows cluster redirects).
-fn ttl(backend: Backend, key: &str) -> i64 {
-    let out = servers(backend)[0]
-        .cli(&["-c", "ttl", key])
-        .expect("redis-cli answers");
-    out.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("TTL {key}: {out}"))
 }
 
 crate::contract_tests!(
@@ -631,24 +614,11 @@ async fn concurrent_visits_count_once_in_order(backend: Backend) {
 /// freshly spawned task first, before the requests already woken could join its group.
 #[tokio::test]
 async fn concurrent_visits_to_a_page_share_script_runs() {
-    let redis = RedisProcess::start(&[], false);
-    let mut s = settings(Backend::Memory);
-    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
-    let gw = Gateway::with_settings(s).await;
-    let calls = || {
-        let stats = redis
-            .cli(&["info", "commandstats"])
-            .expect("redis-cli answers");
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |n| n.parse::<u64>().expect("a count"))
-    };
-    let before = calls();
+    let (redis, gw, _) = on_private_redis().await;
+    let before = script_runs(&redis);
     visit_at_once(&gw, "grouped").await;
     // 41 visits and a read (no script): at most 41 runs without grouping.
-    let runs = calls() - before;
+    let runs = script_runs(&redis) - before;
     assert!(runs < 41, "{runs} script runs for 41 visits");
 }
 

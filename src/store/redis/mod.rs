@@ -2,7 +2,7 @@
 //! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
 //! this module tree: errors become [`StoreError`] here.
 
-/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`: the functions a
+/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`, `checkin_common.lua`: the functions a
 /// family of scripts shares, since Redis scripts cannot import) and one script's own body,
 /// built once.
 macro_rules! script_after {
@@ -57,6 +57,8 @@ struct Inner {
     dedup: dedup::DedupState,
     /// The lock release subscriber (see `locks.rs`).
     locks: locks::Releases,
+    /// Check-ins on a single Redis, grouped per calendar (see `checkins.rs`).
+    checkins: checkins::Checkins,
     /// UV adds without an idempotency key, grouped per page and day (see `uv.rs`).
     uv_visits: uv::Visits,
     /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
