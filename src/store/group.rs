@@ -109,8 +109,49 @@ where
     }
 }
 
+/// Splits a batch into store calls of at most `max_items` items and `max_weight` in all, in
+/// order (an item heavier than that goes alone), so each call's work stays bounded however
+/// large the batch grew.
+pub(crate) fn calls<T>(
+    items: Vec<T>,
+    max_items: usize,
+    max_weight: usize,
+    weight: impl Fn(&T) -> usize,
+) -> Vec<Vec<T>> {
+    let mut calls = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while let Some(first) = items.next() {
+        let mut total = weight(&first);
+        let mut call = vec![first];
+        while call.len() < max_items {
+            let Some(next) = items.next_if(|i| total + weight(i) <= max_weight) else {
+                break;
+            };
+            total += weight(&next);
+            call.push(next);
+        }
+        calls.push(call);
+    }
+    calls
+}
+
 fn lock<K, T, R>(
     open: &Open<K, T, R>,
 ) -> std::sync::MutexGuard<'_, foldhash::HashMap<K, Vec<Waiter<T, R>>>> {
     open.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls;
+
+    #[test]
+    fn calls_are_bounded_by_count_and_weight_in_order() {
+        let split = calls(vec![3, 4, 2, 9, 1, 1, 1], 2, 8, |w| *w);
+        assert_eq!(
+            split,
+            vec![vec![3, 4], vec![2], vec![9], vec![1, 1], vec![1]]
+        );
+        assert!(calls(Vec::<usize>::new(), 2, 8, |w| *w).is_empty());
+    }
 }

@@ -11,7 +11,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use super::{map_err, RedisStore};
 use crate::checkins::{logic, Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::error::StoreError;
-use crate::store::group::GroupCommit;
+use crate::store::group::{self, GroupCommit};
 use crate::store::keys::{Keys, COHORT_CHUNK_BITS};
 use crate::types::{Day, Month, UserId};
 
@@ -146,17 +146,8 @@ async fn record_group(
 ) -> Vec<Result<[i64; 4], StoreError>> {
     let [from, budget] = walk(&Calendar::at(today, days));
     let mut replies = Vec::with_capacity(plans.len());
-    let mut plans = plans.into_iter().peekable();
-    while let Some(first) = plans.next() {
-        let mut months = first.months.len();
-        let mut call = vec![first];
-        while call.len() < MAX_GROUP {
-            let Some(next) = plans.next_if(|p| months + p.months.len() <= MAX_GROUP_MONTHS) else {
-                break;
-            };
-            months += next.months.len();
-            call.push(next);
-        }
+    for call in group::calls(plans, MAX_GROUP, MAX_GROUP_MONTHS, |p| p.months.len()) {
+        let months: usize = call.iter().map(|p| p.months.len()).sum();
         let n = call.len();
         let mut keys = Vec::with_capacity(1 + months + n);
         let mut args = Vec::with_capacity(5 + n * 7);

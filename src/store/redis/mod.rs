@@ -2,9 +2,9 @@
 //! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
 //! this module tree: errors become [`StoreError`] here.
 
-/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`, `checkin_common.lua`: the functions a
-/// family of scripts shares, since Redis scripts cannot import) and one script's own body,
-/// built once.
+/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`,
+/// `checkin_common.lua`: the functions a family of scripts shares, since Redis scripts cannot
+/// import) and one script's own body, built once.
 macro_rules! script_after {
     ($head:literal, $file:literal) => {
         std::sync::LazyLock::new(|| {

@@ -18,7 +18,7 @@ use futures::stream::{self, StreamExt};
 
 use super::{hyll, map_err, RedisStore};
 use crate::store::error::StoreError;
-use crate::store::group::GroupCommit;
+use crate::store::group::{self, GroupCommit};
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
@@ -68,17 +68,8 @@ async fn record_group(
 ) -> Vec<Result<Recorded, StoreError>> {
     let keys = || vec![store.keys.uv_day(&page, day), store.keys.pv_day(&page, day)];
     let mut replies = Vec::with_capacity(groups.len());
-    let mut groups = groups.into_iter().peekable();
-    while let Some(first) = groups.next() {
-        let mut call = vec![first];
-        let mut visitors = call[0].len();
-        while call.len() < MAX_GROUP && visitors < MAX_GROUP_VISITORS {
-            let Some(next) = groups.next_if(|g| visitors + g.len() <= MAX_GROUP_VISITORS) else {
-                break;
-            };
-            visitors += next.len();
-            call.push(next);
-        }
+    for call in group::calls(groups, MAX_GROUP, MAX_GROUP_VISITORS, Vec::len) {
+        let visitors: usize = call.iter().map(Vec::len).sum();
         let n = call.len();
         let done = if n == 1 {
             let mut args = Vec::with_capacity(visitors + 1);
