@@ -11,8 +11,6 @@ mod common;
 use fred::prelude::*;
 use futures::future::join_all;
 
-use common::RedisProcess;
-
 async fn reads_processed(client: &Client) -> u64 {
     let info: String = client
         .info(Some(fred::types::InfoKind::Stats))
@@ -30,15 +28,7 @@ async fn reads_processed(client: &Client) -> u64 {
 #[tokio::test(flavor = "current_thread")]
 async fn queued_script_calls_share_writes() {
     const CALLS: usize = 100;
-    let redis = RedisProcess::start(&[], false);
-    let client = Builder::from_config(Config::from_url(&redis.url()).unwrap())
-        .build()
-        .unwrap();
-    client.init().await.unwrap();
-    let sha: String = client
-        .script_load("return tonumber(ARGV[1]) * 2")
-        .await
-        .unwrap();
+    let (_redis, client, sha) = common::fred_on_private_redis("return tonumber(ARGV[1]) * 2").await;
 
     let before = reads_processed(&client).await;
     let answers: Vec<i64> =

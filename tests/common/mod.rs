@@ -711,3 +711,16 @@ pub fn script_runs(redis: &RedisProcess) -> u64 {
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |n| n.parse::<u64>().expect("a count"))
 }
+
+/// A plain fred client on a private Redis, with `script` loaded: for tests of the Redis client
+/// stack itself (vendor/fred, vendor/redis-protocol), below the gateway.
+pub async fn fred_on_private_redis(script: &str) -> (RedisProcess, fred::prelude::Client, String) {
+    use fred::prelude::*;
+    let redis = RedisProcess::start(&[], false);
+    let client = Builder::from_config(Config::from_url(&redis.url()).unwrap())
+        .build()
+        .unwrap();
+    client.init().await.unwrap();
+    let sha: String = client.script_load(script).await.unwrap();
+    (redis, client, sha)
+}

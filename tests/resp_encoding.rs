@@ -1,0 +1,57 @@
+//! Commands reach Redis byte for byte through the patched RESP2 encoder (`vendor/redis-protocol`,
+//! vendor/README.md): the lengths of strings and arrays around each power of ten, integers
+//! of every sign and width, empty and large arguments, sent to a real Redis and echoed back
+//! by a script.
+
+mod common;
+
+use fred::prelude::*;
+use fred::types::Value;
+
+#[tokio::test]
+async fn arguments_of_every_length_and_sign_arrive_unchanged() {
+    // Each argument comes back as Redis saw it, after the counts of keys and arguments.
+    let (_redis, client, sha) = common::fred_on_private_redis(
+        "local out = { #KEYS, #ARGV } for _, a in ipairs(ARGV) do out[#out + 1] = a end return out",
+    )
+    .await;
+
+    let lengths = [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 10_000, 100_000];
+    let strings: Vec<String> = lengths
+        .iter()
+        .map(|&n| (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect())
+        .collect();
+    let integers = [
+        0,
+        1,
+        9,
+        10,
+        -1,
+        -9,
+        -10,
+        -99,
+        100,
+        i64::from(i32::MAX),
+        i64::MAX,
+        i64::MIN,
+    ];
+    let mut args: Vec<Value> = strings.iter().map(|s| Value::from(s.as_str())).collect();
+    args.extend(integers.iter().map(|&i| Value::Integer(i)));
+    // Past 100 arguments, so the array's own length has three digits.
+    args.extend((0..100).map(|i| Value::from(format!("item-{i}"))));
+    let keys: Vec<String> = (0..11).map(|i| format!("{{k}}:{i}")).collect();
+
+    let echoed: Vec<String> = client
+        .evalsha(&sha, keys.clone(), args.clone())
+        .await
+        .unwrap();
+
+    let mut expected = vec![keys.len().to_string(), args.len().to_string()];
+    expected.extend(strings.iter().cloned());
+    expected.extend(integers.iter().map(i64::to_string));
+    expected.extend((0..100).map(|i| format!("item-{i}")));
+    assert_eq!(echoed.len(), expected.len());
+    for (i, (got, want)) in echoed.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "argument {i} changed on the way to Redis");
+    }
+}

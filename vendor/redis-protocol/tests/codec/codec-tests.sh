@@ -1,0 +1,3 @@
+#!/bin/bash
+
+cargo test --features "codec resp2 resp3 bytes convert decode-logs" --release --lib --tests -- --test-threads=1 "$@"
