@@ -751,7 +751,7 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
             "- global layer on: a second gateway with `GATEWAY_GLOBAL_LIMIT=on` and a limit "
             "too high to refuse (burst and count 1,000,000/s), so the row prices the layer, "
             "not refusals; all requests come from one client (127.0.0.1).",
-            "- the gateway runs with its defaults (`RUST_LOG=info`, `GATEWAY_REDIS_POOL_SIZE` 4, "
+            "- the gateway runs with its defaults (`RUST_LOG=info`, `GATEWAY_REDIS_POOL_SIZE` 2, "
             "…) except `GATEWAY_GLOBAL_LIMIT=off` outside the global-layer row.",
             "- 200 connections: the cheapest endpoint at 200 connections (and at %d, "
             "alternated in the same row) to check there is no throughput cliff." %
