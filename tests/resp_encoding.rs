@@ -1,7 +1,7 @@
-//! Commands reach Redis byte for byte through the patched RESP2 encoder (`vendor/redis-protocol`,
-//! vendor/README.md): the lengths of strings and arrays around each power of ten, integers
-//! of every sign and width, empty and large arguments, sent to a real Redis and echoed back
-//! by a script.
+//! Commands reach Redis byte for byte through the patched RESP2 encoder, and replies come back
+//! whole through the patched decoder (`vendor/redis-protocol`, vendor/README.md): the lengths of
+//! strings and arrays around each power of ten, integers of every sign and width, empty, null
+//! and large values, against a real Redis.
 
 mod common;
 
@@ -54,4 +54,39 @@ async fn arguments_of_every_length_and_sign_arrive_unchanged() {
     for (i, (got, want)) in echoed.iter().zip(&expected).enumerate() {
         assert_eq!(got, want, "argument {i} changed on the way to Redis");
     }
+}
+
+#[tokio::test]
+async fn replies_of_every_sign_width_and_length_decode_unchanged() {
+    let (_redis, client, sha) = common::fred_on_private_redis(
+        "return { 0, -1, 9, 10, -10, 99, -100, 123456789, -987654321, '', 'x' }",
+    )
+    .await;
+    let small: Vec<Value> = client
+        .evalsha(&sha, Vec::<String>::new(), Vec::<String>::new())
+        .await
+        .unwrap();
+    let mut want: Vec<Value> = [0, -1, 9, 10, -10, 99, -100, 123_456_789, -987_654_321]
+        .into_iter()
+        .map(Value::Integer)
+        .collect();
+    want.extend([Value::from(""), Value::from("x")]);
+    assert_eq!(small, want);
+
+    // The widest integers Redis keeps, as integer replies.
+    for extreme in [i64::MAX, i64::MIN] {
+        let _: () = client.set("n", extreme, None, None, false).await.unwrap();
+        let n: Value = client.incr_by("n", 0).await.unwrap();
+        assert_eq!(n, Value::Integer(extreme));
+    }
+    // A missing key is a null bulk string, and a long value keeps every byte.
+    let missing: Value = client.get("missing").await.unwrap();
+    assert_eq!(missing, Value::Null);
+    let long = "ab".repeat(50_000);
+    let _: () = client
+        .set("long", long.as_str(), None, None, false)
+        .await
+        .unwrap();
+    let back: String = client.get("long").await.unwrap();
+    assert_eq!(back, long);
 }
