@@ -205,6 +205,80 @@ async fn concurrent_requests_get_exactly_the_budget() {
     assert_eq!((ok, refused), (5, 45));
 }
 
+/// A client hammering while refused is answered by the worker itself
+/// (src/middleware/ratelimit/refusals.rs), with the store's own answer, and costs the store no
+/// call; it is admitted again as soon as its budget has room, never sooner. One thread, as each
+/// of the binary's workers (refusals are remembered per worker).
+#[tokio::test]
+async fn a_refused_client_costs_the_store_nothing_until_its_budget_refills() {
+    let redis = RedisProcess::start(&[], false);
+    let mut s = limited(Backend::Memory);
+    s.store = StoreChoice::Redis(redis.url());
+    // erin: burst 0, four a second, so one unit every 250 ms.
+    s.clients_file = Some(common::clients_file(&[
+        ("alice", "alice", None),
+        ("erin", "erin", Some((0, 4, 1))),
+    ]));
+    let gw = Gateway::with_settings(s).await;
+    let alice = key("alice");
+    for _ in 0..5 {
+        assert_eq!(get(&gw, CHEAP, &alice).await.status, 200);
+    }
+    let refused = get(&gw, CHEAP, &alice).await;
+    assert_eq!(refused.status, 429);
+    let runs = common::script_runs(&redis);
+    for _ in 0..20 {
+        let r = get(&gw, CHEAP, &alice).await;
+        assert_eq!((r.status, &r.body["code"]), (429, &refused.body["code"]));
+        for h in [
+            "retry-after",
+            "ratelimit",
+            "ratelimit-policy",
+            "ratelimit-limit",
+            "ratelimit-remaining",
+            "ratelimit-reset",
+        ] {
+            assert_eq!(r.header(h), refused.header(h), "{h}");
+        }
+    }
+    assert_eq!(
+        common::script_runs(&redis),
+        runs,
+        "a known refusal asked the store"
+    );
+    // Another client is still the store's to decide.
+    let other = get(&gw, CHEAP, &[]).await;
+    assert_eq!((other.status, other.remaining()), (200, 4));
+    assert!(common::script_runs(&redis) > runs);
+
+    // Hammering for two seconds: admitted once at the start and then once per 250 ms of
+    // refill, as the store alone would admit (a remembered refusal held too long would let
+    // erin in about once a second).
+    let erin = key("erin");
+    let (runs, started) = (common::script_runs(&redis), std::time::Instant::now());
+    let (mut admitted, mut requests) = (0u64, 0u64);
+    while started.elapsed() < Duration::from_secs(2) {
+        let r = get(&gw, CHEAP, &erin).await;
+        requests += 1;
+        match r.status {
+            200 => admitted += 1,
+            429 => assert_eq!(r.remaining(), 0),
+            other => panic!("{other}: {r:?}"),
+        }
+    }
+    let elapsed_units = started.elapsed().as_millis() / 250;
+    assert!(
+        (6..=u64::try_from(elapsed_units).unwrap() + 1).contains(&admitted),
+        "{admitted} admitted in {elapsed_units} refills"
+    );
+    // The store was asked around each refill, not on each of the requests.
+    let asked = common::script_runs(&redis) - runs;
+    assert!(
+        asked <= 8 * admitted + 5,
+        "{asked} store calls for {requests} requests, {admitted} admitted"
+    );
+}
+
 /// A route the limiter charges 2 units: a UV range of 32 days (1 + days / 31).
 const TWO_UNITS: &str = "/v1/uv/home?from=2026-01-01&to=2026-02-01";
 

@@ -6,7 +6,14 @@
 //! and shared by every instance: a batch's steps are taken in arrival order, atomically, at one
 //! instant of the store's clock, which is what the same requests would get had they arrived
 //! together.
+//!
+//! A client the store has just refused is answered by the worker itself for a while
+//! ([`Refusals`]), with no call at all.
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::refusals::Refusals;
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
@@ -23,18 +30,39 @@ type Reply = Result<Decision, StoreError>;
 /// limits while its requests queue, and one batch is one budget.
 type QueueKey = (String, Gcra);
 
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct Batcher {
     open: GroupCommit<QueueKey, u64, Reply>,
+    to: Arc<Target>,
+}
+
+/// Where a batch goes, and who learns from its answer.
+#[derive(Debug)]
+struct Target {
+    store: Store,
+    refusals: Refusals,
 }
 
 impl Batcher {
+    pub fn new(store: Store) -> Self {
+        Self {
+            open: GroupCommit::default(),
+            to: Arc::new(Target {
+                store,
+                refusals: Refusals::default(),
+            }),
+        }
+    }
+
     /// One GCRA step of `quantity` on `client`'s bucket, batched with the steps of the same
     /// bucket this thread takes up in the same turn.
-    pub async fn throttle(&self, store: &Store, client: &str, gcra: &Gcra, quantity: u64) -> Reply {
+    pub async fn throttle(&self, client: &str, gcra: &Gcra, quantity: u64) -> Reply {
+        if let Some(refused) = self.to.refusals.answer(client, gcra, quantity) {
+            return Ok(refused);
+        }
         let key = (client.to_owned(), *gcra);
         self.open
-            .join(key, quantity, store, send)
+            .join(key, quantity, &self.to, send)
             .await
             .unwrap_or_else(|| {
                 // Only a runtime shutting down drops the sending task before it answers.
@@ -47,11 +75,15 @@ impl Batcher {
 
 /// Decides one batch, a call per [`MAX_BATCH`] steps (a request whose client left has still
 /// spent its step: it was sent).
-async fn send(store: Store, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply> {
+async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply> {
     let (client, gcra) = key;
+    let store = &to.store;
     let bucket = Bucket::Client(client);
     let mut replies = Vec::with_capacity(quantities.len());
+    // When the last call was sent: its answer is the bucket's newest state.
+    let mut asked = Instant::now();
     for part in quantities.chunks(MAX_BATCH) {
+        asked = Instant::now();
         let decided = if let [one] = part {
             store
                 .ratelimit_throttle(&bucket, &gcra, *one)
@@ -72,6 +104,9 @@ async fn send(store: Store, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply> {
             }
             Err(e) => replies.extend(part.iter().map(|_| Err(e.clone()))),
         }
+    }
+    if let (Bucket::Client(client), Some(Ok(last))) = (&bucket, replies.last()) {
+        to.refusals.learn(client, &gcra, asked, last);
     }
     replies
 }

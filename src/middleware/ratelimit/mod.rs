@@ -14,6 +14,7 @@ mod batch;
 mod client;
 #[cfg(test)]
 mod outcomes;
+mod refusals;
 
 pub use client::ClientKey;
 
@@ -66,7 +67,6 @@ pub struct GlobalRateLimitLayer {
 
 #[derive(Debug, Clone)]
 struct Limiter {
-    store: Store,
     gcra: Gcra,
     fail: FailPolicy,
     /// Refusals are counted and logged as `would_limit`, and the request is served.
@@ -77,7 +77,7 @@ struct Limiter {
     /// Unix second of the last fail-open warning: with the store down every request fails
     /// open, and one line a second says so without flooding the log (the metric counts all).
     warned_at: Arc<AtomicU64>,
-    /// Groups a busy client's concurrent store calls ([`batch`]).
+    /// The store, reached through batches of a busy client's concurrent steps ([`batch`]).
     batcher: Arc<batch::Batcher>,
     decisions: Arc<Decisions>,
 }
@@ -92,14 +92,13 @@ impl GlobalRateLimitLayer {
         let header = policy_header(&gcra);
         Self {
             limiter: Arc::new(Limiter {
-                store,
                 gcra,
                 fail: policy.fail,
                 shadow: policy.shadow,
                 clients: ClientKey::default(),
                 policy: header,
                 warned_at: Arc::default(),
-                batcher: Arc::default(),
+                batcher: Arc::new(batch::Batcher::new(store)),
                 decisions: Arc::default(),
             }),
         }
@@ -234,10 +233,7 @@ impl Limiter {
                 .into_response());
             }
         };
-        let throttled = self
-            .batcher
-            .throttle(&self.store, &client, gcra, quantity)
-            .await;
+        let throttled = self.batcher.throttle(&client, gcra, quantity).await;
         let (mut response, outcome) = match throttled {
             Ok(decision) if decision.allowed => {
                 let mut response = pass(inner, req).await?;
