@@ -81,9 +81,9 @@ async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply
     let bucket = Bucket::Client(client);
     let mut replies = Vec::with_capacity(quantities.len());
     // When the last call was sent: its answer is the bucket's newest state.
-    let mut asked = Instant::now();
+    let mut asked = None;
     for part in quantities.chunks(MAX_BATCH) {
-        asked = Instant::now();
+        asked = Some(Instant::now());
         let decided = if let [one] = part {
             store
                 .ratelimit_throttle(&bucket, &gcra, *one)
@@ -105,7 +105,8 @@ async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply
             Err(e) => replies.extend(part.iter().map(|_| Err(e.clone()))),
         }
     }
-    if let (Bucket::Client(client), Some(Ok(last))) = (&bucket, replies.last()) {
+    if let (Bucket::Client(client), Some(asked), Some(Ok(last))) = (&bucket, asked, replies.last())
+    {
         to.refusals.learn(client, &gcra, asked, last);
     }
     replies

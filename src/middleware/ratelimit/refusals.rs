@@ -63,16 +63,24 @@ impl Refusals {
     /// The store's decision on `quantity` units of `client`'s bucket under `gcra`, when it is
     /// known here to be a refusal; `None`: ask the store.
     pub fn answer(&self, client: &str, gcra: &Gcra, quantity: u64) -> Option<Decision> {
-        self.answer_at(client, gcra, quantity, Instant::now())
+        self.answer_at(client, gcra, quantity, Instant::now)
     }
 
-    fn answer_at(&self, client: &str, gcra: &Gcra, quantity: u64, at: Instant) -> Option<Decision> {
+    /// As [`Self::answer`], reading the clock from `at`, and only for a client known here:
+    /// every request asks, and almost none is.
+    fn answer_at(
+        &self,
+        client: &str,
+        gcra: &Gcra,
+        quantity: u64,
+        at: impl FnOnce() -> Instant,
+    ) -> Option<Decision> {
         let mut known = self.known.get()?.borrow_mut();
         if known.is_empty() {
             return None;
         }
         let k = *known.get(client)?;
-        let elapsed = at.saturating_duration_since(k.asked);
+        let elapsed = at().saturating_duration_since(k.asked);
         // Rounded up: an upper bound of how far the store's clock has moved on.
         let now = i128::try_from(elapsed.as_micros()).unwrap_or(i128::MAX) + 1;
         let frozen = k.gcra == *gcra
@@ -101,7 +109,8 @@ impl Refusals {
             return;
         }
         if known.len() >= MAX_CLIENTS && !known.contains_key(client) {
-            known.retain(|_, k| k.asked.elapsed() < MAX_AGE);
+            let now = Instant::now();
+            known.retain(|_, k| now.saturating_duration_since(k.asked) < MAX_AGE);
             if known.len() >= MAX_CLIENTS {
                 return;
             }
@@ -147,7 +156,7 @@ mod tests {
         refusals.learn("ip:192.0.2.1", &g, t0, &spent);
         for (after_ms, quantity) in [(0, 1), (1, 1), (250, 2), (999, 5), (999, 6)] {
             let at = t0 + Duration::from_millis(after_ms);
-            let answer = refusals.answer_at("ip:192.0.2.1", &g, quantity, at);
+            let answer = refusals.answer_at("ip:192.0.2.1", &g, quantity, || at);
             // The clock the store would read is at most `after_ms` (+1 µs) later.
             let now = i128::from(after_ms) * 1_000 + 1;
             assert_eq!(
@@ -157,13 +166,13 @@ mod tests {
             );
         }
         // A peek (0 units) fits, so it is the store's to answer; so is anyone else.
-        assert_eq!(refusals.answer_at("ip:192.0.2.1", &g, 0, t0), None);
-        assert_eq!(refusals.answer_at("ip:192.0.2.2", &g, 1, t0), None);
+        assert_eq!(refusals.answer_at("ip:192.0.2.1", &g, 0, || t0), None);
+        assert_eq!(refusals.answer_at("ip:192.0.2.2", &g, 1, || t0), None);
         // Another budget for the same client (a clients-file reload) asks the store, and the
         // entry is gone.
         let other = Gcra::new(9, 1, 60);
-        assert_eq!(refusals.answer_at("ip:192.0.2.1", &other, 1, t0), None);
-        assert_eq!(refusals.answer_at("ip:192.0.2.1", &g, 1, t0), None);
+        assert_eq!(refusals.answer_at("ip:192.0.2.1", &other, 1, || t0), None);
+        assert_eq!(refusals.answer_at("ip:192.0.2.1", &g, 1, || t0), None);
     }
 
     #[test]
@@ -175,10 +184,10 @@ mod tests {
         let refusals = Refusals::default();
         refusals.learn("k:alice", &g, t0, &refused);
         assert!(refusals
-            .answer_at("k:alice", &g, 1, t0 + MAX_AGE / 2)
+            .answer_at("k:alice", &g, 1, || t0 + MAX_AGE / 2)
             .is_some());
         // One reply answers for at most MAX_AGE, however long the refusal lasts.
-        assert_eq!(refusals.answer_at("k:alice", &g, 1, t0 + MAX_AGE), None);
+        assert_eq!(refusals.answer_at("k:alice", &g, 1, || t0 + MAX_AGE), None);
 
         // A refusal that ends soon: one unit fits 5 ms after the call (TAT 240 s + 5 ms
         // ahead, one unit takes 60 s of the 300 s tolerance).
@@ -186,21 +195,21 @@ mod tests {
         assert!(!nearly.allowed);
         refusals.learn("k:bob", &g, t0, &nearly);
         let at = |us| t0 + Duration::from_micros(us);
-        assert!(refusals.answer_at("k:bob", &g, 1, at(4_000)).is_some());
-        assert_eq!(refusals.answer_at("k:bob", &g, 1, at(5_000)), None);
-        let short = Gcra::new(0, 1, 1);
+        assert!(refusals.answer_at("k:bob", &g, 1, || at(4_000)).is_some());
+        assert_eq!(refusals.answer_at("k:bob", &g, 1, || at(5_000)), None);
 
         // With burst 0 a unit fits exactly at the TAT, where the key may already be gone:
         // nothing is answered within EXPIRY_MARGIN of it.
+        let short = Gcra::new(0, 1, 1);
         let whole = decide(&short, 1, 0, Some(SEC));
         refusals.learn("k:carol", &short, t0, &whole);
         let tat = u64::try_from(SEC).unwrap();
         let margin = u64::try_from(EXPIRY_MARGIN).unwrap();
         assert!(refusals
-            .answer_at("k:carol", &short, 1, at(tat - margin - 2))
+            .answer_at("k:carol", &short, 1, || at(tat - margin - 2))
             .is_some());
         assert_eq!(
-            refusals.answer_at("k:carol", &short, 1, at(tat - margin)),
+            refusals.answer_at("k:carol", &short, 1, || at(tat - margin)),
             None
         );
     }
@@ -209,12 +218,12 @@ mod tests {
     fn an_admitting_answer_forgets_and_the_memory_is_bounded() {
         let (refusals, g, t0) = (Refusals::default(), gcra(), Instant::now());
         refusals.learn("k:dave", &g, t0, &store(1, 0, 300 * SEC));
-        assert!(refusals.answer_at("k:dave", &g, 1, t0).is_some());
+        assert!(refusals.answer_at("k:dave", &g, 1, || t0).is_some());
         // A later call left room (one more unit fits): forgotten.
         let roomy = store(1, 0, 100 * SEC);
         assert!(decide(&g, 1, 0, Some(roomy.reset_after)).allowed);
         refusals.learn("k:dave", &g, t0, &roomy);
-        assert_eq!(refusals.answer_at("k:dave", &g, 1, t0), None);
+        assert_eq!(refusals.answer_at("k:dave", &g, 1, || t0), None);
 
         for n in 0..MAX_CLIENTS + 10 {
             refusals.learn(&format!("ip:{n}"), &g, t0, &store(1, 0, 300 * SEC));
