@@ -45,8 +45,11 @@ pub fn generate_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Verifies end-user JWTs (API.md "Clients and abuse"): signature, `exp`, and `iss`/`aud` when
-/// configured. The algorithm is fixed by the key, never taken from the token's header.
+/// Verifies end-user JWTs (README "Who may do what"): signature, `exp` and `nbf` (with
+/// `GATEWAY_JWT_LEEWAY_S` of clock leeway), and `iss`/`aud` when configured. The algorithm is
+/// fixed by the key, never taken from the token's header, and a token naming header parameters
+/// as critical (`crit`) is refused: the gateway understands no extension, and RFC 7515 §4.1.11
+/// says a token whose critical parameters are not understood is invalid.
 pub struct UserTokens {
     key: jsonwebtoken::DecodingKey,
     validation: jsonwebtoken::Validation,
@@ -83,6 +86,10 @@ impl UserTokens {
         };
         let mut validation = Validation::new(algorithm);
         validation.set_required_spec_claims(&["exp", "sub"]);
+        // `nbf` is checked when present (jsonwebtoken skips it by default), and both `exp` and
+        // `nbf` get the configured leeway rather than the library's 60 s.
+        validation.validate_nbf = true;
+        validation.leeway = settings.leeway_s;
         if let Some(issuer) = &settings.issuer {
             validation.set_issuer(&[issuer]);
         }
@@ -95,6 +102,11 @@ impl UserTokens {
 
     /// The token's `sub`, if the token is valid.
     pub fn subject(&self, token: &str) -> Option<String> {
+        // jsonwebtoken parses `crit` but does not act on it: refusing is up to us. Any `crit`
+        // at all, since the gateway implements no header extension that one could name.
+        if jsonwebtoken::decode_header(token).ok()?.crit.is_some() {
+            return None;
+        }
         jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
             .ok()
             .map(|t| t.claims.sub)
@@ -116,6 +128,21 @@ pub enum Acting {
 }
 
 impl Acting {
+    /// Listings that name other users (a voucher's buyers): with user tokens configured, the
+    /// admin's alone — a user's token speaks for that user only (`403`), no token is `401`.
+    /// Without user tokens, open, as every user route is then.
+    pub fn for_all_users(&self) -> Result<(), ApiError> {
+        match self {
+            Self::Anyone | Self::Admin => Ok(()),
+            Self::User(_) => Err(ApiError::Forbidden(
+                "only the admin token may list other users' data".to_owned(),
+            )),
+            Self::Nobody => Err(ApiError::Unauthorized(
+                "the admin bearer token is required to list other users' data",
+            )),
+        }
+    }
+
     pub fn for_user(&self, user: crate::types::UserId) -> Result<(), ApiError> {
         match self {
             Self::Anyone | Self::Admin => Ok(()),

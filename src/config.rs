@@ -111,10 +111,30 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 
+    /// Connections one peer address (an IPv4 address, an IPv6 /64) may hold at once; a further
+    /// one is closed at once, so one address cannot take every slot.
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 256
+    )]
+    pub max_connections_per_address: usize,
+
     /// TOML file of API clients (id, SHA-256 of the key, optional burst/count/period). Unset:
     /// no API clients, every caller is limited by its address and any X-Api-Key is refused.
     #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
     pub clients_file: Option<std::path::PathBuf>,
+
+    /// With a clients file: whether callers without an API key may use rate-limit checks,
+    /// locks and queues (each address then has a namespace of its own). Off: those routes
+    /// answer 401 without a key.
+    #[arg(long, env = "GATEWAY_ANONYMOUS_BACKEND_ROUTES", default_value = "off")]
+    pub anonymous_backend_routes: OnOff,
+
+    /// The longest a rate-limit check may make its key live, in seconds: a check whose full
+    /// bucket (or window) lasts longer is 400.
+    #[arg(long, env = "GATEWAY_RATELIMIT_MAX_TTL_S", default_value_t = 86_400)]
+    pub ratelimit_max_ttl_s: u64,
 
     /// Verify end-user JWTs signed with this HS256 secret on user routes. Unset (and no key
     /// file): user ids are trusted as given.
@@ -132,6 +152,10 @@ pub struct Config {
     /// Required `aud` of end-user JWTs.
     #[arg(long, env = "GATEWAY_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
+
+    /// Clock leeway for end-user JWTs' `exp` and `nbf`, in seconds.
+    #[arg(long, env = "GATEWAY_JWT_LEEWAY_S", default_value_t = 30)]
+    pub jwt_leeway_s: u64,
 
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "GATEWAY_LOG_FORMAT", default_value = "text")]
@@ -291,6 +315,10 @@ pub struct Settings {
     pub connections: crate::serve::Guards,
     pub access_log: bool,
     pub clients_file: Option<std::path::PathBuf>,
+    /// With a clients file, anonymous callers may use rate-limit checks, locks and queues.
+    pub anonymous_backend_routes: bool,
+    /// `GATEWAY_RATELIMIT_MAX_TTL_S`.
+    pub ratelimit_max_ttl_s: u64,
     pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
     /// Serving threads of the binary (`GATEWAY_WORKERS`; see `workers.rs`).
@@ -348,10 +376,14 @@ impl Config {
                 "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
             );
         }
-        if self.header_timeout_ms == 0 || self.idle_timeout_ms == 0 || self.max_connections == 0 {
+        if self.header_timeout_ms == 0
+            || self.idle_timeout_ms == 0
+            || self.max_connections == 0
+            || self.max_connections_per_address == 0
+        {
             return Err(
-                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS and GATEWAY_MAX_CONNECTIONS \
-                 must be at least 1"
+                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_CONNECTIONS and \
+                 GATEWAY_MAX_CONNECTIONS_PER_ADDRESS must be at least 1"
                     .to_owned(),
             );
         }
@@ -384,6 +416,9 @@ impl Config {
                 "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),
             );
         }
+        if self.ratelimit_max_ttl_s == 0 {
+            return Err("GATEWAY_RATELIMIT_MAX_TTL_S must be at least 1".to_owned());
+        }
         if self.queue_max_jobs == 0 {
             return Err("GATEWAY_QUEUE_MAX_JOBS must be at least 1".to_owned());
         }
@@ -410,11 +445,14 @@ impl Config {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             access_log: self.access_log == OnOff::On,
             clients_file: self.clients_file.clone(),
+            anonymous_backend_routes: self.anonymous_backend_routes == OnOff::On,
+            ratelimit_max_ttl_s: self.ratelimit_max_ttl_s,
             jwt: self.jwt()?,
             connections: crate::serve::Guards {
                 header_timeout: Duration::from_millis(self.header_timeout_ms),
                 idle_timeout: Duration::from_millis(self.idle_timeout_ms),
                 max_connections: self.max_connections,
+                max_per_address: self.max_connections_per_address,
             },
             redis_pool_size: self.redis_pool_size,
             workers: match self.workers {
@@ -448,6 +486,8 @@ pub struct JwtSettings {
     pub key: JwtKey,
     pub issuer: Option<String>,
     pub audience: Option<String>,
+    /// Clock leeway for `exp` and `nbf`, seconds.
+    pub leeway_s: u64,
 }
 
 /// The verification key of end-user JWTs.
@@ -470,6 +510,7 @@ impl std::fmt::Debug for JwtSettings {
             .field("key", &key)
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
+            .field("leeway_s", &self.leeway_s)
             .finish()
     }
 }
@@ -502,6 +543,7 @@ impl Config {
             key,
             issuer: self.jwt_issuer.clone(),
             audience: self.jwt_audience.clone(),
+            leeway_s: self.jwt_leeway_s,
         }))
     }
 }

@@ -29,6 +29,9 @@ pub enum ApiError {
     /// 405 `method_not_allowed`.
     #[error("method not allowed on this route")]
     MethodNotAllowed,
+    /// 408 `request_timeout`: the request body stopped arriving before the request timeout.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// 409 with a domain-specific code (`conflict`, `sold_out`, ...) and optional extra members.
     #[error("{detail}")]
     Conflict {
@@ -39,6 +42,9 @@ pub enum ApiError {
     /// 413 `payload_too_large`.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// 414 `uri_too_long`: the request target is over the server's limit.
+    #[error("{0}")]
+    UriTooLong(String),
     /// 415 `unsupported_media_type`.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -48,6 +54,9 @@ pub enum ApiError {
     /// 429 `rate_limited`; `retry_after` in whole seconds.
     #[error("rate limit exceeded, retry in {retry_after} s")]
     RateLimited { retry_after: u64 },
+    /// 431 `headers_too_large`: the request head is over the server's limits.
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// 503 `backend_unavailable`: the store cannot be reached or timed out.
     #[error("the store is unavailable")]
     BackendUnavailable(#[source] StoreError),
@@ -94,11 +103,14 @@ impl ApiError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::BackendUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -111,11 +123,14 @@ impl ApiError {
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::RequestTimeout(_) => "request_timeout",
             Self::Conflict { code, .. } => code,
             Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::UriTooLong(_) => "uri_too_long",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::Unprocessable(_) => "unprocessable",
             Self::RateLimited { .. } => "rate_limited",
+            Self::HeadersTooLarge(_) => "headers_too_large",
             Self::BackendUnavailable(_) => "backend_unavailable",
             Self::Internal(_) => "internal",
         }
@@ -244,6 +259,12 @@ pub mod responses {
     #[derive(Debug, IntoResponses)]
     #[response(status = 401, content_type = "application/problem+json")]
     pub struct Unauthorized(Problem);
+
+    /// `unauthorized`: with a clients file, the back-end routes (rate-limit checks, locks,
+    /// queues) need an `X-Api-Key` unless `GATEWAY_ANONYMOUS_BACKEND_ROUTES=on`.
+    #[derive(Debug, IntoResponses)]
+    #[response(status = 401, content_type = "application/problem+json")]
+    pub struct NeedsApiKey(Problem);
 
     /// Routes that act for one user, when end-user JWTs are configured.
     #[derive(Debug, IntoResponses)]

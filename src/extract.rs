@@ -161,10 +161,25 @@ pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The `Idempotency-Key` header (API.md "Conventions"): absent, or 1–128 visible ASCII
-/// characters (else 400). Carries the SHA-256 of the key, which is all the store ever sees.
+/// The `Idempotency-Key` header (README "Retries"): absent, or 1–128 visible ASCII characters
+/// (else 400). Carries the SHA-256 of the caller's namespace and the key, which is all the
+/// store ever sees: a key is its caller's ([`crate::clients::Caller::idempotency_namespace`]),
+/// so another caller sending the same string neither replays nor learns of the first reply.
 #[derive(Debug, Clone)]
 pub struct IdempotencyKey(pub Option<String>);
+
+impl IdempotencyKey {
+    /// The key of a route that acts for `user`: each user's keys are their own too, whoever
+    /// sends them (one back end for many users, or users behind one address).
+    pub fn for_user(self, user: u32) -> Self {
+        Self(self.0.map(|digest| {
+            let mut text = digest.into_bytes();
+            text.extend_from_slice(b"|user:");
+            text.extend_from_slice(itoa::Buffer::new().format(user).as_bytes());
+            crate::types::sha256_hex(&text)
+        }))
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;
@@ -181,7 +196,20 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
                 "Idempotency-Key must be one header of 1-128 visible ASCII characters",
             ));
         }
-        Ok(Self(Some(crate::types::sha256_hex(bytes))))
+        let namespace = parts
+            .extensions
+            .get::<crate::clients::Caller>()
+            .map_or("", |caller| caller.idempotency_namespace());
+        if namespace.is_empty() {
+            // Without a namespace, the digest of the key alone: records made before keys had
+            // namespaces still match.
+            return Ok(Self(Some(crate::types::sha256_hex(bytes))));
+        }
+        let mut text = Vec::with_capacity(namespace.len() + 1 + bytes.len());
+        text.extend_from_slice(namespace.as_bytes());
+        text.push(b'|');
+        text.extend_from_slice(bytes);
+        Ok(Self(Some(crate::types::sha256_hex(&text))))
     }
 }
 

@@ -109,6 +109,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         ledger,
         clients,
         user_tokens,
+        ready_probe: ops::ReadyProbe::default(),
     }))
 }
 
@@ -134,7 +135,11 @@ pub async fn run(
     let state = build_state(settings).await.map_err(std::io::Error::other)?;
     announce(&state, listener.local_addr()?, 1);
     let guards = state.settings.connections;
-    serve::serve(listener, app(state), guards, shutdown).await
+    let per_address = serve::PerAddress::new(
+        guards.max_per_address,
+        state.settings.trusted_proxies.clone(),
+    );
+    serve::serve(listener, app(state), guards, per_address, shutdown).await
 }
 
 /// The start-up line: where, on which backend, with how many serving threads.

@@ -41,6 +41,8 @@ pub struct Shared {
     pub user_tokens: Option<Arc<crate::auth::UserTokens>>,
     /// The API clients of `GATEWAY_CLIENTS_FILE` (none when unset).
     pub clients: Arc<Clients>,
+    /// The store probe `/readyz` and `/metrics` share (at most one a second).
+    pub ready_probe: crate::ops::ReadyProbe,
 }
 
 impl Shared {

@@ -139,6 +139,25 @@ impl Name {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// `name` inside a caller's namespace (README "Who may do what"): `<namespace>|<name>`,
+    /// the name the store keys a caller's rate-limit keys, locks and queues by. `|` is outside
+    /// the name charset (and a namespace is `c:<client id>` or `ip:<address>`, neither of which
+    /// holds one), so two callers' names never meet. Never shown to a caller.
+    pub fn scoped(namespace: &str, name: &Name) -> Name {
+        let mut text = String::with_capacity(namespace.len() + 1 + name.0.len());
+        text.push_str(namespace);
+        text.push('|');
+        text.push_str(&name.0);
+        Name(text)
+    }
+
+    /// A name the gateway itself wrote to the store and reads back (a pub/sub channel's
+    /// suffix): it may be [`Name::scoped`], so it is not checked against the name rule. Braces
+    /// never reach it (neither names nor namespaces hold one).
+    pub fn from_store(text: String) -> Name {
+        Name(text)
+    }
 }
 
 impl TryFrom<String> for Name {

@@ -44,6 +44,12 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
     crate::telemetry::metrics();
     let mut guards = state.settings.connections;
     guards.max_connections = guards.max_connections.div_ceil(workers).max(1);
+    // Not split like the connection cap: one table for the process, or an address could hold
+    // its cap on every worker.
+    let per_address = crate::serve::PerAddress::new(
+        guards.max_per_address,
+        state.settings.trusted_proxies.clone(),
+    );
     let (stop, stopping) = watch::channel(false);
     let (ended, mut endings) = mpsc::unbounded_channel::<std::io::Result<()>>();
     for n in 0..workers {
@@ -55,6 +61,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
             .min(state.settings.request_timeout);
         let mut stopping = stopping.clone();
         let ended = ended.clone();
+        let per_address = per_address.clone();
         std::thread::Builder::new()
             .name(format!("gateway-worker-{n}"))
             .spawn(move || {
@@ -71,7 +78,8 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
                             let shutdown = async move {
                                 let _ = stopping.wait_for(|s| *s).await;
                             };
-                            crate::serve::serve(listener, crate::app(state), guards, shutdown).await
+                            let app = crate::app(state);
+                            crate::serve::serve(listener, app, guards, per_address, shutdown).await
                         })
                     });
                 let _ = ended.send(result);
@@ -96,7 +104,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
 /// Why: Tokio's timer wakes the driver (an `eventfd` write) when a new timer is due before the
 /// time the driver last planned to wake at, and it updates that plan only when the driver
 /// parks. A worker that parked with no short timer pending — every request answered, only the
-/// connections' idle ticks left — then wrote the `eventfd` for each store call's timeout until
+/// connections' idle timers left — then wrote the `eventfd` for each store call's timeout until
 /// it parked again: one system call and one spurious `epoll_wait` return per request (gdb on
 /// `mio`'s waker, issue 19). With this timer pending, the planned wake is never further away
 /// than its period, which is shorter than any per-request timer; it costs a wake-up per period.

@@ -1,13 +1,16 @@
-//! Connection guards (API.md "Clients and abuse"): slow headers, idle keep-alive connections
-//! and the connection cap, each tried with a real socket.
+//! Connection guards (API.md "Clients and abuse"): slow headers, idle keep-alive connections,
+//! the connection caps, stalled bodies and protocol-level refusals, each tried with a real
+//! socket.
 
 mod common;
 
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use common::{settings, Backend, Gateway};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 const REQUEST: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n";
 
@@ -86,6 +89,248 @@ async fn an_idle_kept_alive_connection_is_closed() {
         closed_by_server(&mut sock).await.is_some(),
         "an idle connection is closed after GATEWAY_IDLE_TIMEOUT_MS"
     );
+}
+
+/// Sends `requests` requests on a new connection, `pause` apart, and returns how long after
+/// the last response the server closed it.
+async fn quiet_before_close(gw: &Gateway, requests: u32, pause: Duration) -> Duration {
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    for i in 0..requests {
+        if i > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        sock.write_all(REQUEST).await.unwrap();
+        let head = response_head(&mut sock, Duration::from_secs(10))
+            .await
+            .expect("open until the idle timeout");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    }
+    let answered = Instant::now();
+    assert!(closed_by_server(&mut sock).await.is_some());
+    answered.elapsed()
+}
+
+/// The close comes `idle` after the last traffic, not up to a quarter later; traffic moves
+/// the deadline (the second connection is closed `idle` after its second response).
+#[tokio::test]
+async fn an_idle_connection_closes_at_the_idle_timeout() {
+    let idle = Duration::from_millis(1_000);
+    let gw = gateway(10_000, idle.as_millis() as u64, 100).await;
+    let (once, twice) = tokio::join!(
+        quiet_before_close(&gw, 1, Duration::ZERO),
+        quiet_before_close(&gw, 2, idle / 2),
+    );
+    for quiet in [once, twice] {
+        // The clock here starts once a response has arrived, a little after it was written.
+        assert!(
+            quiet + Duration::from_millis(10) >= idle,
+            "closed after {quiet:?}, before the idle timeout"
+        );
+        assert!(
+            quiet < idle.mul_f64(1.15),
+            "closed after {quiet:?}: the idle timeout is {idle:?}"
+        );
+    }
+}
+
+/// A connection from `ip` (any of 127.0.0.0/8 reaches a loopback listener on Linux).
+async fn connect_from(ip: &str, to: SocketAddr) -> TcpStream {
+    let sock = TcpSocket::new_v4().unwrap();
+    sock.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+    sock.connect(to).await.unwrap()
+}
+
+/// A connection from `ip` that gets a `200` for a request.
+async fn served_from(ip: &str, to: SocketAddr) -> TcpStream {
+    let mut sock = connect_from(ip, to).await;
+    sock.write_all(REQUEST).await.unwrap();
+    let head = response_head(&mut sock, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|| panic!("a connection from {ip} is served"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    sock
+}
+
+/// One address cannot hold every slot: past `GATEWAY_MAX_CONNECTIONS_PER_ADDRESS` its new
+/// connections are closed at once, while other addresses — and trusted proxies, whatever
+/// their count — are served. (The harness's own client talks from 127.0.0.1, so the capped
+/// address here is 127.0.0.2.)
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let mut s = settings(Backend::Memory);
+    s.connections.max_per_address = 2;
+    s.trusted_proxies = vec!["127.0.0.3/32".parse().unwrap()];
+    let gw = Gateway::with_settings(s).await;
+    let first = served_from("127.0.0.2", gw.addr).await;
+    let _second = served_from("127.0.0.2", gw.addr).await;
+
+    let mut third = connect_from("127.0.0.2", gw.addr).await;
+    // The server may have closed it before this write: that is the point.
+    let _ = third.write_all(REQUEST).await;
+    let got = closed_by_server(&mut third)
+        .await
+        .expect("a connection past the per-address cap is closed at once");
+    assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+
+    let _other = served_from("127.0.0.4", gw.addr).await;
+    let _proxied: Vec<TcpStream> =
+        futures::future::join_all((0..3).map(|_| served_from("127.0.0.3", gw.addr))).await;
+
+    // A connection that ends gives its address's place back.
+    drop(first);
+    for attempt in 0.. {
+        let mut again = connect_from("127.0.0.2", gw.addr).await;
+        let _ = again.write_all(REQUEST).await;
+        if let Some(head) = response_head(&mut again, Duration::from_secs(2)).await {
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            break;
+        }
+        assert!(attempt < 20, "the closed connection's place is never freed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Reads one whole response: its head, and the body its `content-length` announces.
+async fn response(sock: &mut TcpStream) -> (String, Vec<u8>) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => panic!(
+                "no whole response head ({other:?}): {}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    };
+    let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    while got.len() < end + length {
+        match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => panic!("the body broke off ({other:?}): {head}"),
+        }
+    }
+    (head, got[end..end + length].to_vec())
+}
+
+/// Sends `raw` on a new connection and reads the answer, which must be a problem document
+/// with `status` and `code`. Returns the answer's head (lower-cased).
+async fn refused(gw: &Gateway, raw: &[u8], status: u16, code: &str) -> String {
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    // Hyper may answer and close before reading all of an oversized head.
+    let _ = sock.write_all(raw).await;
+    let (head, body) = response(&mut sock).await;
+    let what = String::from_utf8_lossy(&raw[..raw.len().min(60)]).into_owned();
+    assert!(
+        head.starts_with(&format!("http/1.1 {status} ")),
+        "{what}: {head}"
+    );
+    assert!(
+        head.contains("\r\ncontent-type: application/problem+json\r\n"),
+        "{what}: {head}"
+    );
+    let problem: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{what}: {e}: {}", String::from_utf8_lossy(&body)));
+    assert_eq!(problem["status"], status, "{what}: {problem}");
+    assert_eq!(problem["code"], code, "{what}: {problem}");
+    head
+}
+
+/// Requests refused before they reach a route — by hyper's parser or the head limits — get
+/// problem documents like every other error, not hyper's empty answers.
+#[tokio::test]
+async fn protocol_refusals_are_problem_documents() {
+    let gw = gateway(10_000, 60_000, 100).await;
+
+    let mut many = b"GET /healthz HTTP/1.1\r\nHost: gw\r\n".to_vec();
+    for i in 0..120 {
+        many.extend_from_slice(format!("X-Field-{i}: v\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    let head = refused(&gw, &many, 431, "headers_too_large").await;
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+
+    // Just over the 32 KiB head limit, sent whole, so the server reads all of it.
+    let big = format!(
+        "GET /healthz HTTP/1.1\r\nHost: gw\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(32 * 1024)
+    );
+    refused(&gw, big.as_bytes(), 431, "headers_too_large").await;
+
+    let long = format!(
+        "GET /v1/uv/home?date={} HTTP/1.1\r\nHost: gw\r\n\r\n",
+        "1".repeat(17 * 1024)
+    );
+    refused(&gw, long.as_bytes(), 414, "uri_too_long").await;
+
+    refused(
+        &gw,
+        b"GET /healthz HTTP/1.1\r\nHost: gw\r\nNot a header\r\n\r\n",
+        400,
+        "invalid_argument",
+    )
+    .await;
+    refused(
+        &gw,
+        b"POST /v1/uv/home HTTP/1.1\r\nHost: gw\r\nContent-Length: ten\r\n\r\n",
+        400,
+        "invalid_argument",
+    )
+    .await;
+    // Broken chunked framing surfaces as a body error to the route reading the body.
+    refused(
+        &gw,
+        b"POST /v1/uv/home HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n\
+          Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        400,
+        "invalid_argument",
+    )
+    .await;
+
+    // Within the limits, a long target and a big head are served.
+    let fine = format!(
+        "GET /healthz?pad={} HTTP/1.1\r\nHost: gw\r\nX-Big: {}\r\n\r\n",
+        "p".repeat(15 * 1024),
+        "a".repeat(15 * 1024)
+    );
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    sock.write_all(fine.as_bytes()).await.unwrap();
+    let (head, _) = response(&mut sock).await;
+    assert!(head.starts_with("http/1.1 200 "), "{head}");
+}
+
+/// A body that stops arriving is the client's fault: `408 request_timeout` once the request
+/// timeout passes, and the connection is closed (the rest of the body must not be read as a
+/// request), where it used to be a `503 backend_unavailable`.
+#[tokio::test]
+async fn a_stalled_body_is_a_408() {
+    let mut s = settings(Backend::Memory);
+    s.request_timeout = Duration::from_millis(300);
+    let gw = Gateway::with_settings(s).await;
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    sock.write_all(
+        b"POST /v1/uv/home HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n\
+          Content-Length: 40\r\n\r\n{\"visitor\": ",
+    )
+    .await
+    .unwrap();
+    let (head, body) = response(&mut sock).await;
+    assert!(head.starts_with("http/1.1 408 "), "{head}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    assert!(
+        head.contains("\r\ncontent-type: application/problem+json\r\n"),
+        "{head}"
+    );
+    let problem: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["code"], "request_timeout", "{problem}");
+    assert!(closed_by_server(&mut sock).await.is_some());
 }
 
 #[tokio::test]

@@ -136,18 +136,117 @@ async fn over_budget(backend: Backend) {
     let r = get(&gw, CHEAP, &key("bob")).await;
     assert_eq!(r.remaining(), 3);
 
-    // An invented key is refused: it buys no budget of its own.
-    let mallory = get(&gw, CHEAP, &key("mallory")).await;
-    assert_eq!(mallory.status, 401);
-    assert_eq!(mallory.body["code"], "unauthorized");
-
-    // A malformed API key is a 400, not a free pass nor a new bucket.
+    // An invented or malformed key buys no budget of its own: it is charged to the address,
+    // which is spent here.
     let long = "k".repeat(129);
-    for bad in ["", "has space", long.as_str()] {
+    for bad in ["mallory", "", "has space", long.as_str()] {
         let r = get(&gw, CHEAP, &key(bad)).await;
-        assert_eq!(r.status, 400, "{bad:?}");
-        assert_eq!(r.body["code"], "invalid_argument");
+        assert_eq!(r.status, 429, "{bad:?}");
     }
+}
+
+/// Failed credentials count against the caller's address like any request (README "Who may
+/// do what"): a key guesser gets its 401s (or 400s) until the address's budget is spent, then
+/// 429s — never an unlimited stream of answers.
+async fn failed_credentials_are_counted(backend: Backend) {
+    let gw = Gateway::with_settings(limited(backend)).await;
+    for (n, bad) in ["guess-1", "guess-2", "guess-3", "", "guess-5"]
+        .iter()
+        .enumerate()
+    {
+        let r = get(&gw, CHEAP, &key(bad)).await;
+        let expected = if bad.is_empty() { 400 } else { 401 };
+        assert_eq!(r.status, expected, "{bad:?}: {:?}", r.body);
+        assert_eq!(r.remaining(), 4 - n as i64, "each failure spends a unit");
+    }
+    for guess in 0..20 {
+        let r = get(&gw, CHEAP, &key(&format!("guess-{guess}"))).await;
+        assert_eq!(r.status, 429);
+    }
+    assert_eq!(
+        get(&gw, CHEAP, &[]).await.status,
+        429,
+        "the address is spent"
+    );
+    assert_eq!(
+        get(&gw, CHEAP, &key("alice")).await.status,
+        200,
+        "a real client is not"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_credentials_are_counted_memory() {
+    failed_credentials_are_counted(Backend::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_credentials_are_counted_redis() {
+    failed_credentials_are_counted(Backend::Redis).await;
+}
+
+/// Sends `body` with `Transfer-Encoding: chunked` (no `Content-Length`) in chunks of 1,000
+/// bytes over a raw socket, as alice; the response's status and head.
+async fn post_chunked(gw: &Gateway, path: &str, body: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sock = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: gw\r\nx-api-key: alice\r\ncontent-type: application/json\r\n\
+         transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    for chunk in body.chunks(1000) {
+        request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        request.extend_from_slice(chunk);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    sock.write_all(&request).await.unwrap();
+    let mut response = Vec::new();
+    sock.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text[9..12].parse().unwrap();
+    (status, text)
+}
+
+/// Costs follow the bytes whatever the framing (README "Route costs"): a chunked body is priced
+/// by the bytes read, and one costing more than the burst is 413 on a route whose stored bytes
+/// grow with the body — as with `Content-Length`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_bodies_cost_their_bytes() {
+    let mut s = limited(Backend::Memory);
+    s.global.max_burst = 20;
+    let gw = Gateway::with_settings(s).await;
+    // 1 + ~1,900 / 384: 5 units, where today's framing-blind price was 1.
+    let visitors: Vec<String> = (0..100).map(|i| format!("visitor-{i:08}")).collect();
+    let body = serde_json::to_vec(&serde_json::json!({ "visitors": visitors })).unwrap();
+    let cost = 1 + body.len() / 384;
+    assert!(cost >= 5, "{}", body.len());
+    let (status, head) = post_chunked(&gw, "/v1/uv/home", &body).await;
+    assert_eq!(status, 200, "{head}");
+    let left = format!("ratelimit-remaining: {}\r\n", 21 - cost);
+    assert!(head.to_ascii_lowercase().contains(&left), "{left}: {head}");
+    // A 1,000-place geo batch with long names, chunked: 2 + ~160 KB / 512 units, far over
+    // the burst of 20, is refused before any store work.
+    let places: Vec<_> = (0..1000)
+        .map(|i| serde_json::json!({"member": format!("{i:0>128}"), "lon": 13.36, "lat": 38.11}))
+        .collect();
+    let body = serde_json::to_vec(&serde_json::json!({ "places": places })).unwrap();
+    let (status, head) = post_chunked(&gw, "/v1/geo/abuse", &body).await;
+    assert_eq!(status, 413, "{head}");
+    assert!(head.contains("payload_too_large"), "{head}");
+    let (_, stored) = gw
+        .get("/v1/geo/abuse/nearby?lon=13.36&lat=38.11&radius=10")
+        .await;
+    assert_eq!(
+        stored["results"],
+        serde_json::json!([]),
+        "nothing was stored"
+    );
+    // A chunked body over the body limit is 413 too, whatever the route.
+    let huge = vec![b' '; 1024 * 1024 + 1];
+    let (status, head) = post_chunked(&gw, "/v1/uv/home", &huge).await;
+    assert_eq!(status, 413, "{head}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

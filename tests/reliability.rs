@@ -49,7 +49,6 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
     for path in [
         "/v1/checkins/1",
         "/v1/checkins/stats?from=2026-01-01&to=2026-01-02",
-        "/readyz",
     ] {
         let (status, body) = gw.get(path).await;
         assert_eq!(
@@ -63,6 +62,21 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
         (status.as_u16(), body["code"].as_str()),
         (503, Some("backend_unavailable"))
     );
+    // `/readyz` probes the store at most once a second (README "Operations"): the outage shows
+    // there within about that.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (status, body) = gw.get("/readyz").await;
+        if status == 503 {
+            assert_eq!(body["code"], "backend_unavailable");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz still {status} 3 s into the outage"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(
         gw.get("/healthz").await.0,
         200,

@@ -42,12 +42,17 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 async fn gateway(key: JwtKey) -> Gateway {
+    gateway_with_leeway(key, 30).await
+}
+
+async fn gateway_with_leeway(key: JwtKey, leeway_s: u64) -> Gateway {
     let mut s = settings(Backend::Memory);
     s.admin_token = Some("the-admin-token".to_owned());
     s.jwt = Some(JwtSettings {
         key,
         issuer: Some("auth.example".to_owned()),
         audience: Some("gateway".to_owned()),
+        leeway_s,
     });
     Gateway::with_settings(s).await
 }
@@ -264,4 +269,180 @@ async fn rs256_and_es256_tokens_verify_with_a_public_key() {
             "{alg:?}"
         );
     }
+}
+
+/// What `POST /v1/checkins/42` answers with a token for user 42 whose claims `edit` changes.
+async fn check_in_with(gw: &Gateway, edit: impl FnOnce(&mut Value)) -> u16 {
+    let mut c = claims("42");
+    edit(&mut c);
+    send(gw, "POST", "/v1/checkins/42", Some(&hs256(&c)), None)
+        .await
+        .0
+}
+
+#[tokio::test]
+async fn not_before_is_honoured_within_the_leeway() {
+    let gw = gateway(JwtKey::Secret(SECRET.to_owned())).await;
+    // An hour ahead: not valid yet.
+    assert_eq!(
+        check_in_with(&gw, |c| c["nbf"] = json!(now() + 3600)).await,
+        401
+    );
+    // Ahead by less than the 30 s leeway (a clock a little fast at the issuer), or past: valid.
+    assert_eq!(
+        check_in_with(&gw, |c| c["nbf"] = json!(now() + 10)).await,
+        200
+    );
+    assert_eq!(
+        check_in_with(&gw, |c| c["nbf"] = json!(now() - 10)).await,
+        200
+    );
+    // Expired by less than the leeway: still valid; by more: not.
+    assert_eq!(
+        check_in_with(&gw, |c| c["exp"] = json!(now() - 10)).await,
+        200
+    );
+    assert_eq!(
+        check_in_with(&gw, |c| c["exp"] = json!(now() - 90)).await,
+        401
+    );
+}
+
+/// `GATEWAY_JWT_LEEWAY_S` is the leeway, both ways (not the JWT library's own 60 s).
+#[tokio::test]
+async fn the_clock_leeway_is_the_configured_one() {
+    let tight = gateway_with_leeway(JwtKey::Secret(SECRET.to_owned()), 5).await;
+    assert_eq!(
+        check_in_with(&tight, |c| c["exp"] = json!(now() - 30)).await,
+        401
+    );
+    assert_eq!(
+        check_in_with(&tight, |c| c["nbf"] = json!(now() + 30)).await,
+        401
+    );
+    assert_eq!(
+        check_in_with(&tight, |c| c["exp"] = json!(now() + 30)).await,
+        200
+    );
+
+    let loose = gateway_with_leeway(JwtKey::Secret(SECRET.to_owned()), 120).await;
+    assert_eq!(
+        check_in_with(&loose, |c| c["exp"] = json!(now() - 90)).await,
+        200
+    );
+    assert_eq!(
+        check_in_with(&loose, |c| c["nbf"] = json!(now() + 90)).await,
+        200
+    );
+    assert_eq!(
+        check_in_with(&loose, |c| c["exp"] = json!(now() - 180)).await,
+        401
+    );
+}
+
+/// A token marking header parameters critical (`crit`, RFC 7515 §4.1.11) must be refused by a
+/// receiver that does not understand them, and the gateway understands none.
+#[tokio::test]
+async fn tokens_with_critical_header_parameters_are_refused() {
+    let gw = gateway(JwtKey::Secret(SECRET.to_owned())).await;
+    let with_crit = |crit: Option<Vec<&str>>| {
+        let mut header = Header::new(Algorithm::HS256);
+        header.crit = crit.map(|c| c.into_iter().map(str::to_owned).collect());
+        encode(
+            &header,
+            &claims("42"),
+            &EncodingKey::from_secret(SECRET.as_bytes()),
+        )
+        .unwrap()
+    };
+    for crit in [
+        Some(vec!["exp"]),
+        Some(vec!["urn:example:unknown"]),
+        Some(vec![]),
+    ] {
+        let token = with_crit(crit.clone());
+        let (status, body) = send(&gw, "POST", "/v1/checkins/42", Some(&token), None).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (401, Some("unauthorized")),
+            "crit {crit:?}"
+        );
+    }
+    // The same token without `crit` is fine.
+    let (status, _) = send(&gw, "POST", "/v1/checkins/42", Some(&with_crit(None)), None).await;
+    assert_eq!(status, 200);
+}
+
+/// A voucher's order list names every buyer: with user tokens on, it is the admin's alone
+/// (without them, open); one user's orders stay that user's (and the admin's).
+#[tokio::test]
+async fn with_tokens_only_the_admin_lists_a_vouchers_buyers() {
+    let gw = gateway(JwtKey::Secret(SECRET.to_owned())).await;
+    let (status, _) = send(
+        &gw,
+        "PUT",
+        "/v1/seckill/vouchers/list-v",
+        Some("the-admin-token"),
+        Some(json!({"stock": 5, "begin": "2020-01-01T00:00:00Z", "end": "2099-01-01T00:00:00Z"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let bob = hs256(&claims("7"));
+    let alice = hs256(&claims("42"));
+    let (status, _) = send(
+        &gw,
+        "POST",
+        "/v1/seckill/vouchers/list-v/orders",
+        Some(&bob),
+        Some(json!({"user_id": 7})),
+    )
+    .await;
+    assert_eq!(status, 201);
+
+    let list = "/v1/seckill/vouchers/list-v/orders";
+    for (token, want) in [
+        (None, (401, Some("unauthorized"))),
+        (Some("not-a-jwt"), (401, Some("unauthorized"))),
+        (Some(bob.as_str()), (403, Some("forbidden"))),
+        (Some(alice.as_str()), (403, Some("forbidden"))),
+    ] {
+        let (status, body) = send(&gw, "GET", list, token, None).await;
+        assert_eq!((status, body["code"].as_str()), want, "{token:?}");
+        assert!(body.get("orders").is_none(), "{body}");
+    }
+    let (status, page) = send(&gw, "GET", list, Some("the-admin-token"), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["orders"][0]["user_id"], 7, "{page}");
+
+    // One user's orders: that user's token or the admin's.
+    let bobs = "/v1/seckill/vouchers/list-v/orders/7";
+    assert_eq!(send(&gw, "GET", bobs, None, None).await.0, 401);
+    assert_eq!(send(&gw, "GET", bobs, Some(&alice), None).await.0, 403);
+    assert_eq!(send(&gw, "GET", bobs, Some(&bob), None).await.0, 200);
+    assert_eq!(
+        send(&gw, "GET", bobs, Some("the-admin-token"), None)
+            .await
+            .0,
+        200
+    );
+
+    // Without token settings the back end authenticates its users itself: the list is open.
+    let mut s = settings(Backend::Memory);
+    s.admin_token = Some("the-admin-token".to_owned());
+    let open = Gateway::with_settings(s).await;
+    let (status, _) = send(
+        &open,
+        "PUT",
+        "/v1/seckill/vouchers/open-v",
+        Some("the-admin-token"),
+        Some(json!({"stock": 5, "begin": "2020-01-01T00:00:00Z", "end": "2099-01-01T00:00:00Z"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let buy = json!({"user_id": 7});
+    let path = "/v1/seckill/vouchers/open-v/orders";
+    assert_eq!(send(&open, "POST", path, None, Some(buy)).await.0, 201);
+    let (status, page) = send(&open, "GET", path, None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["orders"][0]["user_id"], 7, "{page}");
 }

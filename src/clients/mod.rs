@@ -8,7 +8,7 @@
 
 mod http;
 
-pub use http::{router, IdentifyLayer};
+pub use http::{router, BadKey, IdentifyLayer, Namespace};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,11 +29,35 @@ pub struct Client {
     pub limits: Option<Limits>,
 }
 
-/// Who sent a request, as the `identify` layer found it: a configured client, or `None` for an
-/// anonymous caller (no `X-Api-Key`). Left in the request's extensions for the limiter and
-/// handlers.
-#[derive(Debug, Clone, Default)]
-pub struct Caller(pub Option<Arc<Client>>);
+/// Who sent a request, as the `identify` layer found it. Left in the request's extensions for
+/// the limiter and handlers.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The configured client, or `None` for an anonymous caller (no `X-Api-Key`).
+    pub client: Option<Arc<Client>>,
+    /// `c:<client id>`, else `ip:<address or IPv6 /64>` ([`crate::middleware::ClientKey`]): whom the global
+    /// limiter charges, and the namespace of the caller's own resources.
+    pub identity: String,
+    /// Whether a clients file is configured: without one there is a single trusted back end,
+    /// and one namespace for everyone (README "Who may do what").
+    pub clients_configured: bool,
+    /// With a clients file, whether anonymous callers may use the back-end routes
+    /// (`GATEWAY_ANONYMOUS_BACKEND_ROUTES`).
+    pub anonymous_backend_routes: bool,
+}
+
+impl Caller {
+    /// The namespace of this caller's idempotency keys: none without a clients file (as the
+    /// back-end routes), else its identity — the client, or the address of an anonymous
+    /// caller — so another caller's reuse of the same key string is another key.
+    pub fn idempotency_namespace(&self) -> &str {
+        if self.clients_configured {
+            &self.identity
+        } else {
+            ""
+        }
+    }
+}
 
 /// A GCRA budget: burst, and count per period (seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +182,11 @@ impl Clients {
             file: Some(file.to_owned()),
             global,
         })
+    }
+
+    /// Whether clients come from a file (`GATEWAY_CLIENTS_FILE`), even an empty one.
+    pub fn configured(&self) -> bool {
+        self.file.is_some()
     }
 
     /// The client whose key is `key`, if any.

@@ -12,7 +12,8 @@ use utoipa_axum::routes;
 
 use super::logic::{MAX_WAIT_MS, TTL_MS};
 use super::{acquire, Attempt, Lock, LockStore};
-use crate::error::responses::{NotJson, StoreErrors, TooLarge};
+use crate::clients::Namespace;
+use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -34,7 +35,9 @@ struct AcquireLock {
     /// The lease, 100–3,600,000 ms.
     #[schema(minimum = 100, maximum = 3_600_000, example = 30_000)]
     ttl_ms: u64,
-    /// How long to wait for another holder to let go, 0–10,000 ms (default 0).
+    /// How long to wait for another holder to let go, 0–10,000 ms (default 0). Costs one more
+    /// rate-limit unit per 1000 ms. When 64 acquisitions already wait on the lock in this
+    /// gateway instance, answered at once, as if 0.
     #[serde(default)]
     #[schema(minimum = 0, maximum = 10_000, default = 0, example = 5_000)]
     wait_ms: u64,
@@ -79,7 +82,8 @@ struct LockView {
     expires_at: String,
 }
 
-/// A lock's state.
+/// A lock's state. Never its token: with the owner and token anyone could release, renew or
+/// take over the lease, so only the acquisition's answer carries it.
 #[derive(Debug, Serialize, ToSchema)]
 struct LockState {
     #[schema(value_type = String)]
@@ -88,8 +92,6 @@ struct LockState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     owner: Option<Name>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    token: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     expires_at: Option<String>,
 }
@@ -135,6 +137,9 @@ fn lost(name: &Name) -> ApiError {
 /// token that strictly increases with every acquisition of the name and is never handed out
 /// twice, also across expiry, release and a store restart. Held by another owner: waits up to
 /// `wait_ms`, woken by a release (not polling), then `409 lock_held` with `retry_after_ms`.
+/// A release wakes one waiting acquisition per gateway instance, the one it can serve, not
+/// all of them. At most 64 acquisitions wait on one lock in one gateway instance; one arriving
+/// past that is answered at once, as if its `wait_ms` were 0.
 #[utoipa::path(
     post,
     path = "/v1/locks/{name}",
@@ -145,14 +150,16 @@ fn lost(name: &Name) -> ApiError {
     responses(
         (status = 200, body = LockView, description = "Acquired (or extended by its holder)"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
-            description = "`lock_held`: another owner holds it; `retry_after_ms` says for how long"),
+            description = "`lock_held`: another owner holds it (after `wait_ms`, or at once when 64 acquisitions already wait on the lock here); `retry_after_ms` says for how long"),
         StoreErrors,
         TooLarge,
         NotJson,
+        NeedsApiKey,
     )
 )]
 async fn acquire_lock(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(name): ApiPath<Name>,
     ApiJson(body): ApiJson<AcquireLock>,
 ) -> ApiResult<Json<LockView>> {
@@ -164,7 +171,8 @@ async fn acquire_lock(
         )));
     }
     let wait = Duration::from_millis(body.wait_ms);
-    match acquire(&state.store, &name, &body.owner, body.ttl_ms, wait).await? {
+    let held = namespace.scope(&name);
+    match acquire(&state.store, &held, &body.owner, body.ttl_ms, wait).await? {
         Attempt::Acquired(lock) => Ok(view(name, lock)),
         Attempt::Held { retry_after_ms } => {
             let mut extra = serde_json::Map::new();
@@ -193,17 +201,24 @@ async fn acquire_lock(
         StoreErrors,
         TooLarge,
         NotJson,
+        NeedsApiKey,
     )
 )]
 async fn renew_lock(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(name): ApiPath<Name>,
     ApiJson(body): ApiJson<RenewLock>,
 ) -> ApiResult<Json<LockView>> {
     ttl(body.ttl_ms)?;
     match state
         .store
-        .lock_renew(&name, &body.owner, body.token, body.ttl_ms)
+        .lock_renew(
+            &namespace.scope(&name),
+            &body.owner,
+            body.token,
+            body.ttl_ms,
+        )
         .await?
     {
         Some(lock) => Ok(view(name, lock)),
@@ -223,21 +238,24 @@ async fn renew_lock(
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`lock_lost`: not held by this owner and token"),
         StoreErrors,
+        NeedsApiKey,
     )
 )]
 async fn release_lock(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(name): ApiPath<Name>,
     ApiQuery(q): ApiQuery<ReleaseQuery>,
 ) -> ApiResult<StatusCode> {
-    if state.store.lock_release(&name, &q.owner, q.token).await? {
+    let held = namespace.scope(&name);
+    if state.store.lock_release(&held, &q.owner, q.token).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(lost(&name))
     }
 }
 
-/// Who holds a lock.
+/// Who holds a lock, and until when (never its fencing token).
 #[utoipa::path(
     get,
     path = "/v1/locks/{name}",
@@ -247,18 +265,19 @@ async fn release_lock(
     responses(
         (status = 200, body = LockState, description = "The holder, if any"),
         StoreErrors,
+        NeedsApiKey,
     )
 )]
 async fn inspect_lock(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(name): ApiPath<Name>,
 ) -> ApiResult<Json<LockState>> {
-    let lock = state.store.lock_inspect(&name).await?;
+    let lock = state.store.lock_inspect(&namespace.scope(&name)).await?;
     Ok(Json(LockState {
         name,
         held: lock.is_some(),
         owner: lock.as_ref().map(|l| l.owner.clone()),
-        token: lock.as_ref().map(|l| l.token),
         expires_at: lock.map(|l| instant(l.expires_at_ms)),
     }))
 }

@@ -1,93 +1,211 @@
-//! Release wake-ups for waiting acquirers, shared by both backends: a waiter registers a
-//! [`Watch`] for a name before it tries, and whoever learns of a release (the memory backend
-//! itself, or the Redis backend's pub/sub subscriber) calls [`Wakeups::wake`].
+//! The acquisitions waiting on each lock in this process, shared by both backends: a waiter
+//! takes a place in its lock's [`Room`] ([`Wakeups::watch`]) before it sleeps, and whoever
+//! learns of a release (the memory backend itself; the Redis backend for its own releases and,
+//! through its pub/sub subscriber, for the other instances') calls [`Wakeups::released`],
+//! which wakes one waiter of the room, not all: a lock can serve one of them (API.md "Clients
+//! and abuse": a write that wakes waiters wakes only as many as it can serve).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
-/// Names with waiters in this process → a counter bumped on each release.
+use super::MAX_WAITING_ACQUISITIONS;
+
+/// The acquisitions of this process waiting on one lock, and what they share so that a
+/// release or a lease's end costs the store one attempt, not one per waiter (see
+/// [`super::acquire`] for what holds):
+/// - a turn (`turn`) sends one waiter to try: one per release heard. A pending turn is kept
+///   (one at most: the lock serves one holder at a time, so two releases unheard in between
+///   still need one attempt — the one after the later release);
+/// - the alarm is when the next attempt is needed without a turn: the end of the lease the
+///   last attempt saw (an expiry sends no message), or now when a waiter sent to try went
+///   away. The first waiter whose timer passes it takes it and tries for the room, the others
+///   keep sleeping; when it moves earlier, `retimed` has every waiter re-aim its timer (no
+///   store call).
+#[derive(Debug, Default)]
+pub struct Room {
+    pub(super) turn: Notify,
+    pub(super) retimed: Notify,
+    state: Mutex<RoomState>,
+}
+
+#[derive(Debug, Default)]
+struct RoomState {
+    /// Waiters seated (at most [`MAX_WAITING_ACQUISITIONS`]).
+    waiting: usize,
+    alarm: Option<Instant>,
+}
+
+impl Room {
+    fn state(&self) -> MutexGuard<'_, RoomState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waiters seated now.
+    pub fn waiting(&self) -> usize {
+        self.state().waiting
+    }
+
+    /// The alarm as it stands.
+    pub(super) fn alarm(&self) -> Option<Instant> {
+        self.state().alarm
+    }
+
+    /// The lock may be free at `at`: the alarm rings no later.
+    pub(super) fn expect(&self, at: Instant) {
+        let earlier = {
+            let mut state = self.state();
+            let earlier = state.alarm.is_none_or(|alarm| at < alarm);
+            if earlier {
+                state.alarm = Some(at);
+            }
+            earlier
+        };
+        if earlier {
+            self.retimed.notify_waiters();
+        }
+    }
+
+    /// An attempt that started at `started` saw the lease end at `lease_end` (another
+    /// holder's, or the one it took). It covers every alarm due by its start, so its own
+    /// replaces those; a later one (set while it ran) still stands, the earlier of the two
+    /// ringing.
+    pub(super) fn tried(&self, started: Instant, lease_end: Instant) {
+        let earlier = {
+            let mut state = self.state();
+            let alarm = match state.alarm.filter(|alarm| *alarm > started) {
+                Some(kept) => kept.min(lease_end),
+                None => lease_end,
+            };
+            let earlier = state.alarm.is_none_or(|old| alarm < old);
+            state.alarm = Some(alarm);
+            earlier
+        };
+        if earlier {
+            self.retimed.notify_waiters();
+        }
+    }
+
+    /// Takes the alarm set for `at` unless another waiter has (or it moved): `true` means the
+    /// caller tries for the room.
+    pub(super) fn take(&self, at: Instant) -> bool {
+        let mut state = self.state();
+        let mine = state.alarm == Some(at);
+        if mine {
+            state.alarm = None;
+        }
+        mine
+    }
+}
+
+/// The rooms of one store's locks, held weakly: a lock nobody waits on costs nothing. Keyed
+/// by the lock's name as the store layer has it (the text of the [`crate::types::Name`] the
+/// handler passes, a caller-scoped name where names are), so a release announcement finds its
+/// room without being parsed back into a name.
 #[derive(Debug, Default)]
 pub struct Wakeups {
-    names: Mutex<HashMap<String, watch::Sender<u64>>>,
+    rooms: Mutex<HashMap<String, Weak<Room>>>,
 }
 
 impl Wakeups {
-    /// A watch that fires on the next release of `name` after this call.
-    pub fn watch(self: &Arc<Self>, name: &str) -> Watch {
-        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
-        let rx = names
-            .entry(name.to_owned())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe();
+    /// The room of `name`, made when nobody holds it.
+    fn room(&self, name: &str) -> Arc<Room> {
+        let mut rooms = self.rooms.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(room) = rooms.get(name).and_then(Weak::upgrade) {
+            return room;
+        }
+        if rooms.len() >= 1024 {
+            rooms.retain(|_, room| room.strong_count() > 0);
+        }
+        let room = Arc::new(Room::default());
+        rooms.insert(name.to_owned(), Arc::downgrade(&room));
+        room
+    }
+
+    fn existing(&self, name: &str) -> Option<Arc<Room>> {
+        self.rooms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .and_then(Weak::upgrade)
+    }
+
+    /// A place among the acquisitions waiting on `name` in this process, or none when
+    /// [`MAX_WAITING_ACQUISITIONS`] hold one (the acquisition then answers at once).
+    pub fn watch(&self, name: &str) -> Watch {
+        let room = self.room(name);
+        {
+            let mut state = room.state();
+            if state.waiting >= MAX_WAITING_ACQUISITIONS {
+                return Watch::full();
+            }
+            state.waiting += 1;
+        }
         Watch {
-            rx: Some(rx),
-            from: Some((Arc::downgrade(self), name.to_owned())),
+            room: Some(room),
             on_drop: None,
         }
     }
 
-    /// Wakes every watch of `name` in this process.
-    pub fn wake(&self, name: &str) {
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = names.get(name) {
-            tx.send_modify(|n| *n = n.wrapping_add(1));
+    /// `name` was released: one of its waiters in this process tries.
+    pub fn released(&self, name: &str) {
+        if let Some(room) = self.existing(name) {
+            room.turn.notify_one();
+        }
+    }
+
+    /// Releases may have gone unheard (the subscriber reconnected, or fell behind): one
+    /// waiter of every lock tries now, rather than at its holder's lease end.
+    pub fn missed(&self) {
+        let rooms: Vec<Arc<Room>> = self
+            .rooms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for room in rooms {
+            room.expect(Instant::now());
         }
     }
 }
 
-impl Wakeups {
-    /// Wakes every watch in this process (when releases may have been missed).
-    pub fn wake_all(&self) {
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner());
-        for tx in names.values() {
-            tx.send_modify(|n| *n = n.wrapping_add(1));
-        }
-    }
-}
-
-/// One waiter's registration; dropping it forgets the name once nobody waits for it.
+/// One waiter's place in its lock's room (or none: the room is full); dropping it gives the
+/// place back and runs what the backend asked (the Redis backend: stop listening).
 pub struct Watch {
-    rx: Option<watch::Receiver<u64>>,
-    from: Option<(Weak<Wakeups>, String)>,
+    room: Option<Arc<Room>>,
     /// What the backend does when the waiter is gone (the Redis backend: unsubscribe).
     on_drop: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch").field("from", &self.from).finish()
+        f.debug_struct("Watch")
+            .field("seated", &self.room.is_some())
+            .finish()
     }
 }
 
 impl Watch {
-    /// A watch that never fires (no waiting, or no way to hear of releases): the waiter then
-    /// relies on the lease's end alone.
-    pub fn never() -> Self {
+    /// No place: the room holds [`MAX_WAITING_ACQUISITIONS`] waiters.
+    fn full() -> Self {
         Self {
-            rx: None,
-            from: None,
+            room: None,
             on_drop: None,
         }
+    }
+
+    /// The room this watch has a place in; `None` when it was full.
+    pub fn room(&self) -> Option<&Arc<Room>> {
+        self.room.as_ref()
     }
 
     /// Runs `f` when this watch is dropped.
     pub fn on_drop(mut self, f: impl FnOnce() + Send + Sync + 'static) -> Self {
         self.on_drop = Some(Box::new(f));
         self
-    }
-
-    /// Resolves once a release happened after the watch was made.
-    pub async fn released(&mut self) {
-        match &mut self.rx {
-            Some(rx) => {
-                if rx.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-            None => std::future::pending::<()>().await,
-        }
     }
 }
 
@@ -96,15 +214,8 @@ impl Drop for Watch {
         if let Some(f) = self.on_drop.take() {
             f();
         }
-        let Some((hub, name)) = self.from.take() else {
-            return;
-        };
-        self.rx = None;
-        if let Some(hub) = hub.upgrade() {
-            let mut names = hub.names.lock().unwrap_or_else(|e| e.into_inner());
-            if names.get(&name).is_some_and(|tx| tx.receiver_count() == 0) {
-                names.remove(&name);
-            }
+        if let Some(room) = self.room.take() {
+            room.state().waiting -= 1;
         }
     }
 }
@@ -114,15 +225,43 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_release_after_the_watch_wakes_it_and_names_are_forgotten() {
-        let hub = Arc::new(Wakeups::default());
-        let mut w = hub.watch("a");
-        hub.wake("b");
-        hub.wake("a");
-        tokio::time::timeout(std::time::Duration::from_secs(5), w.released())
-            .await
-            .expect("woken");
+    async fn a_release_gives_one_turn_and_rooms_are_forgotten() {
+        let hub = Wakeups::default();
+        let w = hub.watch("a");
+        let room = w.room().unwrap().clone();
+        {
+            let (first, second) = (room.turn.notified(), room.turn.notified());
+            tokio::pin!(first, second);
+            first.as_mut().enable();
+            second.as_mut().enable();
+            hub.released("b");
+            hub.released("a");
+            tokio::time::timeout(std::time::Duration::from_secs(5), first)
+                .await
+                .expect("one waiter woken");
+            assert!(
+                futures::FutureExt::now_or_never(second).is_none(),
+                "not the other"
+            );
+        }
+        assert_eq!(room.waiting(), 1);
         drop(w);
-        assert!(hub.names.lock().unwrap().is_empty());
+        assert_eq!(room.waiting(), 0);
+        drop(room);
+        hub.released("a");
+        assert!(hub.existing("a").is_none());
+    }
+
+    #[test]
+    fn past_the_cap_a_watch_has_no_place() {
+        let hub = Wakeups::default();
+        let seated: Vec<Watch> = (0..MAX_WAITING_ACQUISITIONS)
+            .map(|_| hub.watch("a"))
+            .collect();
+        assert!(seated.iter().all(|w| w.room().is_some()));
+        assert!(hub.watch("a").room().is_none(), "full");
+        assert!(hub.watch("b").room().is_some(), "another lock's room");
+        drop(seated);
+        assert!(hub.watch("a").room().is_some(), "places given back");
     }
 }

@@ -17,6 +17,7 @@
 //!    CORS, so 429s carry CORS headers and preflights are not counted; inside the timeout, so
 //!    a slow store cannot hold a request past it.
 
+mod client;
 mod compress;
 pub mod costs;
 mod maybe;
@@ -33,6 +34,8 @@ use std::time::Duration;
 /// loop (a batch's client), so std's SipHash, built to resist flooding a long-lived map with
 /// chosen keys, only cost time: foldhash, seeded per process, hashes them in a fraction of it
 /// (three to six lookups per request, issue 19).
+pub use client::ClientKey;
+
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
@@ -74,7 +77,14 @@ pub fn stack(router: Router<AppState>, state: &AppState, routes: Routes) -> Rout
             })
             .layer(DefaultBodyLimit::max(settings.body_limit))
             // The client is known before anyone is charged for it.
-            .layer(Maybe(api.then(|| IdentifyLayer(state.clients.clone()))))
+            .layer(Maybe(api.then(|| {
+                IdentifyLayer::new(
+                    state.clients.clone(),
+                    settings.trusted_proxies.clone(),
+                    settings.anonymous_backend_routes,
+                    settings.global.enabled,
+                )
+            })))
             .layer(Maybe(api.then(|| global_limit(state)).flatten())),
     )
 }
@@ -128,6 +138,7 @@ fn global_limit(state: &AppState) -> Option<ratelimit::GlobalRateLimitLayer> {
     settings.global.enabled.then(|| {
         ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
             .with_trusted_proxies(settings.trusted_proxies.clone())
+            .with_body_limit(settings.body_limit)
     })
 }
 

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::{problem_response, ApiError};
 
-/// Rewrites error responses produced outside our handlers (axum's 405, tower-http's timeout,
-/// ...) into problem+json, keeping their other headers (`Allow`, `Retry-After`). Called by
+/// Rewrites error responses produced outside our handlers (axum's 405, the request timeout's
+/// 503, ...) into problem+json, keeping their other headers (`Allow`, `Retry-After`). Called by
 /// `observe::record` on every response rather than as a middleware of its own: one
 /// `from_fn` layer fewer boxes each request's future once less (issue 19).
 ///
@@ -43,9 +43,13 @@ pub fn as_problem(response: Response, origin: &Origin<'_>) -> Response {
         }
         StatusCode::UNPROCESSABLE_ENTITY => ("unprocessable", "the request cannot be processed"),
         StatusCode::TOO_MANY_REQUESTS => ("rate_limited", "rate limit exceeded"),
-        StatusCode::REQUEST_TIMEOUT
-        | StatusCode::SERVICE_UNAVAILABLE
-        | StatusCode::GATEWAY_TIMEOUT => {
+        // The client's doing (a body that stopped arriving), so not logged as an error.
+        StatusCode::REQUEST_TIMEOUT => ("request_timeout", "the request did not arrive in time"),
+        StatusCode::URI_TOO_LONG => ("uri_too_long", "the request target is too long"),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => {
+            ("headers_too_large", "the request head is too large")
+        }
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT => {
             tracing::error!(%status, method, route, request_id, "request timed out");
             (
                 "backend_unavailable",

@@ -1,21 +1,39 @@
 //! The request timeout: `GATEWAY_REQUEST_TIMEOUT_MS` for every request, plus the longest
 //! allowed wait on the long-poll routes, so a 20 s claim is never cut to the 10 s default.
+//! Past the budget the answer is `408 request_timeout` (with `Connection: close`) when the
+//! request was waiting for the rest of its body — the client stalled — and a bare 503,
+//! rendered as a problem by the outer layer, when the server was the slow one.
+//!
+//! Also the request-target limit ([`MAX_TARGET_BYTES`], `414 uri_too_long`), checked here to
+//! cost no service of its own: hyper's own bound on a target is 64 KiB.
 //!
 //! Written here rather than with tower-http's `TimeoutLayer`, which takes one duration for
-//! every route, and as a service rather than an axum `from_fn`, which boxed every request's
-//! future and cloned the boxed inner route once more (issue 19). Past the budget the answer is
-//! a bare 503, rendered as a problem by the outer layer.
+//! every route and cannot tell a stalled client from a slow server, and as a service rather
+//! than an axum `from_fn`, which boxed every request's future and cloned the boxed inner route
+//! once more (issue 19).
 
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{MatchedPath, Request};
-use axum::http::StatusCode;
+use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures::future::{FutureExt, Map};
+use futures::future::{self, FutureExt, Join, Map, Ready};
+use hyper::body::{Frame, SizeHint};
 use tokio::time::error::Elapsed;
 use tower::{Layer, Service};
+
+use crate::error::ApiError;
+
+/// The longest request target (path and query) taken: past it, `414`. The longest the API
+/// needs is a UV union's query, 100 page names of up to 128 bytes (~13 KiB).
+pub const MAX_TARGET_BYTES: usize = 16 * 1024;
 
 /// Routes that wait server-side on purpose, with the longest wait their body may ask for
 /// (API.md: a claim's `wait_ms` ≤ 20,000, a lock acquisition's ≤ 10,000).
@@ -48,9 +66,33 @@ pub struct RequestTimeout<S> {
 
 type Timed = Result<Result<Response, Infallible>, Elapsed>;
 
-fn answer(timed: Timed) -> Result<Response, Infallible> {
-    timed.unwrap_or_else(|_| Ok(StatusCode::SERVICE_UNAVAILABLE.into_response()))
+/// Whether the request's body was being waited for (`None`: the request has no body).
+type Waiting = Option<Arc<AtomicBool>>;
+
+fn answer((timed, waiting): (Timed, Waiting)) -> Result<Response, Infallible> {
+    let stalled = match timed {
+        Ok(answered) => return answered,
+        Err(_) => waiting.is_some_and(|w| w.load(Ordering::Relaxed)),
+    };
+    if !stalled {
+        return Ok(StatusCode::SERVICE_UNAVAILABLE.into_response());
+    }
+    let mut response =
+        ApiError::RequestTimeout("the request body did not arrive in time".to_owned())
+            .into_response();
+    // The rest of the body may still come: it must not be read as the next request.
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    Ok(response)
 }
+
+/// The timed inner future, joined with what tells a stalled body from a slow server: a `Join`
+/// with a ready value instead of a boxed future, whose type could not be named here.
+type Answer<F> = Map<
+    Join<tokio::time::Timeout<F>, Ready<Waiting>>,
+    fn((Timed, Waiting)) -> Result<Response, Infallible>,
+>;
 
 impl<S> Service<Request> for RequestTimeout<S>
 where
@@ -58,13 +100,20 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Map<tokio::time::Timeout<S::Future>, fn(Timed) -> Result<Response, Infallible>>;
+    type Future = future::Either<Ready<Result<Response, Infallible>>, Answer<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
+        let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+        if target > MAX_TARGET_BYTES {
+            return future::Either::Left(future::ready(Ok(ApiError::UriTooLong(format!(
+                "the request target is {target} bytes, over the limit of {MAX_TARGET_BYTES}"
+            ))
+            .into_response())));
+        }
         let route = req
             .extensions()
             .get::<MatchedPath>()
@@ -73,6 +122,51 @@ where
             .iter()
             .find(|(m, r, _)| req.method().as_str() == *m && route == Some(*r))
             .map_or(Duration::ZERO, |(.., wait)| *wait);
-        tokio::time::timeout(self.budget + wait, self.inner.call(req)).map(answer as fn(_) -> _)
+        // A request without a body (most) is not wrapped: no allocation for it.
+        let (req, waiting) = if req.body().is_end_stream() {
+            (req, None)
+        } else {
+            let waiting = Arc::new(AtomicBool::new(false));
+            let watched = waiting.clone();
+            let req = req.map(|inner| {
+                Body::new(Arriving {
+                    inner,
+                    waiting: watched,
+                })
+            });
+            (req, Some(waiting))
+        };
+        let timed = tokio::time::timeout(self.budget + wait, self.inner.call(req));
+        future::Either::Right(future::join(timed, future::ready(waiting)).map(answer as fn(_) -> _))
+    }
+}
+
+/// A request body that notes whether its reader is waiting for the client: its last poll
+/// found no data.
+#[derive(Debug)]
+struct Arriving {
+    inner: Body,
+    waiting: Arc<AtomicBool>,
+}
+
+impl HttpBody for Arriving {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        self.waiting.store(polled.is_pending(), Ordering::Relaxed);
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -17,7 +17,8 @@ use super::{
     claim_waiting, logic, Acked, Cancelled, DeadJob, Enqueued, Idempotency, NewJob, Once,
     QueueStore,
 };
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
+use crate::clients::Namespace;
+use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson};
 use crate::state::AppState;
@@ -90,7 +91,7 @@ struct JobRef {
 /// flight) refuses new ones with 409 `queue_full`. Without `id`, an `Idempotency-Key` makes a
 /// retry safe: the same key and body within 24 h get the first reply again (with
 /// `Idempotency-Replayed: true`) and enqueue nothing. Costs the global limiter
-/// 1 + body bytes / 4096.
+/// 3 + body bytes / 1024 (its `x-ratelimit-cost`).
 #[utoipa::path(
     post,
     path = "/v1/queues/{queue}/jobs",
@@ -107,6 +108,7 @@ struct JobRef {
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`queue_full`: the queue holds GATEWAY_QUEUE_MAX_JOBS live jobs"),
         StoreErrors,
+        NeedsApiKey,
         TooLarge,
         NotJson,
         (status = 422, body = Problem, content_type = "application/problem+json",
@@ -115,6 +117,7 @@ struct JobRef {
 )]
 async fn enqueue(
     State(state): State<AppState>,
+    namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(queue): ApiPath<Name>,
     ApiJson(body): ApiJson<EnqueueBody>,
@@ -186,7 +189,12 @@ async fn enqueue(
     };
     match state
         .store
-        .queue_enqueue(&queue, &job, state.settings.queue_max_jobs, idem.as_ref())
+        .queue_enqueue(
+            &namespace.scope(&queue),
+            &job,
+            state.settings.queue_max_jobs,
+            idem.as_ref(),
+        )
         .await?
     {
         Once::Now(outcome) => Ok(reply(outcome)),
@@ -209,6 +217,8 @@ struct ClaimBody {
     #[schema(example = 30000)]
     visibility_ms: Option<u64>,
     /// Long poll: when nothing is due, wait up to this many ms (0..=20000, default 0) and answer as soon as a job is.
+    /// Costs one more rate-limit unit per 1000 ms. When 64 claims already wait on the queue in
+    /// this gateway instance, answered at once, as if 0.
     #[schema(example = 10000)]
     wait_ms: Option<u64>,
 }
@@ -239,6 +249,11 @@ struct ClaimReply {
 /// claimer, for `visibility_ms`, with `attempts` counting claims; a job whose attempts
 /// reached its `max_attempts` moves to the dead list instead. Ack each job with its receipt
 /// before the visibility ends, or it is delivered again (at-least-once).
+///
+/// With `wait_ms`, a claim that finds nothing due waits for a job: an enqueue wakes one
+/// waiting claim per job it makes due, not all of them. At most 64 claims wait on one queue
+/// in one gateway instance; a claim arriving past that is answered at once (200, with the
+/// jobs due then, often none), as if `wait_ms` were 0: poll again after a pause.
 #[utoipa::path(
     post,
     path = "/v1/queues/{queue}/claim",
@@ -247,14 +262,17 @@ struct ClaimReply {
     params(("queue" = String, Path, description = name_rule!())),
     request_body(content = Option<ClaimBody>, description = "Optional; an empty body takes the defaults"),
     responses(
-        (status = 200, body = ClaimReply),
+        (status = 200, body = ClaimReply,
+            description = "Due jobs, oldest first; none when nothing was due within `wait_ms`, or at once when 64 claims already wait on the queue here"),
         StoreErrors,
+        NeedsApiKey,
         TooLarge,
         NotJson,
     )
 )]
 async fn claim(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(queue): ApiPath<Name>,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Json<ClaimReply>> {
@@ -262,7 +280,14 @@ async fn claim(
     // The request timeout of this route is extended by the longest wait (middleware
     // `LONG_POLLS`), so the whole `wait_ms` is honoured.
     let wait = Duration::from_millis(wait_ms);
-    let jobs = claim_waiting(&state.store, &queue, max, visibility_ms, wait).await?;
+    let jobs = claim_waiting(
+        &state.store,
+        &namespace.scope(&queue),
+        max,
+        visibility_ms,
+        wait,
+    )
+    .await?;
     Ok(Json(ClaimReply {
         jobs: jobs
             .into_iter()
@@ -304,17 +329,23 @@ struct AckBody {
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`receipt_expired`: the claim lapsed or is not the job's current one"),
         StoreErrors,
+        NeedsApiKey,
         TooLarge,
         NotJson,
     )
 )]
 async fn ack(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
     ApiJson(body): ApiJson<AckBody>,
 ) -> ApiResult<StatusCode> {
     let receipt = logic::receipt(&body.receipt)?;
-    match state.store.queue_ack(&queue, &id, receipt).await? {
+    match state
+        .store
+        .queue_ack(&namespace.scope(&queue), &id, receipt)
+        .await?
+    {
         Acked::Done => Ok(StatusCode::NO_CONTENT),
         Acked::Expired => Err(ApiError::Conflict {
             code: "receipt_expired",
@@ -339,14 +370,20 @@ async fn ack(
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`conflict`: the job is claimed and its visibility has not ended"),
         StoreErrors,
+        NeedsApiKey,
         NotFound,
     )
 )]
 async fn cancel(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
 ) -> ApiResult<StatusCode> {
-    match state.store.queue_cancel(&queue, &id).await? {
+    match state
+        .store
+        .queue_cancel(&namespace.scope(&queue), &id)
+        .await?
+    {
         Cancelled::Done => Ok(StatusCode::NO_CONTENT),
         Cancelled::NotFound => Err(ApiError::NotFound(format!("no job {id} in queue {queue}"))),
         Cancelled::InFlight => Err(ApiError::Conflict {
@@ -380,13 +417,15 @@ struct StatsView {
     responses(
         (status = 200, body = StatsView),
         StoreErrors,
+        NeedsApiKey,
     )
 )]
 async fn stats(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(queue): ApiPath<Name>,
 ) -> ApiResult<Json<StatsView>> {
-    let s = state.store.queue_stats(&queue).await?;
+    let s = state.store.queue_stats(&namespace.scope(&queue)).await?;
     Ok(Json(StatsView {
         queue: queue.to_string(),
         delayed: s.delayed,
@@ -437,10 +476,12 @@ struct DeadPage {
     responses(
         (status = 200, body = DeadPage),
         StoreErrors,
+        NeedsApiKey,
     )
 )]
 async fn dead(
     State(state): State<AppState>,
+    namespace: Namespace,
     ApiPath(queue): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> ApiResult<Json<DeadPage>> {
@@ -460,7 +501,10 @@ async fn dead(
         })
         .transpose()?;
     // One more than asked tells whether another page exists.
-    let mut jobs: Vec<DeadJob> = state.store.queue_dead(&queue, after, limit + 1).await?;
+    let mut jobs: Vec<DeadJob> = state
+        .store
+        .queue_dead(&namespace.scope(&queue), after, limit + 1)
+        .await?;
     // A page the store ended at its byte budget may have a next page too (at worst empty).
     let bytes: u64 = jobs.iter().map(|j| j.payload.len() as u64).sum();
     let more = jobs.len() > limit || bytes >= super::CLAIM_BYTES;

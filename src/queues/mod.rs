@@ -10,15 +10,21 @@
 //! jobs (waiting or in flight); its dead list keeps the newest [`MAX_DEAD`]; one claim moves
 //! at most [`LAPSED_PER_CLAIM`] lapsed claims back and returns at most [`CLAIM_BYTES`] of
 //! payloads (at least one job); a queue whose keys see no write expires [`IDLE_SECS`] after
-//! its last due time or visibility deadline.
+//! its last due time or visibility deadline; at most [`MAX_WAITING_CLAIMS`] claims wait on one
+//! queue in one process, and an enqueue wakes one of them, not all (see [`claim_waiting`]).
 
 mod http;
 pub mod logic;
 
 pub use http::router;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -34,6 +40,10 @@ pub const LAPSED_PER_CLAIM: u32 = 100;
 pub const CLAIM_BYTES: u64 = 1024 * 1024;
 /// Jobs one claim call examines at most beyond `max` (those it sends to the dead list).
 pub const DEAD_PER_CLAIM: u32 = 100;
+/// Claims that may wait (`wait_ms`) on one queue in one gateway process at once; one more is
+/// answered at once, as if its `wait_ms` were 0 (README "Delayed queues"). Per queue name as
+/// the store layer has it, so per queue of each caller where names are caller-scoped.
+pub const MAX_WAITING_CLAIMS: usize = 64;
 /// A queue's keys expire this long after the later of their last write and the latest due
 /// time or visibility deadline they hold: an abandoned queue disappears, a delayed job never
 /// does before it is due.
@@ -130,13 +140,13 @@ pub struct DeadJob {
     pub attempts: u32,
 }
 
-/// Rung after each enqueue, so a long-polling claim looks again at once instead of waiting
-/// for its next re-check.
+/// What the claims waiting on one queue in this process share (see [`claim_waiting`]).
 #[derive(Debug, Clone)]
 pub struct Bell {
-    pub notify: Arc<tokio::sync::Notify>,
-    /// Longest a waiting claim sleeps between looks when enqueues may arrive unseen (through
-    /// another gateway instance); `None` when every enqueue rings this bell.
+    pub room: Arc<Room>,
+    /// Longest the room goes without a look when enqueues may arrive unheard (another
+    /// instance's announcements, lost while the subscriber reconnects); `None` when every
+    /// enqueue reaches [`Bells::created`].
     pub recheck: Option<Duration>,
 }
 
@@ -173,51 +183,217 @@ pub(crate) trait QueueStore {
         after: Option<u64>,
         limit: usize,
     ) -> Result<Vec<DeadJob>, StoreError>;
-    /// The bell enqueues to `queue` ring.
+    /// The room of the claims waiting on `queue` in this process, which enqueues to it tell.
     fn queue_bell(&self, queue: &Name) -> Bell;
 }
 
-/// Per-queue bells of one store, held weakly: a queue nobody waits on costs nothing.
+/// The claims of this process waiting on one queue, and what they share so that an enqueue
+/// costs the store one look, not one per waiting claim (API.md "Clients and abuse": a write
+/// that wakes waiters wakes only as many as it can serve):
+/// - a turn (`turn`, one permit per job that became due) sends one waiting claim to look;
+/// - the alarm is when the next look is needed without a turn: the earliest due time or
+///   visibility deadline the last look or an announcement told of, or the re-check. The first
+///   waiting claim whose timer passes it takes it and looks for the room, the others keep
+///   sleeping; when it moves earlier, `retimed` has every waiting claim re-aim its timer (no
+///   store call).
 #[derive(Debug, Default)]
+pub struct Room {
+    turn: Notify,
+    retimed: Notify,
+    state: Mutex<RoomState>,
+}
+
+#[derive(Debug, Default)]
+struct RoomState {
+    /// Claims seated (at most [`MAX_WAITING_CLAIMS`]).
+    waiting: usize,
+    alarm: Option<Instant>,
+}
+
+impl Room {
+    fn state(&self) -> MutexGuard<'_, RoomState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims waiting now.
+    pub fn waiting(&self) -> usize {
+        self.state().waiting
+    }
+
+    /// A place for one more waiting claim, unless [`MAX_WAITING_CLAIMS`] hold one.
+    fn seat(self: &Arc<Self>) -> Option<Seat> {
+        let mut state = self.state();
+        if state.waiting >= MAX_WAITING_CLAIMS {
+            return None;
+        }
+        state.waiting += 1;
+        Some(Seat(self.clone()))
+    }
+
+    /// Something may be claimable at `at`: the alarm rings no later.
+    fn expect(&self, at: Instant) {
+        let earlier = {
+            let mut state = self.state();
+            let earlier = state.alarm.is_none_or(|alarm| at < alarm);
+            if earlier {
+                state.alarm = Some(at);
+            }
+            earlier
+        };
+        if earlier {
+            self.retimed.notify_waiters();
+        }
+    }
+
+    /// A look that started at `started` saw the next thing due at `next`. It covers every
+    /// alarm due by its start, so its own replaces those; a later one (a delayed job announced
+    /// while it ran) still stands.
+    fn looked(&self, started: Instant, next: Option<Instant>) {
+        let earlier = {
+            let mut state = self.state();
+            let kept = state.alarm.filter(|alarm| *alarm > started);
+            let alarm = match (kept, next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let earlier = alarm.is_some_and(|new| state.alarm.is_none_or(|old| new < old));
+            state.alarm = alarm;
+            earlier
+        };
+        if earlier {
+            self.retimed.notify_waiters();
+        }
+    }
+
+    /// Takes the alarm set for `at` unless another claim has (or it moved): `true` means the
+    /// caller looks for the room.
+    fn take(&self, at: Instant) -> bool {
+        let mut state = self.state();
+        let mine = state.alarm == Some(at);
+        if mine {
+            state.alarm = None;
+        }
+        mine
+    }
+}
+
+/// A waiting claim's place in its room, given back when the claim answers or goes away.
+struct Seat(Arc<Room>);
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0.state().waiting -= 1;
+    }
+}
+
+/// Held while a claim looks on the room's behalf (on a turn or the alarm): if that look never
+/// reports — the client went away, the store failed — the alarm is set to now, so another
+/// waiting claim looks in its place and no due job is left to the next re-check.
+struct Standing<'a>(Option<&'a Room>);
+
+impl Drop for Standing<'_> {
+    fn drop(&mut self) {
+        if let Some(room) = self.0 {
+            room.expect(Instant::now());
+        }
+    }
+}
+
+/// The rooms of one store's queues, held weakly: a queue nobody waits on costs nothing. Keyed
+/// by the queue's name as the store layer has it (the text of the [`Name`] the handler passes,
+/// which may be a caller-scoped name), so an announcement's channel finds its room without
+/// being parsed back into a name.
+#[derive(Debug)]
 pub struct Bells {
-    bells: std::sync::Mutex<std::collections::HashMap<Name, std::sync::Weak<tokio::sync::Notify>>>,
+    rooms: Mutex<HashMap<String, Weak<Room>>>,
+    origin: String,
+}
+
+impl Default for Bells {
+    fn default() -> Self {
+        Self {
+            rooms: Mutex::default(),
+            origin: format!("{:016x}", rand::random::<u64>()),
+        }
+    }
 }
 
 impl Bells {
-    /// The bell of `queue`, made when nobody holds it.
-    pub fn get(&self, queue: &Name) -> Arc<tokio::sync::Notify> {
-        let mut bells = self
-            .bells
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(bell) = bells.get(queue).and_then(std::sync::Weak::upgrade) {
-            return bell;
+    /// The room of `queue`, made when nobody holds it.
+    pub fn room(&self, queue: &Name) -> Arc<Room> {
+        let mut rooms = self.rooms.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(room) = rooms.get(queue.as_str()).and_then(Weak::upgrade) {
+            return room;
         }
-        if bells.len() >= 1024 {
-            bells.retain(|_, b| b.strong_count() > 0);
+        if rooms.len() >= 1024 {
+            rooms.retain(|_, room| room.strong_count() > 0);
         }
-        let bell = Arc::new(tokio::sync::Notify::new());
-        bells.insert(queue.clone(), Arc::downgrade(&bell));
-        bell
+        let room = Arc::new(Room::default());
+        rooms.insert(queue.as_str().to_owned(), Arc::downgrade(&room));
+        room
     }
 
-    /// Wakes every claim waiting on `queue`.
-    pub fn ring(&self, queue: &Name) {
-        let bell = self
-            .bells
+    /// A job was created in `queue`, due in `due_in_ms` by the store's clock: a job due now
+    /// is one turn (one waiting claim looks); a later one sets the alarm, and nobody looks
+    /// before it is due.
+    pub fn created(&self, queue: &str, due_in_ms: u64) {
+        let room = self
+            .rooms
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .get(queue)
-            .and_then(std::sync::Weak::upgrade);
-        if let Some(bell) = bell {
-            bell.notify_waiters();
+            .and_then(Weak::upgrade);
+        let Some(room) = room else { return };
+        if due_in_ms == 0 {
+            room.turn.notify_one();
+        } else {
+            // +1 ms: a job due at `now + due_in` is claimable from that ms on.
+            room.expect(Instant::now() + Duration::from_millis(due_in_ms.saturating_add(1)));
         }
+    }
+
+    /// Announcements may have been lost (the subscriber reconnected, or fell behind): one
+    /// waiting claim of every room looks now, rather than at the next re-check.
+    pub fn missed(&self) {
+        let rooms: Vec<Arc<Room>> = self
+            .rooms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for room in rooms {
+            room.expect(Instant::now());
+        }
+    }
+
+    /// Names this store in its announcements, so that its own, heard back, are not counted
+    /// twice (it tells its rooms directly).
+    pub fn origin(&self) -> &str {
+        &self.origin
     }
 }
 
 /// Claims like [`QueueStore::queue_claim`], and when nothing is due waits up to `wait` for a
-/// job: it looks again when the earliest due time or visibility deadline arrives, when an
-/// enqueue rings the queue's bell, or at the bell's re-check interval, whichever is first.
+/// job, looking again when the room gives this claim a turn, when it takes the room's alarm,
+/// and once more at its own deadline. A claim arriving when [`MAX_WAITING_CLAIMS`] wait on the
+/// queue looks once and answers, as if `wait` were zero.
+///
+/// What holds, with several gateway instances on one Redis (each wakes only its own waiting
+/// claims, from its enqueues and from the others' announcements):
+/// - an enqueue of a job due now wakes one waiting claim in each instance that has any, not
+///   every waiting claim: as many looks as instances, whatever the number of waiters;
+/// - a due job is never left while claims sleep: a look happens after it became due in every
+///   instance with waiting claims (a turn from its enqueue, or the alarm at its due time or
+///   visibility deadline), and every look leaves the alarm at the next thing it saw due — now,
+///   when it left due jobs behind (its `max` or byte cap, or turns that arrived while no claim
+///   listened and were merged into one) — so another claim looks at once. A claim that finds
+///   nothing because another instance's claim took the job was not needed. A claim that goes
+///   away before its look reports hands the look on (see [`Standing`]).
+/// - announcements an instance's subscriber may have lost (it reconnected, or fell behind)
+///   make one claim per room look once it is listening again ([`Bells::missed`]); what pub/sub
+///   drops without either sign is covered by the room's re-check ([`Bell::recheck`], 5 s on
+///   Redis).
 pub(crate) async fn claim_waiting<S: QueueStore>(
     store: &S,
     queue: &Name,
@@ -225,27 +401,58 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
     visibility_ms: u64,
     wait: Duration,
 ) -> Result<Vec<Claimed>, StoreError> {
-    let deadline = tokio::time::Instant::now() + wait;
-    let bell = store.queue_bell(queue);
+    let bell = (!wait.is_zero()).then(|| store.queue_bell(queue));
+    let seated = bell.and_then(|bell| {
+        let seat = bell.room.seat()?;
+        Some((bell, seat))
+    });
+    let Some((bell, _seat)) = seated else {
+        return Ok(store.queue_claim(queue, max, visibility_ms).await?.jobs);
+    };
+    let room = &*bell.room;
+    let deadline = Instant::now() + wait;
+    let mut for_room = false;
     loop {
-        // Made before the look, so an enqueue between the look and the wait still wakes it.
-        let rung = bell.notify.notified();
+        // Listening before the look, so a turn given while it runs (an enqueue it may have
+        // missed) brings another look rather than going to a sleeping claim or being lost.
+        let turn = room.turn.notified();
+        tokio::pin!(turn);
+        turn.as_mut().enable();
+        let mut standing = Standing(for_room.then_some(room));
+        let started = Instant::now();
         let claim = store.queue_claim(queue, max, visibility_ms).await?;
-        let now = tokio::time::Instant::now();
+        let now = Instant::now();
+        // +1 ms: a job due at `now + next` is claimable from that ms on.
+        let next = claim
+            .next_in_ms
+            .map(|ms| now + Duration::from_millis(ms.saturating_add(1)));
+        let next = match (next, bell.recheck) {
+            (Some(next), Some(recheck)) => Some(next.min(now + recheck)),
+            (next, recheck) => next.or(recheck.map(|r| now + r)),
+        };
+        room.looked(started, next);
+        standing.0 = None;
         if !claim.jobs.is_empty() || now >= deadline {
             return Ok(claim.jobs);
         }
-        let mut sleep = deadline - now;
-        if let Some(next) = claim.next_in_ms {
-            // +1 ms: a job due at `now + next` is claimable from that ms on.
-            sleep = sleep.min(Duration::from_millis(next + 1));
-        }
-        if let Some(recheck) = bell.recheck {
-            sleep = sleep.min(recheck);
-        }
-        tokio::select! {
-            () = rung => {}
-            () = tokio::time::sleep(sleep) => {}
-        }
+        for_room = loop {
+            let retimed = room.retimed.notified();
+            tokio::pin!(retimed);
+            let alarm = room.state().alarm;
+            let wake = alarm.map_or(deadline, |alarm| alarm.min(deadline));
+            tokio::select! {
+                () = turn.as_mut() => break true,
+                () = retimed.as_mut() => {}
+                () = tokio::time::sleep_until(wake) => {
+                    let now = Instant::now();
+                    let took_alarm = alarm.is_some_and(|alarm| alarm <= now && room.take(alarm));
+                    // A turn given meanwhile is taken too: this claim is about to look anyway.
+                    let took_turn = turn.as_mut().now_or_never().is_some();
+                    if took_alarm || took_turn || now >= deadline {
+                        break took_alarm || took_turn;
+                    }
+                }
+            }
+        };
     }
 }

@@ -10,7 +10,8 @@ use utoipa_axum::routes;
 
 use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT, SLIDING_MAX_QUANTITY};
 use super::{Bucket, RateLimitStore};
-use crate::error::responses::{NotJson, StoreErrors, TooLarge};
+use crate::clients::Namespace;
+use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{replayed, ApiJson, IdempotencyKey};
 use crate::state::AppState;
@@ -123,12 +124,14 @@ struct RateLimitDecision {
         NotJson,
         (status = 422, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`unprocessable`: the Idempotency-Key was used for another check"),
+        NeedsApiKey,
     )
 )]
 async fn check(
     State(state): State<AppState>,
+    namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
-    ApiJson(body): ApiJson<RateLimitCheck>,
+    ApiJson(mut body): ApiJson<RateLimitCheck>,
 ) -> ApiResult<Response> {
     let kind = match body.algorithm {
         Algorithm::Gcra => None,
@@ -142,13 +145,33 @@ async fn check(
     in_range("count_per_period", body.count_per_period, 1, max_count)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
     in_range("quantity", body.quantity, 0, max_quantity)?;
+    let max_ttl_s = state.settings.ratelimit_max_ttl_s;
+    // The caller's own key: another caller's same string is another bucket.
+    let shown = body.key.clone();
+    body.key = namespace.scope(&body.key);
     let Some(kind) = kind else {
         let max_burst = body
             .max_burst
             .ok_or_else(|| ApiError::invalid("max_burst is required for gcra"))?;
         in_range("max_burst", max_burst, 0, MAX_COUNT)?;
-        return gcra_check(&state, key, body, max_burst).await;
+        // The key lives until its bucket is full again: at most this long.
+        let full_ms = u128::from(max_burst + 1) * u128::from(body.period) * 1000
+            / u128::from(body.count_per_period);
+        if full_ms > u128::from(max_ttl_s) * 1000 {
+            return Err(ApiError::invalid(format!(
+                "(max_burst + 1) x period / count_per_period is how long the key {shown} lives, \
+                 {full_ms} ms here: at most {max_ttl_s} s (GATEWAY_RATELIMIT_MAX_TTL_S)"
+            )));
+        }
+        return gcra_check(&state, key, body, shown, max_burst).await;
     };
+    if body.period > max_ttl_s {
+        return Err(ApiError::invalid(format!(
+            "a window's key lives for its period: period must be at most {max_ttl_s} s \
+             (GATEWAY_RATELIMIT_MAX_TTL_S), got {}",
+            body.period
+        )));
+    }
     if body.max_burst.is_some_and(|b| b != 0) {
         return Err(ApiError::invalid(
             "max_burst is GCRA's; the window algorithms take none (omit it or send 0)",
@@ -163,7 +186,7 @@ async fn check(
         key,
         fingerprint: format!(
             "{:?}|{}|{}|{}|{}",
-            kind, body.key, body.count_per_period, body.period, body.quantity
+            kind, shown, body.count_per_period, body.period, body.quantity
         ),
     });
     let quantity = body.quantity;
@@ -200,6 +223,7 @@ async fn gcra_check(
     state: &AppState,
     key: Option<String>,
     body: RateLimitCheck,
+    shown: Name,
     max_burst: u64,
 ) -> ApiResult<Response> {
     let gcra = Gcra::new(max_burst, body.count_per_period, body.period);
@@ -208,7 +232,7 @@ async fn gcra_check(
         key,
         fingerprint: format!(
             "{}|{}|{}|{}|{}",
-            body.key, max_burst, body.count_per_period, body.period, body.quantity
+            shown, max_burst, body.count_per_period, body.period, body.quantity
         ),
     });
     match state

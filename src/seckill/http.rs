@@ -360,12 +360,13 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 async fn buy(
     State(state): State<AppState>,
     acting: Acting,
-    IdempotencyKey(key): IdempotencyKey,
+    key: IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     ApiJson(body): ApiJson<BuyBody>,
 ) -> Result<Response, ApiError> {
     acting.for_user(body.user_id)?;
     let cap = state.settings.seckill_max_orders;
+    let IdempotencyKey(key) = key.for_user(body.user_id.0);
     let idem = key.map(|key| Idempotency {
         key,
         fingerprint: format!("buy|{}", body.user_id),
@@ -446,6 +447,10 @@ struct OrderPage {
 }
 
 /// A voucher's orders in order of sale, paged.
+///
+/// Every buyer's `user_id` is in it, so with end-user JWTs configured only the admin token may
+/// list them (`401` without it, `403` with a user's token; a user reads their own orders at
+/// `.../orders/{user_id}`). Without JWT settings it is open, like every user route then.
 #[utoipa::path(
     get,
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
@@ -454,15 +459,21 @@ struct OrderPage {
     params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
     responses(
         (status = 200, body = OrderPage),
+        (status = 401, body = Problem, content_type = "application/problem+json",
+            description = "`unauthorized`: end-user JWTs are configured and the admin token is missing or wrong"),
+        (status = 403, body = Problem, content_type = "application/problem+json",
+            description = "`forbidden`: a user's token; only the admin token lists other users' orders"),
         StoreErrors,
         NotFound,
     )
 )]
 async fn list_orders(
     State(state): State<AppState>,
+    acting: Acting,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<OrdersQuery>,
 ) -> ApiResult<Json<OrderPage>> {
+    acting.for_all_users()?;
     let (limit, after) = q.page()?;
     // One more than asked tells whether another page exists.
     let mut orders = state

@@ -133,6 +133,15 @@ impl Store {
     pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
         dispatch!(self, s => s.ready().await)
     }
+
+    /// Cluster masters that do not serve now, from the client's own view of the topology (no
+    /// store call, so `/readyz` shows it current between its probes of the store).
+    pub fn degraded(&self) -> Vec<DownNode> {
+        match self {
+            Self::Memory(_) => Vec::new(),
+            Self::Redis(s) => s.degraded(),
+        }
+    }
 }
 
 // Each domain's `impl <Domain>Store for Store`, dispatching with the macro above.

@@ -314,6 +314,9 @@ pub fn settings(backend: Backend) -> Settings {
     s.global.enabled = false;
     s.cors_origins.clear();
     s.trusted_proxies.clear();
+    // Every test client connects from 127.0.0.1, some with hundreds of requests at once; the
+    // per-address cap is tried on its own (tests/connections.rs).
+    s.connections.max_per_address = s.connections.max_connections;
     s
 }
 

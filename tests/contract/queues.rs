@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use crate::common::{settings, Backend, Gateway};
+use crate::common::{script_runs, settings, Backend, Gateway, RedisCluster, RedisProcess};
 
 fn at(offset_ms: i64) -> String {
     (Utc::now() + chrono::Duration::milliseconds(offset_ms))
@@ -488,11 +488,12 @@ async fn enqueue_cost_grows_with_payload(backend: Backend) {
             .json(&json!({ "payload": payload }))
             .send()
     };
+    // 3 + body bytes / 1,024 (README "Route costs").
     let small = send(json!(1)).await.unwrap();
-    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 39));
-    // ~20 KiB of payload: 1 + 20,015 / 1,024 = 20 units.
+    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 37));
+    // ~20 KiB of payload: 3 + 20,015 / 1,024 = 22 units.
     let big = send(json!("y".repeat(20_000))).await.unwrap();
-    assert_eq!((big.status().as_u16(), remaining(&big)), (201, 19));
+    assert_eq!((big.status().as_u16(), remaining(&big)), (201, 15));
     // More than the whole burst of 40: refused as too costly, nothing spent. Refused before
     // its body is read, so the server closes that connection after answering: sent on a
     // connection of its own, or the client may reuse the closing one for the next request.
@@ -506,7 +507,7 @@ async fn enqueue_cost_grows_with_payload(backend: Backend) {
         .unwrap();
     assert_eq!(huge.status().as_u16(), 413);
     let small = send(json!(2)).await.unwrap();
-    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 18));
+    assert_eq!((small.status().as_u16(), remaining(&small)), (201, 12));
 }
 
 crate::contract_tests!(
@@ -522,6 +523,8 @@ crate::contract_tests!(
     enqueue_cost_grows_with_payload,
     the_dead_list_is_capped,
     a_long_poll_outlasts_the_request_timeout,
+    a_long_poll_costs_more_the_longer_it_may_wait,
+    claims_past_the_waiting_cap_answer_at_once,
 );
 
 /// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
@@ -646,5 +649,261 @@ async fn queue_keys_expire_after_their_last_due_time() {
             pttl > 36 * day_ms && pttl <= 37 * day_ms,
             "{key}: PTTL {pttl} is not 30 days of delay + 7 idle"
         );
+    }
+}
+
+/// A claim costs the global limiter 2 + wait_ms / 1000: a long poll pays for what it holds.
+async fn a_long_poll_costs_more_the_longer_it_may_wait(backend: Backend) {
+    let mut s = settings(backend);
+    s.global.enabled = true;
+    s.global.max_burst = 39; // a limit of 40, refilling one a minute
+    s.global.count_per_period = 1;
+    s.global.period = 60;
+    let gw = Gateway::with_settings(s).await;
+    let send = |body: Option<Value>| {
+        let req = gw.client.post(gw.url("/v1/queues/paid/claim"));
+        match body {
+            Some(body) => req.json(&body),
+            None => req,
+        }
+        .send()
+    };
+    let remaining = |r: &reqwest::Response| -> i64 {
+        assert_eq!(r.status(), 200);
+        r.headers()["ratelimit-remaining"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(remaining(&send(None).await.unwrap()), 38, "no body: 2");
+    // Charged for the wait it asked for, known before it waits: a job is due, so this one
+    // answers at once and still pays 2 + 20.
+    let (status, _) = gw.post("/v1/queues/paid/jobs", json!({"payload": 1})).await;
+    assert_eq!(status, 201);
+    let long = send(Some(json!({"wait_ms": 20000}))).await.unwrap();
+    assert_eq!(
+        remaining(&long),
+        38 - 3 - 22,
+        "an enqueue (3) and a 20 s poll (22)"
+    );
+    let short = send(Some(json!({"wait_ms": 1500, "max": 5})))
+        .await
+        .unwrap();
+    assert_eq!(remaining(&short), 13 - 3, "2 + 1");
+}
+
+/// At most `MAX_WAITING_CLAIMS` claims wait on one queue in one instance: one more is answered
+/// at once (200, as if its wait_ms were 0); another queue's claims still wait.
+async fn claims_past_the_waiting_cap_answer_at_once(backend: Backend) {
+    let cap = redis_gateway::queues::MAX_WAITING_CLAIMS;
+    let mut s = settings(backend);
+    s.request_timeout = Duration::from_secs(40);
+    let gw = Arc::new(Gateway::with_settings(s).await);
+    let waiting: Vec<_> = (0..cap)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { claim(&gw, "capped", json!({"wait_ms": 20000})).await })
+        })
+        .collect();
+    // Let them all arrive and sit down.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
+    let extra = tokio::time::timeout(
+        Duration::from_secs(10),
+        claim(&gw, "capped", json!({"wait_ms": 20000})),
+    )
+    .await
+    .expect("answered at once, not at the end of its 20 s wait");
+    assert!(extra.is_empty(), "{extra:?}");
+    let started = Instant::now();
+    let other = claim(&gw, "not-capped", json!({"wait_ms": 1500})).await;
+    assert!(other.is_empty());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "another queue's claim waited its wait"
+    );
+    // The waiting claims are still served: a job goes to one of them.
+    enqueue(&gw, "capped", json!({"id": "j", "payload": 1})).await;
+    let served = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(w) = waiting.iter().position(|w| w.is_finished()) {
+                return w;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("a waiting claim got the job");
+    for (i, w) in waiting.into_iter().enumerate() {
+        if i == served {
+            assert_eq!(w.await.unwrap().len(), 1);
+        } else {
+            w.abort();
+        }
+    }
+}
+
+/// The Redis servers of a private store (script counts are the test's own).
+enum Private {
+    Redis(RedisProcess),
+    Cluster(RedisCluster),
+}
+
+impl Private {
+    fn start(backend: Backend) -> Self {
+        match backend {
+            Backend::Redis => Self::Redis(RedisProcess::start(&[], false)),
+            Backend::Cluster => Self::Cluster(RedisCluster::start()),
+            Backend::Memory => unreachable!("counts script runs"),
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Self::Redis(r) => r.url(),
+            Self::Cluster(c) => c.url(),
+        }
+    }
+
+    /// Script runs on every node.
+    fn runs(&self) -> u64 {
+        match self {
+            Self::Redis(r) => script_runs(r),
+            Self::Cluster(c) => c.nodes.iter().map(script_runs).sum(),
+        }
+    }
+
+    async fn until_runs(&self, n: u64) {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while self.runs() < n {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the claims looked");
+    }
+
+    /// Settings for gateways on this store; instances made from one value share its keys.
+    fn settings(&self) -> redis_gateway::config::Settings {
+        let mut s = settings(Backend::Memory);
+        s.store = redis_gateway::config::StoreChoice::Redis(self.url());
+        s.request_timeout = Duration::from_secs(40);
+        s
+    }
+}
+
+type Waiting = tokio::task::JoinHandle<Vec<Value>>;
+
+/// `n` claims of one job each waiting up to 20 s on `queue`, once each has made its first look.
+async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usize) -> Vec<Waiting> {
+    let before = store.runs();
+    let waiting = (0..n)
+        .map(|_| {
+            let (gw, queue) = (gw.clone(), queue.to_owned());
+            tokio::spawn(async move { claim(&gw, &queue, json!({"wait_ms": 20000})).await })
+        })
+        .collect();
+    store.until_runs(before + n as u64).await;
+    // Time to go to sleep after that look.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiting
+}
+
+async fn until_answered(waiting: &[Waiting], n: usize) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while waiting.iter().filter(|w| w.is_finished()).count() < n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("claims answered");
+    // Time for any other claim that was woken to look.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// With 50 claims waiting, one enqueue costs the store a bounded number of script runs (its
+/// own and one claim's, plus at most one re-check), not one per waiting claim: exactly one
+/// waiting claim gets the job, the others keep waiting and get the later jobs.
+async fn one_enqueue_wakes_one_of_many_waiting_claims(backend: Backend) {
+    const WAITERS: usize = 50;
+    let store = Private::start(backend);
+    let gw = Arc::new(Gateway::with_settings(store.settings()).await);
+    // Loads the scripts on the queue's node, so that each run below is one run.
+    enqueue(&gw, "many", json!({"payload": 0})).await;
+    assert_eq!(claim(&gw, "many", json!({})).await.len(), 1);
+    let waiting = waiting_claims(&store, &gw, "many", WAITERS).await;
+    let before = store.runs();
+    enqueue(&gw, "many", json!({"id": "j0", "payload": 0})).await;
+    until_answered(&waiting, 1).await;
+    let first = store.runs() - before;
+    assert_eq!(
+        waiting.iter().filter(|w| w.is_finished()).count(),
+        1,
+        "one claim answered"
+    );
+    // The others, still waiting, get the next jobs: one each.
+    let before = store.runs();
+    for n in 1..WAITERS {
+        enqueue(&gw, "many", json!({"id": format!("j{n}"), "payload": n})).await;
+    }
+    until_answered(&waiting, WAITERS).await;
+    let rest = store.runs() - before;
+    eprintln!(
+        "{backend:?}, {WAITERS} claims waiting: {first} script runs for the first enqueue, \
+         {rest} for the next {}",
+        WAITERS - 1
+    );
+    assert!(first <= 3, "{first} script runs for one enqueue");
+    assert!(
+        rest <= 3 * (WAITERS as u64 - 1),
+        "{rest} script runs for {} enqueues",
+        WAITERS - 1
+    );
+    let mut ids = HashSet::new();
+    for w in waiting {
+        let jobs = w.await.unwrap();
+        assert_eq!(jobs.len(), 1, "a job each, not the end of a wait");
+        assert!(ids.insert(jobs[0]["id"].as_str().unwrap().to_owned()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_enqueue_wakes_one_of_many_waiting_claims_redis() {
+    one_enqueue_wakes_one_of_many_waiting_claims(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_enqueue_wakes_one_of_many_waiting_claims_cluster() {
+    one_enqueue_wakes_one_of_many_waiting_claims(Backend::Cluster).await;
+}
+
+/// Two instances on one Redis, 20 claims waiting on each: an enqueue through one wakes one
+/// claim in each (the other hears it announced), not every claim, and not two in the
+/// enqueuing instance (its own announcement coming back is not counted again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_wakes_one_waiting_claim_per_instance() {
+    let store = Private::start(Backend::Redis);
+    let s = store.settings();
+    let a = Arc::new(Gateway::with_settings(s.clone()).await);
+    let b = Arc::new(Gateway::with_settings(s).await);
+    // Let both subscribers settle.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Loads the scripts, so that each run below is one run.
+    enqueue(&b, "two", json!({"payload": 0})).await;
+    assert_eq!(claim(&b, "two", json!({})).await.len(), 1);
+    let on_a = waiting_claims(&store, &a, "two", 20).await;
+    let on_b = waiting_claims(&store, &b, "two", 20).await;
+    let before = store.runs();
+    enqueue(&b, "two", json!({"id": "x", "payload": 1})).await;
+    let all: Vec<Waiting> = on_a.into_iter().chain(on_b).collect();
+    until_answered(&all, 1).await;
+    let runs = store.runs() - before;
+    eprintln!("two instances, 20 claims waiting on each: {runs} script runs for one enqueue");
+    // The enqueue, one look per instance, and at most one re-check.
+    assert!(runs <= 4, "{runs} script runs");
+    assert_eq!(all.iter().filter(|w| w.is_finished()).count(), 1);
+    for w in all {
+        w.abort();
     }
 }

@@ -28,9 +28,12 @@ fn fresh_key(label: &str) -> String {
     format!("{label}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-/// A gateway and its key prefix, so scenarios can look at Redis directly.
+/// A gateway and its key prefix, so scenarios can look at Redis directly. Keys may live as long
+/// as the API's ranges allow (`GATEWAY_RATELIMIT_MAX_TTL_S` lifted): these scenarios try the
+/// arithmetic at its extremes; tests/whose_resources.rs tries the default cap.
 async fn gateway(backend: Backend) -> (Gateway, String) {
-    let settings = common::settings(backend);
+    let mut settings = common::settings(backend);
+    settings.ratelimit_max_ttl_s = 1 << 50;
     let prefix = settings.key_prefix.clone();
     (Gateway::with_settings(settings).await, prefix)
 }
@@ -383,7 +386,7 @@ async fn invalid_parameters_are_refused_and_write_nothing(backend: Backend) {
 }
 
 async fn the_caps_are_accepted(backend: Backend) {
-    let gw = Gateway::start(backend).await;
+    let (gw, _) = gateway(backend).await;
     let key = fresh_key("caps");
     let rate = (1_000_000, 1, 31_536_000);
     let first = check(&gw, &key, rate, 1_000_000).await;

@@ -262,6 +262,9 @@ async fn window_parameters_are_checked(backend: Backend) {
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 0, "period": 1}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1, "period": 0}),
         json!({"algorithm": "gcra", "key": key, "count_per_period": 1, "period": 1}),
+        // A window's key lives for its period: at most GATEWAY_RATELIMIT_MAX_TTL_S (a day).
+        json!({"algorithm": "sliding_window", "key": key, "count_per_period": 1, "period": 86_401}),
+        json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1, "period": 86_401}),
     ];
     for b in bad {
         let (status, r) = gw.post("/v1/ratelimit/check", b.clone()).await;
@@ -272,9 +275,9 @@ async fn window_parameters_are_checked(backend: Backend) {
         );
     }
     let ok = [
-        json!({"algorithm": "sliding_window", "key": key, "max_burst": 0, "count_per_period": 10_000, "period": 31_536_000, "quantity": 0}),
+        json!({"algorithm": "sliding_window", "key": key, "max_burst": 0, "count_per_period": 10_000, "period": 86_400, "quantity": 0}),
         json!({"algorithm": "sliding_window", "key": fresh_key("max"), "count_per_period": 10_000, "period": 1, "quantity": 1_000}),
-        json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1_000_000, "period": 31_536_000, "quantity": 1_000_000}),
+        json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1_000_000, "period": 86_400, "quantity": 1_000_000}),
     ];
     for b in ok {
         let (status, r) = gw.post("/v1/ratelimit/check", b.clone()).await;

@@ -8,15 +8,12 @@
 //! Each decision is a step in a store call shared by the requests of the same client that a
 //! worker takes up together ([`batch`]); nothing serialises requests of different clients in
 //! the gateway. Who the client is (the configured API client, the peer address, the
-//! `X-Forwarded-For` walk) is [`client`]'s business.
+//! `X-Forwarded-For` walk) is [`crate::middleware::ClientKey`]'s business.
 
 mod batch;
-mod client;
 #[cfg(test)]
 mod outcomes;
 mod refusals;
-
-pub use client::ClientKey;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -36,9 +33,10 @@ use tower::{Layer, Service};
 
 use super::costs::Charge;
 use super::FastMap;
-use crate::clients::Caller;
+use crate::clients::{BadKey, Caller};
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
+use crate::middleware::ClientKey;
 use crate::ratelimit::logic::{Decision, Gcra};
 use crate::store::error::StoreError;
 use crate::store::Store;
@@ -47,6 +45,8 @@ use crate::store::Store;
 /// ops router is merged outside this layer already; this list keeps them exempt even if a
 /// future change mounts them under it.
 const EXEMPT: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
 /// Largest body read to price a request (`POST /v1/uv/merge`: 20 names and two dates).
 const MAX_PRICED_BODY: usize = 16 * 1024;
@@ -72,6 +72,8 @@ struct Limiter {
     /// Refusals are counted and logged as `would_limit`, and the request is served.
     shadow: bool,
     clients: ClientKey,
+    /// The largest body read to price a request that does not say its length.
+    body_limit: usize,
     /// `RateLimit-Policy`, the same on every response.
     policy: HeaderValue,
     /// Unix second of the last fail-open warning: with the store down every request fails
@@ -96,6 +98,7 @@ impl GlobalRateLimitLayer {
                 fail: policy.fail,
                 shadow: policy.shadow,
                 clients: ClientKey::default(),
+                body_limit: 1024 * 1024,
                 policy: header,
                 warned_at: Arc::default(),
                 batcher: Arc::new(batch::Batcher::new(store)),
@@ -111,6 +114,13 @@ impl GlobalRateLimitLayer {
     /// client shares the proxy's one budget.
     pub fn with_trusted_proxies(mut self, proxies: Vec<IpNet>) -> Self {
         Arc::make_mut(&mut self.limiter).clients = ClientKey::new(proxies);
+        self
+    }
+
+    /// Bodies are at most `bytes` (`GATEWAY_BODY_LIMIT`): a body without a `Content-Length`
+    /// is read up to this to be priced, and is 413 beyond it.
+    pub fn with_body_limit(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.limiter).body_limit = bytes;
         self
     }
 }
@@ -170,12 +180,21 @@ impl Limiter {
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
-        let peer = req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip());
-        let caller = req.extensions().get::<Caller>().and_then(|c| c.0.clone());
-        let client = self.clients.client(caller.as_deref(), req.headers(), peer);
+        let caller = req.extensions().get::<Caller>();
+        // A refused X-Api-Key (the identify layer left it to this layer): charged to the
+        // address like any request, then answered with its 401 or 400.
+        let bad_key = req.extensions().get::<BadKey>().copied();
+        let client = match caller {
+            Some(caller) => caller.identity.clone(),
+            None => {
+                let peer = req
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(addr)| addr.ip());
+                self.clients.client(None, req.headers(), peer)
+            }
+        };
+        let caller = caller.and_then(|c| c.client.clone());
         let label = caller.as_ref().map_or(ANONYMOUS, |c| c.id.as_str());
         // A client with a budget of its own: its GCRA and policy, else the global ones.
         let own = caller.as_ref().and_then(|c| c.limits).map(|l| {
@@ -185,66 +204,29 @@ impl Limiter {
         let (gcra, policy) = own
             .as_ref()
             .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
-        // Charged before any store work, from the request line and headers (and one route's
-        // small body). Both clones are cheap: a standard method is a tag, a route an Arc.
-        let matched = req.extensions().get::<MatchedPath>().cloned();
-        let route = matched.as_ref().map_or("", MatchedPath::as_str);
-        let content_length = req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        let method = req.method().clone();
-        let method = method.as_str();
-        // The routes priced by their body (a merge's days, a sliding-window check's units)
-        // have small bodies: read it here and hand the same bytes on.
-        let (req, body) = if super::costs::needs_body(method, route) {
-            let (parts, body) = req.into_parts();
-            match axum::body::to_bytes(body, MAX_PRICED_BODY).await {
-                Ok(bytes) => (
-                    Request::from_parts(parts, axum::body::Body::from(bytes.clone())),
-                    Some(bytes),
-                ),
-                Err(_) => {
-                    return Ok(ApiError::PayloadTooLarge(format!(
-                        "a {route} body is at most {MAX_PRICED_BODY} bytes"
-                    ))
-                    .into_response())
-                }
-            }
+        let (req, quantity) = if bad_key.is_some() {
+            (req, 1)
         } else {
-            (req, None)
-        };
-        let quantity = match super::costs::cost(
-            method,
-            route,
-            req.uri().query(),
-            content_length,
-            body.as_deref(),
-            gcra.limit,
-        ) {
-            Charge::Units(n) => n,
-            Charge::TooCostly { cost, limit } => {
-                self.decisions.count("too_costly", label);
-                return Ok(ApiError::PayloadTooLarge(format!(
-                    "this request costs {cost} rate-limit units, more than the burst of {limit} \
-                     this client may spend at once; send a smaller request"
-                ))
-                .into_response());
+            match self.price(req, gcra.limit, label).await {
+                Ok(priced) => priced,
+                Err(refused) => return Ok(refused),
             }
         };
         let throttled = self.batcher.throttle(&client, gcra, quantity).await;
         let (mut response, outcome) = match throttled {
-            Ok(decision) if decision.allowed => {
-                let mut response = pass(inner, req).await?;
+            Ok(decision) if decision.allowed || self.shadow => {
+                let outcome = if decision.allowed {
+                    "allowed"
+                } else {
+                    shadow_refusal(label);
+                    "would_limit"
+                };
+                let mut response = match bad_key {
+                    Some(bad) => bad.error().into_response(),
+                    None => pass(inner, req).await?,
+                };
                 set_headers(&decision, policy, response.headers_mut());
-                (response, "allowed")
-            }
-            Ok(decision) if self.shadow => {
-                shadow_refusal(label);
-                let mut response = pass(inner, req).await?;
-                set_headers(&decision, policy, response.headers_mut());
-                (response, "would_limit")
+                (response, outcome)
             }
             Ok(decision) => {
                 let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
@@ -255,13 +237,89 @@ impl Limiter {
                 set_headers(&decision, policy, response.headers_mut());
                 (response, "limited")
             }
-            Err(e) => self.store_failed(e, inner, req).await?,
+            Err(e) => match bad_key {
+                Some(bad) => (bad.error().into_response(), "fail_open"),
+                None => self.store_failed(e, inner, req).await?,
+            },
         };
         self.decisions.count(outcome, label);
         response
             .extensions_mut()
             .insert(LimiterNote { client, outcome });
         Ok(response)
+    }
+
+    /// What `req` costs, known before any store work: from its request line and headers, from
+    /// the small body of the routes priced by their fields, and from the bytes of a body that
+    /// does not state its length (chunked, or HTTP/2 without `content-length`), which is read
+    /// here whole — up to the body limit, 413 beyond — so that a body's framing never changes
+    /// its price (README "Route costs"). `Err`: the answer, a 413.
+    async fn price(
+        &self,
+        req: Request,
+        limit: u64,
+        label: &str,
+    ) -> Result<(Request, u64), Response> {
+        let matched = req.extensions().get::<MatchedPath>().cloned();
+        let route = matched.as_ref().map_or("", MatchedPath::as_str);
+        let stated = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let method = req.method().clone();
+        let method = method.as_str();
+        let fields = super::costs::needs_body(method, route);
+        // A body is read here when the price needs its fields (small bodies only), or its
+        // length and it does not say it; a request with no body at all is never read.
+        let read = if fields {
+            Some(MAX_PRICED_BODY.min(self.body_limit))
+        } else if stated.is_none() && !axum::body::HttpBody::is_end_stream(req.body()) {
+            Some(self.body_limit)
+        } else {
+            None
+        };
+        let (req, body) = match read {
+            None => (req, None),
+            Some(max) => {
+                let (parts, body) = req.into_parts();
+                match axum::body::to_bytes(body, max).await {
+                    Ok(bytes) => (
+                        Request::from_parts(parts, axum::body::Body::from(bytes.clone())),
+                        Some(bytes),
+                    ),
+                    Err(e) => return Err(body_refused(e, route, fields, max)),
+                }
+            }
+        };
+        let length = stated.or_else(|| body.as_ref().map(|b| b.len() as u64));
+        let body = if fields { body } else { None };
+        match super::costs::cost(
+            method,
+            route,
+            req.uri().query(),
+            length,
+            body.as_deref(),
+            limit,
+        ) {
+            Charge::Units(n) => {
+                let keyed = req.headers().contains_key(IDEMPOTENCY_KEY);
+                let n = if keyed {
+                    (n + super::costs::IDEMPOTENCY_KEY_UNITS).min(limit.max(1))
+                } else {
+                    n
+                };
+                Ok((req, n))
+            }
+            Charge::TooCostly { cost, limit } => {
+                self.decisions.count("too_costly", label);
+                Err(ApiError::PayloadTooLarge(format!(
+                    "this request costs {cost} rate-limit units, more than the burst of {limit} \
+                     this client may spend at once; send a smaller request"
+                ))
+                .into_response())
+            }
+        }
     }
 
     async fn store_failed<S>(
@@ -295,6 +353,23 @@ impl Limiter {
                 ))
             }
         }
+    }
+}
+
+/// The answer to a body that could not be read whole to be priced: too big (413), or broken
+/// off or malformed on the way (400).
+fn body_refused(e: axum::Error, route: &str, fields: bool, max: usize) -> Response {
+    let too_big = std::error::Error::source(&e)
+        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+    if too_big {
+        let what = if fields {
+            format!("a {route} body")
+        } else {
+            "a request body".to_owned()
+        };
+        ApiError::PayloadTooLarge(format!("{what} is at most {max} bytes")).into_response()
+    } else {
+        ApiError::invalid(format!("the request body could not be read: {e}")).into_response()
     }
 }
 

@@ -1,8 +1,7 @@
 //! Locks in memory: holders and fencing counters under one mutex, with the Redis keys'
-//! expiries, and waiters woken directly on release.
+//! expiries, and one waiter woken directly on each release.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{lock, reclaim, MemoryStore};
@@ -18,7 +17,7 @@ pub(super) struct State {
     held: HashMap<Name, (Name, u64, i128)>,
     /// name → (last token, expiry in µs).
     fences: HashMap<Name, (u64, i128)>,
-    wakeups: Arc<Wakeups>,
+    wakeups: Wakeups,
 }
 
 impl State {
@@ -111,7 +110,7 @@ impl LockStore for MemoryStore {
             return Ok(false);
         }
         s.held.remove(name);
-        s.wakeups.wake(name.as_str());
+        s.wakeups.released(name.as_str());
         Ok(true)
     }
 
@@ -122,7 +121,232 @@ impl LockStore for MemoryStore {
     }
 
     async fn lock_watch(&self, name: &Name) -> Watch {
-        let wakeups = lock(&self.shared.locks).wakeups.clone();
-        wakeups.watch(name.as_str())
+        // Every release is this process's own and tells the room (`lock_release`).
+        lock(&self.shared.locks).wakeups.watch(name.as_str())
+    }
+}
+
+/// How the waiting acquisitions of `crate::locks::acquire` use a real backend (this one): how
+/// many attempts a release or a lease's end costs, whichever acquisitions wait. Here, not
+/// beside `acquire`: the domain core does not import a backend (tests/architecture.rs).
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::locks::acquire;
+
+    /// This backend, counting the acquisition attempts that reach it; an attempt can be made to
+    /// stall until its task is aborted (a client that goes away while its acquisition tries).
+    struct Counted {
+        store: MemoryStore,
+        tries: AtomicUsize,
+        stall_next: AtomicBool,
+    }
+
+    impl LockStore for Counted {
+        async fn lock_acquire(
+            &self,
+            name: &Name,
+            owner: &Name,
+            ttl_ms: u64,
+        ) -> Result<Attempt, StoreError> {
+            if self.stall_next.swap(false, Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            let attempt = self.store.lock_acquire(name, owner, ttl_ms).await;
+            self.tries.fetch_add(1, Ordering::SeqCst);
+            attempt
+        }
+        async fn lock_renew(
+            &self,
+            name: &Name,
+            owner: &Name,
+            token: u64,
+            ttl_ms: u64,
+        ) -> Result<Option<Lock>, StoreError> {
+            self.store.lock_renew(name, owner, token, ttl_ms).await
+        }
+        async fn lock_release(
+            &self,
+            name: &Name,
+            owner: &Name,
+            token: u64,
+        ) -> Result<bool, StoreError> {
+            self.store.lock_release(name, owner, token).await
+        }
+        async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
+            self.store.lock_inspect(name).await
+        }
+        async fn lock_watch(&self, name: &Name) -> Watch {
+            self.store.lock_watch(name).await
+        }
+    }
+
+    impl Counted {
+        fn new() -> Arc<Self> {
+            Arc::new(Self {
+                store: MemoryStore::new(&crate::config::Settings::defaults()),
+                tries: AtomicUsize::new(0),
+                stall_next: AtomicBool::new(false),
+            })
+        }
+
+        fn tries(&self) -> usize {
+            self.tries.load(Ordering::SeqCst)
+        }
+
+        async fn until_tries(&self, n: usize) {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while self.tries() < n {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .expect("the acquisitions tried");
+        }
+
+        async fn take(&self, lock: &Name, owner: &str, ttl_ms: u64) -> Lock {
+            match self.store.lock_acquire(lock, &name(owner), ttl_ms).await {
+                Ok(Attempt::Acquired(l)) => l,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    fn name(s: &str) -> Name {
+        Name::try_from(s.to_owned()).unwrap()
+    }
+
+    type Waiter = tokio::task::JoinHandle<Attempt>;
+
+    /// `n` acquisitions of `lock` (owners `{prefix}0`..), waiting up to 10 s, once each has made
+    /// its attempts before sleeping (one, then one more once it listens for releases).
+    async fn waiters(store: &Arc<Counted>, lock: &Name, prefix: &str, n: usize) -> Vec<Waiter> {
+        let before = store.tries();
+        let waiters = (0..n)
+            .map(|i| {
+                let (store, lock, owner) =
+                    (store.clone(), lock.clone(), name(&format!("{prefix}{i}")));
+                tokio::spawn(async move {
+                    acquire(&*store, &lock, &owner, 60_000, Duration::from_secs(10))
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        store.until_tries(before + 2 * n).await;
+        settle().await;
+        waiters
+    }
+
+    fn answered(waiters: &[Waiter]) -> usize {
+        waiters.iter().filter(|w| w.is_finished()).count()
+    }
+
+    async fn until_answered(waiters: &[Waiter], n: usize) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while answered(waiters) < n {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the acquisitions answered");
+    }
+
+    /// Time for any other acquisition that was woken to try (a woken one tries at once).
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    /// The lock the one answered waiter got (and takes it out of `waiters`).
+    async fn winner(waiters: &mut Vec<Waiter>) -> Lock {
+        let at = waiters.iter().position(|w| w.is_finished()).unwrap();
+        match waiters.remove(at).await.unwrap() {
+            Attempt::Acquired(lock) => lock,
+            held => panic!("answered without the lock: {held:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_release_wakes_one_waiting_acquisition_and_the_others_get_it_in_turn() {
+        const WAITERS: usize = 20;
+        let store = Counted::new();
+        let lock = name("l");
+        let mut holder = store.take(&lock, "first", 600_000).await;
+        let mut waiting = waiters(&store, &lock, "w", WAITERS).await;
+        let mut tokens = vec![holder.token];
+        for n in 1..=WAITERS {
+            let before = store.tries();
+            assert!(store
+                .lock_release(&lock, &holder.owner, holder.token)
+                .await
+                .unwrap());
+            until_answered(&waiting, 1).await;
+            settle().await;
+            assert_eq!(
+                answered(&waiting),
+                1,
+                "release {n}: one acquisition answered"
+            );
+            let tries = store.tries() - before;
+            assert!(tries <= 2, "release {n} took {tries} attempts");
+            holder = winner(&mut waiting).await;
+            tokens.push(holder.token);
+        }
+        assert!(tokens.windows(2).all(|t| t[0] < t[1]), "{tokens:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_that_runs_out_wakes_one_waiting_acquisition() {
+        let store = Counted::new();
+        let lock = name("e");
+        store.take(&lock, "first", 1_000).await;
+        let waiting = waiters(&store, &lock, "w", 10).await;
+        let before = store.tries();
+        until_answered(&waiting, 1).await;
+        settle().await;
+        assert_eq!(answered(&waiting), 1);
+        let tries = store.tries() - before;
+        assert!(tries <= 2, "{tries} attempts at the lease's end");
+        for w in waiting {
+            w.abort();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_woken_acquisition_that_goes_away_hands_its_turn_on() {
+        let store = Counted::new();
+        let lock = name("g");
+        let holder = store.take(&lock, "first", 600_000).await;
+        // The first to wait is the first woken.
+        let first = waiters(&store, &lock, "a", 1).await.remove(0);
+        let others = waiters(&store, &lock, "b", 10).await;
+        let before = store.tries();
+        store.stall_next.store(true, Ordering::SeqCst);
+        assert!(store
+            .lock_release(&lock, &holder.owner, holder.token)
+            .await
+            .unwrap());
+        // The woken acquisition is stuck in its attempt; its client goes away.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while store.stall_next.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("an acquisition was woken");
+        first.abort();
+        // Another one tries in its place, well before the 10 s waits end, and only one.
+        until_answered(&others, 1).await;
+        settle().await;
+        assert_eq!(answered(&others), 1);
+        let tries = store.tries() - before;
+        assert!(tries <= 2, "{tries} attempts");
+        for w in others {
+            w.abort();
+        }
     }
 }

@@ -106,7 +106,7 @@ impl QueueStore for MemoryStore {
         max_jobs: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Enqueued>, StoreError> {
-        let outcome = {
+        let (outcome, due_in) = {
             let mut s = lock(&self.shared.queues);
             let now = now_ms();
             let q = s.queues.entry(queue.clone()).or_default();
@@ -164,10 +164,14 @@ impl QueueStore for MemoryStore {
                 );
             }
             q.touch(now);
-            outcome
+            let due_in = match outcome {
+                Enqueued::Created { run_at, .. } => Some((run_at - now).max(0) as u64),
+                _ => None,
+            };
+            (outcome, due_in)
         };
-        if matches!(outcome, Enqueued::Created { .. }) {
-            self.shared.queue_bells.ring(queue);
+        if let Some(due_in) = due_in {
+            self.shared.queue_bells.created(queue.as_str(), due_in);
         }
         Ok(Once::Now(outcome))
     }
@@ -336,8 +340,264 @@ impl QueueStore for MemoryStore {
 
     fn queue_bell(&self, queue: &Name) -> Bell {
         Bell {
-            notify: self.shared.queue_bells.get(queue),
+            room: self.shared.queue_bells.room(queue),
+            // Every enqueue is this process's own and tells the room.
             recheck: None,
         }
+    }
+}
+
+/// How the waiting claims of `crate::queues::claim_waiting` use a real backend (this one): how
+/// many looks an enqueue costs, whichever claims wait. Here, not beside `claim_waiting`: the
+/// domain core does not import a backend (tests/architecture.rs).
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::queues::{claim_waiting, Claimed, MAX_WAITING_CLAIMS};
+
+    /// This backend, counting the claims that reach it; a look can be made to stall until its
+    /// task is aborted (a client that goes away while its claim looks).
+    struct Counted {
+        store: MemoryStore,
+        looks: AtomicUsize,
+        stall_next: AtomicBool,
+    }
+
+    impl QueueStore for Counted {
+        async fn queue_enqueue(
+            &self,
+            queue: &Name,
+            job: &NewJob,
+            max_jobs: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<Enqueued>, StoreError> {
+            self.store.queue_enqueue(queue, job, max_jobs, idem).await
+        }
+        async fn queue_claim(
+            &self,
+            queue: &Name,
+            max: u32,
+            visibility_ms: u64,
+        ) -> Result<Claim, StoreError> {
+            if self.stall_next.swap(false, Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            let claim = self.store.queue_claim(queue, max, visibility_ms).await;
+            self.looks.fetch_add(1, Ordering::SeqCst);
+            claim
+        }
+        async fn queue_ack(
+            &self,
+            queue: &Name,
+            id: &Name,
+            receipt: &str,
+        ) -> Result<Acked, StoreError> {
+            self.store.queue_ack(queue, id, receipt).await
+        }
+        async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
+            self.store.queue_cancel(queue, id).await
+        }
+        async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
+            self.store.queue_stats(queue).await
+        }
+        async fn queue_dead(
+            &self,
+            queue: &Name,
+            after: Option<u64>,
+            limit: usize,
+        ) -> Result<Vec<DeadJob>, StoreError> {
+            self.store.queue_dead(queue, after, limit).await
+        }
+        fn queue_bell(&self, queue: &Name) -> Bell {
+            self.store.queue_bell(queue)
+        }
+    }
+
+    impl Counted {
+        fn new() -> Arc<Self> {
+            Arc::new(Self {
+                store: MemoryStore::new(&crate::config::Settings::defaults()),
+                looks: AtomicUsize::new(0),
+                stall_next: AtomicBool::new(false),
+            })
+        }
+
+        fn looks(&self) -> usize {
+            self.looks.load(Ordering::SeqCst)
+        }
+
+        async fn until_looks(&self, n: usize) {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while self.looks() < n {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .expect("the claims looked");
+        }
+
+        async fn enqueue(&self, queue: &Name, id: usize, due: Due) {
+            let job = NewJob {
+                id: name(&format!("j{id}")),
+                payload: id.to_string(),
+                due,
+                max_attempts: 10,
+            };
+            let done = self.queue_enqueue(queue, &job, 1000, None).await.unwrap();
+            assert!(matches!(done, Once::Now(Enqueued::Created { .. })));
+        }
+    }
+
+    fn name(s: &str) -> Name {
+        Name::try_from(s.to_owned()).unwrap()
+    }
+
+    type Waiter = tokio::task::JoinHandle<Vec<Claimed>>;
+
+    /// `n` claims of one job each, waiting up to 20 s on `queue`, once all have looked.
+    async fn waiters(store: &Arc<Counted>, queue: &Name, n: usize) -> Vec<Waiter> {
+        let before = store.looks();
+        let waiters = (0..n)
+            .map(|_| {
+                let (store, queue) = (store.clone(), queue.clone());
+                tokio::spawn(async move {
+                    claim_waiting(&*store, &queue, 1, 60_000, Duration::from_secs(20))
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        store.until_looks(before + n).await;
+        waiters
+    }
+
+    async fn until_answered(waiters: &[Waiter], n: usize) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while waiters.iter().filter(|w| w.is_finished()).count() < n {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the claims answered");
+    }
+
+    /// Time for any other claim that was woken to look (a woken claim looks at once).
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_enqueue_wakes_one_waiting_claim_and_the_others_keep_waiting() {
+        const WAITERS: usize = 20;
+        let store = Counted::new();
+        let queue = name("q");
+        let waiters = waiters(&store, &queue, WAITERS).await;
+        for n in 1..=WAITERS {
+            let before = store.looks();
+            store.enqueue(&queue, n, Due::In(0)).await;
+            until_answered(&waiters, n).await;
+            settle().await;
+            assert_eq!(
+                waiters.iter().filter(|w| w.is_finished()).count(),
+                n,
+                "one claim answered per job"
+            );
+            let looks = store.looks() - before;
+            assert!(looks <= 2, "job {n} took {looks} looks");
+        }
+        let mut ids = HashSet::new();
+        for w in waiters {
+            let jobs = w.await.unwrap();
+            assert_eq!(jobs.len(), 1);
+            assert!(ids.insert(jobs[0].id.clone()), "{:?} twice", jobs[0].id);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_delayed_job_wakes_one_waiting_claim_when_it_is_due() {
+        let store = Counted::new();
+        let queue = name("d");
+        let waiters = waiters(&store, &queue, 10).await;
+        let before = store.looks();
+        store.enqueue(&queue, 1, Due::In(1500)).await;
+        settle().await;
+        assert_eq!(store.looks(), before, "not due yet: nobody looks");
+        until_answered(&waiters, 1).await;
+        settle().await;
+        assert_eq!(waiters.iter().filter(|w| w.is_finished()).count(), 1);
+        let looks = store.looks() - before;
+        assert!(looks <= 2, "{looks} looks");
+        for w in waiters {
+            w.abort();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_woken_claim_that_goes_away_hands_its_look_on() {
+        let store = Counted::new();
+        let queue = name("g");
+        // The first to wait is the first woken.
+        let first = waiters(&store, &queue, 1).await.remove(0);
+        let others = waiters(&store, &queue, 10).await;
+        let before = store.looks();
+        store.stall_next.store(true, Ordering::SeqCst);
+        store.enqueue(&queue, 1, Due::In(0)).await;
+        // The woken claim is stuck in its look; its client goes away.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while store.stall_next.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("a claim was woken");
+        first.abort();
+        // Another claim looks in its place, well before the 20 s waits end, and only one.
+        until_answered(&others, 1).await;
+        settle().await;
+        assert_eq!(others.iter().filter(|w| w.is_finished()).count(), 1);
+        let looks = store.looks() - before;
+        assert!(looks <= 2, "{looks} looks");
+        for w in others {
+            w.abort();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claims_past_the_cap_answer_at_once() {
+        let store = Counted::new();
+        let queue = name("c");
+        let seated = waiters(&store, &queue, MAX_WAITING_CLAIMS).await;
+        let extra = claim_waiting(&*store, &queue, 1, 60_000, Duration::from_secs(20));
+        let jobs = tokio::time::timeout(Duration::from_secs(10), extra)
+            .await
+            .expect("answered at once, not after its wait")
+            .unwrap();
+        assert!(jobs.is_empty());
+        // Another queue's claims are not affected; one seat freed is one more claim waiting.
+        let other = waiters(&store, &name("other"), 1).await;
+        assert!(!other[0].is_finished());
+        seated[0].abort();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while bell_waiting(&store, &queue) >= MAX_WAITING_CLAIMS {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the seat is given back");
+        let again = waiters(&store, &queue, 1).await;
+        settle().await;
+        assert!(!again[0].is_finished(), "waits again");
+        for w in seated.into_iter().chain(other).chain(again) {
+            w.abort();
+        }
+    }
+
+    fn bell_waiting(store: &Counted, queue: &Name) -> usize {
+        store.queue_bell(queue).room.waiting()
     }
 }

@@ -182,6 +182,14 @@ impl SeckillStore for MemoryStore {
         if let Some(idem) = idem {
             if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
                 return Ok(match &first.outcome {
+                    // Its orders as they are now, as the Redis backend replays it (its record
+                    // keeps no ids: seckill_buy.lua).
+                    Outcome::Bought(Err(Refusal::AlreadyOrdered(_)))
+                        if first.fingerprint == idem.fingerprint =>
+                    {
+                        let held = sale.buyers.get(&user.0).cloned().unwrap_or_default();
+                        Bought::Replayed(Err(Refusal::AlreadyOrdered(held)))
+                    }
                     Outcome::Bought(outcome) if first.fingerprint == idem.fingerprint => {
                         Bought::Replayed(outcome.clone())
                     }

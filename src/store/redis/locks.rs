@@ -1,9 +1,14 @@
 //! Locks on Redis: one script per step (`lock_*.lua`), the holder and its fencing counter
 //! under the name's hash tag. A release is announced with `SPUBLISH` on the lock's own sharded
-//! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it.
-//! Each gateway process has one subscriber connection (made on its first waiting acquisition)
-//! that holds `SSUBSCRIBE`s for exactly the names its waiters wait on, and wakes them. A
-//! message lost to a reconnect or a slot migration only delays a waiter until the lease ends.
+//! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it;
+//! the message is the releasing process's origin. Each gateway process has one subscriber
+//! connection (made on its first waiting acquisition) that holds `SSUBSCRIBE`s for exactly the
+//! names its waiters wait on, and sends one waiter of the lock to try
+//! ([`Wakeups::released`]); a process's own releases tell its waiters directly and their
+//! announcements, heard back, are skipped, so one release is one attempt per process. After a
+//! reconnect (or when the subscriber fell behind) one waiter per lock tries at once
+//! ([`Wakeups::missed`]); a message lost to a slot migration only delays the waiters until the
+//! lease ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, OnceLock, Weak};
@@ -29,7 +34,7 @@ static INSPECT: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("lock_inspect.lua")));
 
 /// This process's release subscriber and the waiters it wakes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Releases {
     /// What the subscriber connects with (set once when the store connects) and how long a
     /// waiter waits for its subscription.
@@ -37,6 +42,20 @@ pub(super) struct Releases {
     wakeups: Arc<Wakeups>,
     /// The subscriber's mailbox; `None` when it could not be built.
     subscriber: OnceLock<Option<mpsc::UnboundedSender<Cmd>>>,
+    /// Names this process in its release announcements, so that its own, heard back, are not
+    /// counted twice (its releases tell its waiters directly).
+    origin: String,
+}
+
+impl Default for Releases {
+    fn default() -> Self {
+        Self {
+            config: OnceLock::new(),
+            wakeups: Arc::default(),
+            subscriber: OnceLock::new(),
+            origin: format!("{:016x}", rand::random::<u64>()),
+        }
+    }
 }
 
 /// What waiters ask of the subscriber, in order, so a name's subscribe and unsubscribe never
@@ -68,17 +87,24 @@ impl Releases {
             .inspect_err(|e| tracing::warn!(error = %e, "no lock release subscriber"))
             .ok()?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(subscriber(client, rx, Arc::downgrade(&self.wakeups)));
+        tokio::spawn(subscriber(
+            client,
+            rx,
+            Arc::downgrade(&self.wakeups),
+            self.origin.clone(),
+        ));
         Some(tx)
     }
 }
 
-/// Holds one `SSUBSCRIBE` per channel some waiter of this process listens on and wakes the
-/// waiters of each message's lock, until the store and every waiter are gone.
+/// Holds one `SSUBSCRIBE` per channel some waiter of this process listens on and sends one
+/// waiter of each announced lock to try (not for this process's own announcements, `origin`:
+/// those releases told their waiters already), until the store and every waiter are gone.
 async fn subscriber(
     client: Client,
     mut cmds: mpsc::UnboundedReceiver<Cmd>,
     wakeups: Weak<Wakeups>,
+    origin: String,
 ) {
     let mut messages = client.message_rx();
     let mut reconnects = client.reconnect_rx();
@@ -114,12 +140,13 @@ async fn subscriber(
                 let Some(wakeups) = wakeups.upgrade() else { break };
                 match message {
                     Ok(m) => {
-                        if let Some((name, _)) = listening.get(&*m.channel) {
-                            wakeups.wake(name);
+                        let own = m.value.as_str().is_some_and(|from| from == origin.as_str());
+                        if let Some((name, _)) = listening.get(&*m.channel).filter(|_| !own) {
+                            wakeups.released(name);
                         }
                     }
-                    // Missed messages: wake everyone, they try again.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => wakeups.wake_all(),
+                    // Missed messages: one waiter per lock tries again.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => wakeups.missed(),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 }
             }
@@ -131,7 +158,7 @@ async fn subscriber(
                     }
                 }
                 if let Some(wakeups) = wakeups.upgrade() {
-                    wakeups.wake_all();
+                    wakeups.missed();
                 }
             }
         }
@@ -241,10 +268,17 @@ impl LockStore for RedisStore {
                     owner.to_string(),
                     token.to_string(),
                     self.keys.lock_released_channel(name),
+                    self.inner.locks.origin.clone(),
                 ],
             )
             .await
             .map_err(map_err)?;
+        // Told here rather than by the announcement coming back (the subscriber skips this
+        // process's own), so this process's waiters hear it while the subscriber reconnects
+        // too, and only once.
+        if released == 1 {
+            self.inner.locks.wakeups.released(name.as_str());
+        }
         Ok(released == 1)
     }
 
@@ -267,8 +301,15 @@ impl LockStore for RedisStore {
 
     async fn lock_watch(&self, name: &Name) -> Watch {
         let releases = &self.inner.locks;
+        let watch = releases.wakeups.watch(name.as_str());
+        // No place (the room is full): nothing to listen for.
+        if watch.room().is_none() {
+            return watch;
+        }
+        // Without a subscriber the waiter still hears this process's releases and tries at
+        // the lease's end.
         let Some(subscriber) = releases.subscriber.get_or_init(|| releases.start()) else {
-            return Watch::never();
+            return watch;
         };
         let channel = self.keys.lock_released_channel(name);
         let (done, subscribed) = oneshot::channel();
@@ -276,10 +317,10 @@ impl LockStore for RedisStore {
             .send(Cmd::Listen(channel.clone(), name.to_string(), done))
             .is_err()
         {
-            return Watch::never();
+            return watch;
         }
         let forget = subscriber.clone();
-        let watch = releases.wakeups.watch(name.as_str()).on_drop(move || {
+        let watch = watch.on_drop(move || {
             let _ = forget.send(Cmd::Forget(channel));
         });
         // Until subscribed a release would go unheard; wait for it (briefly: the lease's end

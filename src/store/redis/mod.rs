@@ -170,16 +170,20 @@ impl RedisStore {
             backend: self.backend(),
             redis_version,
             bloom_engine: self.bloom_engine().await?.as_str(),
-            degraded: self
-                .pool
-                .degraded()
-                .into_iter()
-                .map(|(node, ranges)| super::DownNode {
-                    node,
-                    slots: ranges.into_iter().map(|(a, b)| [a, b]).collect(),
-                })
-                .collect(),
+            degraded: self.degraded(),
         })
+    }
+
+    /// Cluster masters that do not serve now, as this client sees the topology.
+    pub fn degraded(&self) -> Vec<super::DownNode> {
+        self.pool
+            .degraded()
+            .into_iter()
+            .map(|(node, ranges)| super::DownNode {
+                node,
+                slots: ranges.into_iter().map(|(a, b)| [a, b]).collect(),
+            })
+            .collect()
     }
 }
 

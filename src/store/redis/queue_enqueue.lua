@@ -5,7 +5,9 @@
 -- ARGV[1] id  ARGV[2] payload  ARGV[3] delay ms or ''  ARGV[4] run_at ms (when no delay)
 -- ARGV[5] max_attempts  ARGV[6] most live jobs  ARGV[7] fingerprint or ''  ARGV[8] record TTL s
 -- ARGV[9] idle expiry ms  ARGV[10] the queue's pub/sub channel, told of each new job
--- Returns {'created'|'existing', run_at, id}, {'full'} (nothing changed and nothing recorded),
+-- ARGV[11] the enqueuing gateway's origin, which the announcement carries
+-- Returns {'created', run_at, id, due_in} (due_in: ms from now until run_at, at least 0),
+--         {'existing', run_at, id}, {'full'} (nothing changed and nothing recorded),
 --         {'replay', tag, run_at, id} or {'key_reused'}
 local fp = ARGV[7]
 if fp ~= '' then
@@ -44,6 +46,10 @@ redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], int(run_at) .. ' 0 ' .. ARGV[5] .. ' -')
 redis.call('ZADD', KEYS[1], int(run_at), ARGV[1])
 touch(now, tonumber(ARGV[9]))
--- Wakes long-polling claims on every gateway instance.
-redis.call('PUBLISH', ARGV[10], '')
-return answer('created', int(run_at))
+-- Tells every gateway instance's waiting claims: '<origin> <due in ms>', so that each wakes
+-- one of them for a job due now and none for a later one (they look at its due time).
+local due_in = int(math.max(0, run_at - now))
+redis.call('PUBLISH', ARGV[10], ARGV[11] .. ' ' .. due_in)
+local reply = answer('created', int(run_at))
+reply[4] = due_in
+return reply

@@ -25,9 +25,10 @@ static CANCEL: LazyLock<Script> = script_after!("queue_common.lua", "queue_cance
 static STATS: LazyLock<Script> = script_after!("queue_common.lua", "queue_stats.lua");
 static DEAD: LazyLock<Script> = script_after!("queue_common.lua", "queue_dead.lua");
 
-/// How often a waiting claim looks again without being woken: a safety net for enqueue
-/// announcements lost while the subscriber reconnects (enqueues through this instance ring
-/// the bell directly, the others through pub/sub).
+/// How long the claims waiting on a queue go without a look (one of them looks; see
+/// `crate::queues::Room`): a safety net for enqueue announcements lost while the subscriber
+/// reconnects (enqueues through this instance tell its waiting claims directly, the others
+/// through pub/sub).
 const RECHECK: Duration = Duration::from_secs(5);
 /// How often the subscriber checks whether its store is gone.
 const LISTENER_CHECK: Duration = Duration::from_secs(10);
@@ -86,6 +87,7 @@ impl QueueStore for RedisStore {
                     IDEMPOTENCY_SECS.to_string(),
                     IDLE_MS.to_string(),
                     self.keys.queue_bell(queue),
+                    self.inner.queue_bells.origin().to_owned(),
                 ],
             )
             .await
@@ -109,10 +111,13 @@ impl QueueStore for RedisStore {
             ),
             tag => Once::Now(outcome(tag, &reply[1..]).ok_or_else(|| bad("enqueue", &reply))?),
         };
-        // The announcement (see `listen`) comes back too; ringing now also covers a
-        // subscriber that is reconnecting.
+        // Told here rather than by the announcement coming back (`listen` skips this store's
+        // own), so this process's waiting claims hear it while the subscriber reconnects too.
         if matches!(once, Once::Now(Enqueued::Created { .. })) {
-            self.inner.queue_bells.ring(queue);
+            let due_in = int(reply.get(3))
+                .and_then(|ms| u64::try_from(ms).ok())
+                .ok_or_else(|| bad("enqueue", &reply))?;
+            self.inner.queue_bells.created(queue.as_str(), due_in);
         }
         Ok(once)
     }
@@ -254,15 +259,19 @@ impl QueueStore for RedisStore {
 
     fn queue_bell(&self, queue: &Name) -> Bell {
         Bell {
-            notify: self.inner.queue_bells.get(queue),
+            room: self.inner.queue_bells.room(queue),
             recheck: Some(RECHECK),
         }
     }
 }
 
 /// Subscribes to every queue's enqueue announcements (one pattern subscription on its own
-/// connection) and rings this process's bells; re-subscribes after each reconnect and ends
-/// once the store is dropped.
+/// connection) and tells this process's waiting claims of the other instances' new jobs;
+/// re-subscribes after each reconnect and ends once the store is dropped.
+///
+/// An announcement is `<origin> <due in ms>` (see `queue_enqueue.lua`): this store's own are
+/// skipped, as its enqueues told its rooms already. The queue is the channel's suffix as
+/// written, looked up as text: it may be a caller-scoped name, outside the name rule.
 ///
 /// Classic pub/sub on a Cluster too, not sharded: sharded pub/sub has no pattern form, so it
 /// would take a subscription per queue being waited on, made and dropped as claims come and
@@ -295,17 +304,32 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
                 message = messages.recv() => match message {
                     Ok(message) => {
                         let Some(inner) = inner.upgrade() else { break };
-                        let queue = message.channel.get(name_at..).map(str::to_owned);
-                        if let Some(queue) = queue.and_then(|q| Name::try_from(q).ok()) {
-                            inner.queue_bells.ring(&queue);
+                        let bells = &inner.queue_bells;
+                        let text = message.value.as_string().unwrap_or_default();
+                        let (origin, due_in) = text.split_once(' ').unwrap_or(("", ""));
+                        if origin == bells.origin() {
+                            continue;
+                        }
+                        // Unreadable (an older gateway's empty announcement): a look finds out.
+                        let due_in = due_in.parse().unwrap_or(0);
+                        if let Some(queue) = message.channel.get(name_at..) {
+                            bells.created(queue, due_in);
                         }
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if let Some(inner) = inner.upgrade() {
+                            inner.queue_bells.missed();
+                        }
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 },
                 reconnected = reconnects.recv() => {
                     if reconnected.is_ok() {
                         let _ = client.psubscribe(pattern.clone()).await;
+                        // Announcements made while it was away are gone.
+                        if let Some(inner) = inner.upgrade() {
+                            inner.queue_bells.missed();
+                        }
                     }
                 }
                 _ = check.tick() => {

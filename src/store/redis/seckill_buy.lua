@@ -15,6 +15,9 @@
 -- Returns  {'ok', stream id} | {'not_found'} | {'not_started'} | {'ended'} | {'sold_out'}
 --          | {'already_ordered', 'id id ...'}
 --          | {'replay', <one of the above's tag>, <its argument>} | {'key_reused'}
+-- An 'already_ordered' is recorded without its order ids (a user at a per-user limit of
+-- 1,000 would make each refused retry store ~17 KB for a day: README "Abuse budget"); its
+-- replay reads them again. They only change if an admin raised the limit in between.
 -- A missing voucher or missing field is an answer, never a Lua error.
 local fp = ARGV[4]
 if fp ~= '' then
@@ -24,6 +27,9 @@ if fp ~= '' then
     if ffp ~= fp then
       return { 'key_reused' }
     end
+    if tag == 'already_ordered' then
+      arg = redis.call('HGET', KEYS[3], ARGV[1]) or ''
+    end
     return { 'replay', tag, arg }
   end
 end
@@ -31,7 +37,11 @@ end
 local function answer(tag, arg)
   -- Nothing happens for an unknown voucher, so nothing is recorded for it either.
   if fp ~= '' and tag ~= 'not_found' then
-    redis.call('SET', KEYS[5], fp .. '\n' .. tag .. '\n' .. (arg or ''), 'EX', ARGV[5])
+    local kept = arg or ''
+    if tag == 'already_ordered' then
+      kept = ''
+    end
+    redis.call('SET', KEYS[5], fp .. '\n' .. tag .. '\n' .. kept, 'EX', ARGV[5])
   end
   return { tag, arg }
 end

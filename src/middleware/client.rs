@@ -1,5 +1,7 @@
-//! Who a request comes from, for the global limiter: the configured API client, or its address
-//! (an IPv4 address or an IPv6 /64), walking `X-Forwarded-For` only from trusted proxies.
+//! Who a request comes from: the configured API client, or its address (an IPv4 address or an
+//! IPv6 /64), walking `X-Forwarded-For` only from trusted proxies. The identify layer names
+//! every API request's caller with it once; the global limiter charges that identity, and the
+//! back-end routes use it as the caller's namespace (README "Who may do what").
 
 use std::net::{IpAddr, SocketAddr};
 

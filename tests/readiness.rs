@@ -1,0 +1,122 @@
+//! `/readyz` probes the store at most once a second whatever the callers do (README
+//! "Behaviour"): it is never rate limited, so each call running `INFO` on Redis would let anyone
+//! drive the store as hard as they can send requests.
+//!
+//! A test binary of its own: the 503 half counts failed probes with the process-wide
+//! `gateway_store_errors_total`, which no other test here may move.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisProcess;
+use futures::future::join_all;
+use reqwest::StatusCode;
+
+/// `INFO` calls `redis` has served (this one asking is counted from the next call on).
+fn info_calls(redis: &RedisProcess) -> u64 {
+    let stats = redis
+        .cli(&["info", "commandstats"])
+        .expect("redis-cli answers");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_info:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+/// Store calls that failed, as `/metrics` counts them.
+async fn store_errors(gw: &common::Gateway) -> u64 {
+    let text = gw
+        .client
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("gateway_store_errors_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Sends `waves` bursts of 100 concurrent `/readyz` (and a few `/metrics`, which share the
+/// probe), all expected to answer `want`; returns how long that took.
+async fn burst(gw: &common::Gateway, waves: usize, want: StatusCode) -> Duration {
+    let started = Instant::now();
+    for _ in 0..waves {
+        let ready = join_all((0..100).map(|_| gw.get("/readyz"))).await;
+        for (status, body) in ready {
+            assert_eq!(status, want, "{body}");
+        }
+        let metrics = join_all((0..5).map(|_| gw.client.get(gw.url("/metrics")).send())).await;
+        for r in metrics {
+            assert_eq!(r.unwrap().status(), 200);
+        }
+    }
+    started.elapsed()
+}
+
+/// Probes start at least a second apart, so in `elapsed` at most this many can start.
+fn most_probes_in(elapsed: Duration) -> u64 {
+    elapsed.as_secs() + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_probes_the_store_at_most_once_a_second() {
+    let (mut redis, gw, _) = common::on_private_redis().await;
+
+    // Up: a burst of 500 calls shares the probes; every caller still gets the full answer.
+    let before = info_calls(&redis);
+    let took = burst(&gw, 5, StatusCode::OK).await;
+    let probes = info_calls(&redis) - before - 1;
+    assert!(
+        probes <= most_probes_in(took),
+        "{probes} INFO calls for 525 readiness calls in {took:?}"
+    );
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(ready["backend"], "redis");
+    assert!(ready["redis_version"].is_string(), "{ready}");
+
+    // The store goes away: the next probe, at most a second later, notices it — within its
+    // store timeout (1 s by default: the client may hold the call while it reconnects). 2 s
+    // more for a slow machine.
+    redis.stop();
+    let gone = Instant::now();
+    loop {
+        let (status, _) = gw.get("/readyz").await;
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            gone.elapsed() < Duration::from_secs(4),
+            "/readyz still 200 {:?} after Redis stopped",
+            gone.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Down: the 503 is shared the same way (each probe that fails is one store error).
+    let before = store_errors(&gw).await;
+    let took = burst(&gw, 5, StatusCode::SERVICE_UNAVAILABLE).await;
+    let probes = store_errors(&gw).await - before;
+    assert!(
+        probes <= most_probes_in(took) + 1,
+        "{probes} failed probes for 525 readiness calls in {took:?}"
+    );
+
+    // Back: noticed again once the client has reconnected (its back-off tops out at 2 s).
+    redis.restart();
+    let back = Instant::now();
+    while gw.get("/readyz").await.0 != StatusCode::OK {
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "/readyz not 200 again {:?} after Redis returned",
+            back.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
