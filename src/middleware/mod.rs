@@ -10,12 +10,15 @@
 //! 2. compress large replies as the client's `Accept-Encoding` allows (gzip, brotli, zstd)
 //! 3. a panicking handler answers 500 `internal`
 //! 4. CORS (only when origins are configured)
-//! 5. request timeout (503, [`timeout`]) and the body-size limit
+//! 5. request timeout ([`timeout`]: 503, or 408 for a body that stopped arriving; 414 for a
+//!    request target over 16 KiB) and the body-size limit
 //! 6. on the API routes only ([`Routes::Api`]; `app` stacks the ops routes without them, so
 //!    `/healthz`, `/readyz` and `/metrics` are never limited): the caller's client from
-//!    `X-Api-Key` (`clients::IdentifyLayer`), then the global limiter ([`ratelimit`]). Inside
-//!    CORS, so 429s carry CORS headers and preflights are not counted; inside the timeout, so
-//!    a slow store cannot hold a request past it.
+//!    `X-Api-Key` and its identity ([`ClientKey`]: the client, else the address) by
+//!    `clients::IdentifyLayer`, then the global limiter ([`ratelimit`]), which also answers
+//!    the identify layer's refusals once it has charged the address for them. Inside CORS, so
+//!    429s carry CORS headers and preflights are not counted; inside the timeout, so a slow
+//!    store or a stalled body cannot hold a request past it.
 
 mod client;
 mod compress;
