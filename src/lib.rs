@@ -121,8 +121,9 @@ pub fn app(state: AppState) -> Router {
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
-    let api = middleware::stack(api, &state, middleware::Routes::Api);
-    let ops = middleware::stack(ops, &state, middleware::Routes::Ops);
+    let terms = openapi::route_terms();
+    let api = middleware::stack(api, &state, middleware::Routes::Api, terms);
+    let ops = middleware::stack(ops, &state, middleware::Routes::Ops, terms);
     api.merge(ops).with_state(state)
 }
 

@@ -59,6 +59,27 @@ pub fn api_router() -> OpenApiRouter<AppState> {
 
 /// The routers and the whole document: the API routes (which the global limiter wraps, so
 /// their operations get its 429) and the ops routes (exempt, so theirs do not).
+/// What every route declares of itself to the shared layers (its limiter cost, how long it may
+/// wait): the domains' own terms, put together once per process (they are constants).
+pub fn route_terms() -> &'static crate::middleware::costs::Terms {
+    static TERMS: std::sync::LazyLock<crate::middleware::costs::Terms> =
+        std::sync::LazyLock::new(|| {
+            crate::middleware::costs::Terms::new(
+                [
+                    crate::checkins::TERMS,
+                    crate::uv::TERMS,
+                    crate::geo::TERMS,
+                    crate::ratelimit::TERMS,
+                    crate::dedup::TERMS,
+                    crate::locks::TERMS,
+                    crate::queues::TERMS,
+                ]
+                .concat(),
+            )
+        });
+    &TERMS
+}
+
 pub fn split() -> (
     axum::Router<AppState>,
     axum::Router<AppState>,
@@ -151,7 +172,7 @@ impl Modify for GlobalLimitResponses {
                     .entry("429".to_owned())
                     .or_insert_with(|| limited.clone().into());
                 // The units of the global limiter this operation spends (the GCRA quantity).
-                let cost = crate::middleware::costs::rule_text(method, path);
+                let cost = route_terms().rule_text(method, path);
                 operation
                     .extensions
                     .get_or_insert_with(Default::default)

@@ -9,7 +9,7 @@
 //! Worst cases use what costs nothing more: 128-character names (the longest the API takes),
 //! a fresh `Idempotency-Key` on every request where a record is kept (refusals, denials and
 //! peeks included), bodies just under a pricing step. The units divided by are the test's
-//! own arithmetic (`costs::cost`, plus the key's surcharge), and the gateway's global limiter
+//! own arithmetic (the routes' `Terms::cost`, plus the key's surcharge), and the gateway's global limiter
 //! must have charged exactly as many: it runs with a budget too large to refuse anything, and
 //! its `RateLimit-Remaining` after the last request tells what it spent.
 
@@ -135,7 +135,14 @@ impl Req {
         let body = self.body.as_deref();
         let query = self.path.split_once('?').map(|(_, q)| q);
         let len = body.map(|b| b.len() as u64);
-        let charge = costs::cost(self.method, self.route, query, len, body, LIMIT);
+        let charge = redis_gateway::openapi::route_terms().cost(
+            self.method,
+            self.route,
+            query,
+            len,
+            body,
+            LIMIT,
+        );
         let costs::Charge::Units(units) = charge else {
             panic!("{} {}: {charge:?}", self.method, self.path);
         };

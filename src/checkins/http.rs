@@ -13,6 +13,7 @@ use crate::auth::Acting;
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable, UserAuth};
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, OptionalJson};
+use crate::middleware::costs::{Query, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
 
@@ -21,6 +22,19 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(check_in, month_view))
         .routes(routes!(stats))
         .routes(routes!(day_status))
+}
+
+/// What these routes cost the global limiter beyond 1 (README "Route costs"): stats read one
+/// chunk-day per call, so by the days of the range.
+pub const TERMS: &[RouteTerms] = &[RouteTerms::new(
+    "GET",
+    "/v1/checkins/stats",
+    Rule::Query(stats_cost),
+    "1 + days / 8",
+)];
+
+fn stats_cost(q: &Query<'_>) -> u64 {
+    1 + q.days() / 8
 }
 
 /// Optional body of a check-in.

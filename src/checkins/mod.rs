@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use chrono::Duration;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;

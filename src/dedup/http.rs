@@ -14,6 +14,7 @@ use crate::auth::Admin;
 use crate::error::responses::{NotFound, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
+use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
 
@@ -24,6 +25,41 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(check))
         .routes(routes!(filter))
 }
+
+/// What these routes cost the global limiter (README "Route costs"): by their body, capped at
+/// the burst, since a filter's layers are allocated by its parameters, not by the batch.
+pub const TERMS: &[RouteTerms] = &[
+    RouteTerms::new(
+        "POST",
+        "/v1/dedup/{filter}/items",
+        Rule::PerBody {
+            base: 1,
+            divisor: 512,
+            cap: Cap::Capped,
+        },
+        "1 + body bytes / 512",
+    ),
+    RouteTerms::new(
+        "POST",
+        "/v1/dedup/{filter}/check",
+        Rule::PerBody {
+            base: 1,
+            divisor: 4096,
+            cap: Cap::Capped,
+        },
+        "1 + body bytes / 4096",
+    ),
+    RouteTerms::new(
+        "POST",
+        "/v1/dedup/{filter}/filter",
+        Rule::PerBody {
+            base: 1,
+            divisor: 512,
+            cap: Cap::Capped,
+        },
+        "1 + body bytes / 512",
+    ),
+];
 
 fn policy(state: &AppState) -> Policy {
     let s = &state.settings;

@@ -10,7 +10,7 @@
 mod http;
 pub mod logic;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use logic::Params;
 

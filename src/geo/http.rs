@@ -17,6 +17,7 @@ use super::{
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
 
@@ -31,6 +32,34 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(put_place, get_place, delete_place))
         .route("/v1/geo/{layer}/nearby", reserved())
         .route("/v1/geo/{layer}/distance", reserved())
+}
+
+/// What these routes cost the global limiter beyond 1 (README "Route costs").
+pub const TERMS: &[RouteTerms] = &[
+    // A member longer than 64 bytes turns a layer's sorted set from a listpack into a skip
+    // list and a hash table (~1.3 KB for a new 128-character layer holding one): a body under
+    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (README "Abuse
+    // budget"). A 1,000-place batch with short names still fits the default burst.
+    RouteTerms::new(
+        "POST",
+        "/v1/geo/{layer}",
+        Rule::PerBody {
+            base: 2,
+            divisor: 512,
+            cap: Cap::Uncapped,
+        },
+        "2 + body bytes / 512 (a body costing more than the caller's burst is refused with 413)",
+    ),
+    RouteTerms::new(
+        "GET",
+        "/v1/geo/{layer}/nearby",
+        Rule::Query(nearby_cost),
+        "1 + count / 100",
+    ),
+];
+
+fn nearby_cost(q: &Query<'_>) -> u64 {
+    1 + q.number("count", 20) / 100
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -12,7 +12,7 @@ pub mod search;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, Refused};

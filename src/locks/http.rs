@@ -16,6 +16,7 @@ use crate::clients::Namespace;
 use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
 
@@ -23,6 +24,35 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(acquire_lock, release_lock, inspect_lock))
         .routes(routes!(renew_lock))
+}
+
+/// What these routes declare to the shared layers (README "Route costs"). Lock steps are
+/// single-key, storing ~250 B per new name (holder and fencing counter): 1 for renew, release
+/// and inspect, and for an acquisition that does not wait. One that waits holds a place among
+/// the lock's waiting acquisitions and a connection (no store connection: it sleeps on a
+/// wake-up) for its `wait_ms`, and tries once more at its end: one unit more per second it
+/// may wait, 11 at the longest wait, within the default burst. Its request timeout is
+/// extended by the longest wait.
+pub const TERMS: &[RouteTerms] = &[RouteTerms::new(
+    "POST",
+    "/v1/locks/{name}",
+    Rule::Body(acquire_cost, Cap::Capped),
+    "1 + wait_ms / 1000 (a waiting acquisition pays for the time it may wait: 11 at the longest)",
+)
+.waiting(std::time::Duration::from_millis(MAX_WAIT_MS))];
+
+/// A body the handler will refuse costs 1 (the handler says what is wrong with it).
+fn acquire_cost(body: &[u8]) -> u64 {
+    #[derive(Deserialize)]
+    struct Acquire {
+        wait_ms: Option<u64>,
+    }
+    let wait_ms = serde_json::from_slice::<Acquire>(body)
+        .ok()
+        .and_then(|a| a.wait_ms)
+        .filter(|w| *w <= MAX_WAIT_MS)
+        .unwrap_or(0);
+    1 + wait_ms / 1000
 }
 
 /// Acquire a lock.

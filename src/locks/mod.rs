@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::time::Instant;
 
-pub use http::router;
+pub use http::{router, TERMS};
 use wake::Room;
 pub use wake::Watch;
 

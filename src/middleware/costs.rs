@@ -1,11 +1,10 @@
-//! What each request costs the global limiter (API.md "Global limiter"): the GCRA quantity it
-//! spends, known before any store work — from the request line and headers, and for the
-//! routes whose cost follows body fields (`POST /v1/uv/merge`, `POST /v1/ratelimit/check` with
-//! `sliding_window`, a queue claim's and a lock acquisition's `wait_ms`) from their small
-//! bodies. One
-//! unit for a single-key read or write; more for requests whose store work or stored bytes
-//! grow with their input. The same table writes each operation's `x-ratelimit-cost` into the
-//! OpenAPI document, so the rule a client reads is the rule the code applies.
+//! What a request costs the global limiter (README "Route costs"): the GCRA quantity it
+//! spends, known before any store work — from the request line and headers, the body's length,
+//! and for a few routes the fields of their small bodies. Each route states its own rule
+//! beside its handler ([`RouteTerms`], a domain's `TERMS`), put together into one [`Terms`]
+//! where the app is composed; this module holds the arithmetic every rule shares and never
+//! names a route. The same terms write each operation's `x-ratelimit-cost` into the OpenAPI
+//! document, so the rule a client reads is the rule the code applies.
 //!
 //! Writes are priced so that no unit adds more than ~1.4 KiB to the store, even in the worst
 //! cases (128-character names, a fresh `Idempotency-Key` per request, a body just under a
@@ -15,43 +14,30 @@
 //! bytes keep growing with its input is refused (`413`) when it costs more than the burst,
 //! since capping its charge would let it store more than it paid for.
 
+use std::time::Duration;
+
 use chrono::NaiveDate;
 
-/// How one operation is charged.
+/// How one operation is charged. Every operation without a rule costs 1.
 #[derive(Debug, Clone, Copy)]
-enum Rule {
-    /// Grows with the body: base + body bytes / the divisor. `Capped`: what the request can
-    /// store is bounded whatever its size (a page-day's HyperLogLog is at most 12 KiB), so the
-    /// charge is capped at the burst; `Uncapped`: stored bytes grow with the body.
-    PerBody(u64, u64, Cap),
-    /// `POST /v1/uv/merge`: 1 + 12 per day of `from..to` in the body (a day can write one dense
-    /// HyperLogLog into `into`: 12 KiB, ~15 KiB with the allocator's rounding and the key).
-    MergeDays,
-    /// `GET /v1/uv/{page}` over a `from`..`to` range.
-    UvRange,
-    /// `GET /v1/uv`: pages × days.
-    UvUnion,
-    /// `GET /v1/checkins/stats`: days.
-    CheckinStats,
-    /// `GET /v1/geo/{layer}/nearby`: results asked for.
-    Nearby,
-    /// `POST /v1/ratelimit/check`: 1, but a `sliding_window` check stores one sorted-set
-    /// member (~130 B) per admitted unit, so it costs 1 + min(quantity, count_per_period) / 8
-    /// from its small body, and more than the burst is refused.
-    RateLimitCheck,
-    /// `POST /v1/queues/{queue}/claim`: 2 + `wait_ms` / 1000 from its small body (at most
-    /// 22), so a long poll pays for the time it holds a waiting place.
-    Claim,
-    /// `POST /v1/locks/{name}`: 1 + `wait_ms` / 1000 from its small body (at most 11), so a
-    /// waiting acquisition pays for the time it holds a waiting place.
-    LockWait,
-    /// Paged listings of large items: `1 + limit / 100` (`limit` defaults to 100).
-    PerLimit100,
+pub enum Rule {
+    /// Grows with the body: `base + body bytes / divisor`.
+    PerBody { base: u64, divisor: u64, cap: Cap },
+    /// From the query string (reads: capped at the burst). At least 1.
+    Query(fn(&Query<'_>) -> u64),
+    /// From the fields of a small body (read whole before the charge; empty when there is
+    /// none). A body the handler will refuse should cost the least: the handler says what is
+    /// wrong with it. At least 1.
+    Body(fn(&[u8]) -> u64, Cap),
 }
 
+/// What a charge above the caller's burst means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cap {
+pub enum Cap {
+    /// What the request can store is bounded whatever its size (a page-day's HyperLogLog is at
+    /// most 12 KiB), or it stores nothing: charged at most the burst.
     Capped,
+    /// Stored bytes grow with the input: refused (`413`), it could never be paid for.
     Uncapped,
 }
 
@@ -65,116 +51,71 @@ pub enum Charge {
     TooCostly { cost: u64, limit: u64 },
 }
 
-/// (method, route template, rule, the rule as the document states it). Every other operation
-/// costs 1.
-const RULES: &[(&str, &str, Rule, &str)] = &[
-    (
-        "POST",
-        "/v1/dedup/{filter}/items",
-        Rule::PerBody(1, 512, Cap::Capped),
-        "1 + body bytes / 512",
-    ),
-    (
-        "POST",
-        "/v1/dedup/{filter}/check",
-        Rule::PerBody(1, 4096, Cap::Capped),
-        BODY_RULE,
-    ),
-    (
-        "POST",
-        "/v1/dedup/{filter}/filter",
-        Rule::PerBody(1, 512, Cap::Capped),
-        "1 + body bytes / 512",
-    ),
-    // A member longer than 64 bytes turns a layer's sorted set from a listpack into a skip
-    // list and a hash table (~1.3 KB for a new 128-character layer holding one): a body under
-    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (README "Abuse
-    // budget"). A 1,000-place batch with short names still fits the default burst.
-    (
-        "POST",
-        "/v1/geo/{layer}",
-        Rule::PerBody(2, 512, Cap::Uncapped),
-        "2 + body bytes / 512 (a body costing more than the caller's burst is refused with 413)",
-    ),
-    (
-        "POST",
-        "/v1/uv/{page}",
-        Rule::PerBody(1, 384, Cap::Capped),
-        "1 + body bytes / 384",
-    ),
-    (
-        "GET",
-        "/v1/uv/{page}",
-        Rule::UvRange,
-        "1, or 1 + days / 31 for a from..to range",
-    ),
-    ("GET", "/v1/uv", Rule::UvUnion, "1 + pages × days / 366"),
-    (
-        "POST",
-        "/v1/uv/merge",
-        Rule::MergeDays,
-        "1 + 12 × days from..to (more than the caller's burst is refused with 413: merge fewer days per request)",
-    ),
-    (
-        "GET",
-        "/v1/checkins/stats",
-        Rule::CheckinStats,
-        "1 + days / 8",
-    ),
-    (
-        "GET",
-        "/v1/geo/{layer}/nearby",
-        Rule::Nearby,
-        "1 + count / 100",
-    ),
-    (
-        "POST",
-        "/v1/ratelimit/check",
-        Rule::RateLimitCheck,
-        "1; sliding_window: 1 + min(quantity, count_per_period) / 8 (more than the caller's burst is refused with 413)",
-    ),
-    // Lock steps are single-key, storing ~250 B per new name (holder and fencing counter): 1
-    // for renew, release and inspect, and for an acquisition that does not wait. One that
-    // waits holds a place among the lock's waiting acquisitions and a connection (no store
-    // connection: it sleeps on a wake-up) for its `wait_ms`, and tries once more at its end:
-    // one unit more per second it may wait, 11 at the longest wait, within the default burst.
-    (
-        "POST",
-        "/v1/locks/{name}",
-        Rule::LockWait,
-        "1 + wait_ms / 1000 (a waiting acquisition pays for the time it may wait: 11 at the longest)",
-    ),
-    // A job's payload is up to 64 KiB and is stored as sent: ~1 KiB per unit keeps the
-    // abuse budget. Its id is stored three times (due set, meta and payload hashes), and one
-    // longer than 64 bytes turns all three from listpacks into hash tables and a skip list:
-    // a small job with a 128-character id on a new queue stores ~2.5 KB, ~3.4 KB with a
-    // 1,023-byte body, hence the base of 3 (README "Abuse budget"). The largest job (67
-    // units, 68 with an Idempotency-Key) still fits the default burst.
-    (
-        "POST",
-        "/v1/queues/{queue}/jobs",
-        Rule::PerBody(3, 1024, Cap::Uncapped),
-        "3 + body bytes / 1024 (a body costing more than the caller's burst is refused with 413)",
-    ),
-    // Up to 100 jobs moved and up to 1 MiB of payloads read in one script: 2. A long poll
-    // also holds one of the queue's waiting places (and a connection) for its `wait_ms` and
-    // looks once more at its end: one unit more per second it may wait, 22 at the longest
-    // wait, within the default burst.
-    (
-        "POST",
-        "/v1/queues/{queue}/claim",
-        Rule::Claim,
-        "2 + wait_ms / 1000 (a long poll pays for the time it may wait: 22 at the longest)",
-    ),
-    (
-        "GET",
-        "/v1/queues/{queue}/dead",
-        Rule::PerLimit100,
-        "1 + limit / 100",
-    ),
-];
+/// What one route declares of itself to the shared layers: what it costs the global limiter,
+/// the rule as the OpenAPI document states it, and the longest it waits server-side on purpose
+/// (a long poll's request timeout is extended by that, so its whole wait is honoured).
+#[derive(Debug, Clone, Copy)]
+pub struct RouteTerms {
+    pub method: &'static str,
+    /// The route template, as axum's `MatchedPath` has it.
+    pub route: &'static str,
+    pub cost: Rule,
+    pub cost_text: &'static str,
+    pub waits: Duration,
+}
 
-const BODY_RULE: &str = "1 + body bytes / 4096";
+impl RouteTerms {
+    pub const fn new(
+        method: &'static str,
+        route: &'static str,
+        cost: Rule,
+        cost_text: &'static str,
+    ) -> Self {
+        Self {
+            method,
+            route,
+            cost,
+            cost_text,
+            waits: Duration::ZERO,
+        }
+    }
+
+    /// The route waits up to `most` server-side (a long poll).
+    pub const fn waiting(mut self, most: Duration) -> Self {
+        self.waits = most;
+        self
+    }
+}
+
+/// The query string of a request, as cost rules read it: raw (a rule prices what the handler
+/// will parse; a value it cannot read costs the least).
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a>(Option<&'a str>);
+
+impl<'a> Query<'a> {
+    /// The raw value of the first `name=` parameter.
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.0?
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+    }
+
+    /// The days of an inclusive `from`..`to` range (`YYYY-MM-DD`), 1 without a valid one.
+    pub fn days(&self) -> u64 {
+        let day = |v: Option<&str>| v.and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+        match (day(self.get("from")), day(self.get("to"))) {
+            (Some(from), Some(to)) if to >= from => (to - from).num_days() as u64 + 1,
+            _ => 1,
+        }
+    }
+
+    /// A number parameter, or `default` when it is absent or not a number.
+    pub fn number(&self, name: &str, default: u64) -> u64 {
+        self.get(name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(default)
+    }
+}
 
 /// Units an `Idempotency-Key` adds to any request that sends one: the first reply is kept for
 /// 24 h under the key (~200–600 B with its fingerprint), whatever it was — a refusal, a denied
@@ -182,155 +123,111 @@ const BODY_RULE: &str = "1 + body bytes / 4096";
 /// request alone (README "Abuse budget"). The total stays within the caller's burst.
 pub const IDEMPOTENCY_KEY_UNITS: u64 = 1;
 
-/// Whether [`cost`] needs the request's body for `method route` (small bodies only).
-pub fn needs_body(method: &str, route: &str) -> bool {
-    matches!(
-        rule(method, route),
-        Some(Rule::MergeDays | Rule::RateLimitCheck | Rule::Claim | Rule::LockWait)
-    )
+/// Every route's terms, put together where the app is composed (`openapi::route_terms`).
+#[derive(Debug)]
+pub struct Terms {
+    routes: Vec<RouteTerms>,
+    /// The routes that wait on purpose: looked up on every request by the timeout layer, so
+    /// kept apart from the longer list.
+    long_polls: Vec<RouteTerms>,
 }
 
-fn rule(method: &str, route: &str) -> Option<Rule> {
-    RULES
-        .iter()
-        .find(|(m, r, ..)| *m == method && *r == route)
-        .map(|&(_, _, rule, _)| rule)
-}
+impl Terms {
+    /// No route has terms: every request costs 1, none waits.
+    pub const fn none() -> Self {
+        Self {
+            routes: Vec::new(),
+            long_polls: Vec::new(),
+        }
+    }
 
-/// The charge of a request to `route` against a caller whose burst is `limit`. `body` is
-/// given when [`needs_body`] says so.
-pub fn cost(
-    method: &str,
-    route: &str,
-    query: Option<&str>,
-    content_length: Option<u64>,
-    body: Option<&[u8]>,
-    limit: u64,
-) -> Charge {
-    let limit = limit.max(1);
-    let Some(rule) = rule(method, route) else {
-        return Charge::Units(1);
-    };
-    let q = |name: &str| -> Option<&str> {
-        query?
-            .split('&')
-            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-    };
-    let days = || -> u64 {
-        let day = |v: Option<&str>| v.and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
-        match (day(q("from")), day(q("to"))) {
-            (Some(from), Some(to)) if to >= from => (to - from).num_days() as u64 + 1,
-            _ => 1,
-        }
-    };
-    let raw = match rule {
-        Rule::PerBody(base, divisor, Cap::Uncapped) => {
-            let cost = base + content_length.unwrap_or(0) / divisor;
-            if cost > limit {
-                return Charge::TooCostly { cost, limit };
-            }
-            cost
-        }
-        Rule::PerBody(base, divisor, Cap::Capped) => base + content_length.unwrap_or(0) / divisor,
-        Rule::MergeDays => {
-            #[derive(serde::Deserialize)]
-            struct Range {
-                from: Option<NaiveDate>,
-                to: Option<NaiveDate>,
-            }
-            // A body the handler will refuse costs 1; the handler says what is wrong with it.
-            let days = body
-                .and_then(|b| serde_json::from_slice::<Range>(b).ok())
-                .and_then(|r| Some((r.to? - r.from?).num_days() + 1))
-                .filter(|d| (1..=366).contains(d))
-                .unwrap_or(0) as u64;
-            let cost = 1 + 12 * days;
-            if cost > limit {
-                return Charge::TooCostly { cost, limit };
-            }
-            cost
-        }
-        Rule::RateLimitCheck => {
-            #[derive(serde::Deserialize)]
-            struct Check {
-                algorithm: Option<String>,
-                count_per_period: Option<u64>,
-                quantity: Option<u64>,
-            }
-            // A body the handler will refuse costs 1; the handler says what is wrong with it.
-            let stored = body
-                .and_then(|b| serde_json::from_slice::<Check>(b).ok())
-                .filter(|c| c.algorithm.as_deref() == Some("sliding_window"))
-                .map_or(0, |c| {
-                    c.quantity.unwrap_or(1).min(c.count_per_period.unwrap_or(0))
-                });
-            let cost = 1 + stored / 8;
-            if cost > limit {
-                return Charge::TooCostly { cost, limit };
-            }
-            cost
-        }
-        Rule::Claim => {
-            #[derive(serde::Deserialize)]
-            struct Claim {
-                wait_ms: Option<u64>,
-            }
-            // An empty body takes the defaults (no wait); a body the handler will refuse
-            // costs 2 (the handler says what is wrong with it).
-            let wait_ms = body
-                .filter(|b| !b.is_empty())
-                .and_then(|b| serde_json::from_slice::<Claim>(b).ok())
-                .and_then(|c| c.wait_ms)
-                .filter(|w| *w <= crate::queues::logic::MAX_WAIT_MS)
-                .unwrap_or(0);
-            2 + wait_ms / 1000
-        }
-        Rule::LockWait => {
-            #[derive(serde::Deserialize)]
-            struct Acquire {
-                wait_ms: Option<u64>,
-            }
-            // A body the handler will refuse costs 1 (the handler says what is wrong with it).
-            let wait_ms = body
-                .and_then(|b| serde_json::from_slice::<Acquire>(b).ok())
-                .and_then(|a| a.wait_ms)
-                .filter(|w| *w <= crate::locks::logic::MAX_WAIT_MS)
-                .unwrap_or(0);
-            1 + wait_ms / 1000
-        }
-        Rule::UvRange if q("from").is_some() || q("to").is_some() => 1 + days() / 31,
-        Rule::UvRange => 1,
-        Rule::UvUnion => {
-            let pages = q("pages").map_or(1, |p| {
-                1 + p.matches(',').count() as u64
-                    + p.matches("%2C").count() as u64
-                    + p.matches("%2c").count() as u64
-            });
-            1 + pages * days() / 366
-        }
-        Rule::CheckinStats => 1 + days() / 8,
-        Rule::Nearby => 1 + q("count").and_then(|c| c.parse::<u64>().ok()).unwrap_or(20) / 100,
-        Rule::PerLimit100 => {
-            1 + q("limit")
-                .and_then(|c| c.parse::<u64>().ok())
-                .unwrap_or(100)
-                / 100
-        }
-    };
-    Charge::Units(raw.clamp(1, limit))
-}
+    pub fn new(routes: Vec<RouteTerms>) -> Self {
+        let long_polls = routes
+            .iter()
+            .filter(|t| !t.waits.is_zero())
+            .copied()
+            .collect();
+        Self { routes, long_polls }
+    }
 
-/// The rule of `method route` as the OpenAPI document states it.
-pub fn rule_text(method: &str, route: &str) -> &'static str {
-    RULES
-        .iter()
-        .find(|(m, r, ..)| m.eq_ignore_ascii_case(method) && *r == route)
-        .map_or("1", |(.., text)| text)
+    fn find(&self, method: &str, route: &str) -> Option<&RouteTerms> {
+        self.routes
+            .iter()
+            .find(|t| t.method == method && t.route == route)
+    }
+
+    /// Whether [`Self::cost`] needs the request's body for `method route` (small bodies only).
+    pub fn needs_body(&self, method: &str, route: &str) -> bool {
+        matches!(
+            self.find(method, route).map(|t| t.cost),
+            Some(Rule::Body(..))
+        )
+    }
+
+    /// The charge of a request to `route` against a caller whose burst is `limit`. `body` is
+    /// given when [`Self::needs_body`] says so.
+    pub fn cost(
+        &self,
+        method: &str,
+        route: &str,
+        query: Option<&str>,
+        content_length: Option<u64>,
+        body: Option<&[u8]>,
+        limit: u64,
+    ) -> Charge {
+        let limit = limit.max(1);
+        let Some(terms) = self.find(method, route) else {
+            return Charge::Units(1);
+        };
+        let (raw, cap) = match terms.cost {
+            Rule::PerBody { base, divisor, cap } => {
+                (base + content_length.unwrap_or(0) / divisor, cap)
+            }
+            Rule::Query(rule) => (rule(&Query(query)), Cap::Capped),
+            Rule::Body(rule, cap) => (rule(body.unwrap_or_default()), cap),
+        };
+        if cap == Cap::Uncapped && raw > limit {
+            return Charge::TooCostly { cost: raw, limit };
+        }
+        Charge::Units(raw.clamp(1, limit))
+    }
+
+    /// The rule of `method route` as the OpenAPI document states it.
+    pub fn rule_text(&self, method: &str, route: &str) -> &'static str {
+        self.routes
+            .iter()
+            .find(|t| t.method.eq_ignore_ascii_case(method) && t.route == route)
+            .map_or("1", |t| t.cost_text)
+    }
+
+    /// How long `method route` may wait server-side on purpose (zero for most routes).
+    pub fn waits(&self, method: &str, route: &str) -> Duration {
+        self.long_polls
+            .iter()
+            .find(|t| t.method == method && t.route == route)
+            .map_or(Duration::ZERO, |t| t.waits)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The composed routes' own terms, through the same calls the limiter makes.
+    fn cost(
+        method: &str,
+        route: &str,
+        query: Option<&str>,
+        content_length: Option<u64>,
+        body: Option<&[u8]>,
+        limit: u64,
+    ) -> Charge {
+        crate::openapi::route_terms().cost(method, route, query, content_length, body, limit)
+    }
+
+    fn needs_body(method: &str, route: &str) -> bool {
+        crate::openapi::route_terms().needs_body(method, route)
+    }
 
     fn units(method: &str, route: &str, query: Option<&str>, len: Option<u64>, limit: u64) -> u64 {
         match cost(method, route, query, len, None, limit) {

@@ -64,7 +64,15 @@ pub enum Routes {
 
 /// Wraps `router` in the stack described in the module docs, in one `Router::layer` call:
 /// each call boxes every route once more, and a request then clones each box (issue 19).
-pub fn stack(router: Router<AppState>, state: &AppState, routes: Routes) -> Router<AppState> {
+///
+/// `terms` are the routes' own declarations (cost, long-poll wait), put together where the app
+/// is composed: this module names no route.
+pub fn stack(
+    router: Router<AppState>,
+    state: &AppState,
+    routes: Routes,
+    terms: &'static costs::Terms,
+) -> Router<AppState> {
     let settings = &state.settings;
     let api = routes == Routes::Api;
     router.layer(
@@ -77,6 +85,7 @@ pub fn stack(router: Router<AppState>, state: &AppState, routes: Routes) -> Rout
             .layer(Maybe(cors(&settings.cors_origins)))
             .layer(timeout::RequestTimeoutLayer {
                 budget: settings.request_timeout,
+                terms,
             })
             .layer(DefaultBodyLimit::max(settings.body_limit))
             // The client is known before anyone is charged for it.
@@ -88,7 +97,7 @@ pub fn stack(router: Router<AppState>, state: &AppState, routes: Routes) -> Rout
                     settings.global.enabled,
                 )
             })))
-            .layer(Maybe(api.then(|| global_limit(state)).flatten())),
+            .layer(Maybe(api.then(|| global_limit(state, terms)).flatten())),
     )
 }
 
@@ -136,12 +145,16 @@ pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
 }
 
 /// The global limiter when enabled (or in shadow mode); `GATEWAY_GLOBAL_LIMIT=off` is none.
-fn global_limit(state: &AppState) -> Option<ratelimit::GlobalRateLimitLayer> {
+fn global_limit(
+    state: &AppState,
+    terms: &'static costs::Terms,
+) -> Option<ratelimit::GlobalRateLimitLayer> {
     let settings = &state.settings;
     settings.global.enabled.then(|| {
         ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
             .with_trusted_proxies(settings.trusted_proxies.clone())
             .with_body_limit(settings.body_limit)
+            .with_terms(terms)
     })
 }
 

@@ -1,5 +1,6 @@
-//! The request timeout: `GATEWAY_REQUEST_TIMEOUT_MS` for every request, plus the longest
-//! allowed wait on the long-poll routes, so a 20 s claim is never cut to the 10 s default.
+//! The request timeout: `GATEWAY_REQUEST_TIMEOUT_MS` for every request, plus the longest wait
+//! a long-poll route declares in its terms ([`Terms::waits`]), so a 20 s claim is never cut
+//! to the 10 s default.
 //! Past the budget the answer is `408 request_timeout` (with `Connection: close`) when the
 //! request was waiting for the rest of its body — the client stalled — and a bare 503,
 //! rendered as a problem by the outer layer, when the server was the slow one.
@@ -29,22 +30,18 @@ use hyper::body::{Frame, SizeHint};
 use tokio::time::error::Elapsed;
 use tower::{Layer, Service};
 
+use super::costs::Terms;
 use crate::error::ApiError;
 
 /// The longest request target (path and query) taken: past it, `414`. The longest the API
 /// needs is a UV union's query, 100 page names of up to 128 bytes (~13 KiB).
 pub const MAX_TARGET_BYTES: usize = 16 * 1024;
 
-/// Routes that wait server-side on purpose, with the longest wait their body may ask for
-/// (API.md: a claim's `wait_ms` ≤ 20,000, a lock acquisition's ≤ 10,000).
-const LONG_POLLS: [(&str, &str, Duration); 2] = [
-    ("POST", "/v1/queues/{queue}/claim", Duration::from_secs(20)),
-    ("POST", "/v1/locks/{name}", Duration::from_secs(10)),
-];
-
 #[derive(Debug, Clone, Copy)]
 pub struct RequestTimeoutLayer {
     pub budget: Duration,
+    /// The routes' own terms: which of them wait on purpose, and how long.
+    pub terms: &'static Terms,
 }
 
 impl<S> Layer<S> for RequestTimeoutLayer {
@@ -54,6 +51,7 @@ impl<S> Layer<S> for RequestTimeoutLayer {
         RequestTimeout {
             inner,
             budget: self.budget,
+            terms: self.terms,
         }
     }
 }
@@ -62,6 +60,7 @@ impl<S> Layer<S> for RequestTimeoutLayer {
 pub struct RequestTimeout<S> {
     inner: S,
     budget: Duration,
+    terms: &'static Terms,
 }
 
 type Timed = Result<Result<Response, Infallible>, Elapsed>;
@@ -114,14 +113,10 @@ where
             ))
             .into_response())));
         }
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map(MatchedPath::as_str);
-        let wait = LONG_POLLS
-            .iter()
-            .find(|(m, r, _)| req.method().as_str() == *m && route == Some(*r))
-            .map_or(Duration::ZERO, |(.., wait)| *wait);
+        let wait = match req.extensions().get::<MatchedPath>() {
+            Some(route) => self.terms.waits(req.method().as_str(), route.as_str()),
+            None => Duration::ZERO,
+        };
         // A request without a body (most) is not wrapped: no allocation for it.
         let (req, waiting) = if req.body().is_end_stream() {
             (req, None)

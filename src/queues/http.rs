@@ -21,6 +21,7 @@ use crate::clients::Namespace;
 use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson};
+use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, sha256_hex, Name};
 
@@ -35,6 +36,64 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel))
         .routes(routes!(stats))
         .routes(routes!(dead))
+}
+
+/// What these routes declare to the shared layers (README "Route costs").
+pub const TERMS: &[RouteTerms] = &[
+    // A job's payload is up to 64 KiB and is stored as sent: ~1 KiB per unit keeps the
+    // abuse budget. Its id is stored three times (due set, meta and payload hashes), and one
+    // longer than 64 bytes turns all three from listpacks into hash tables and a skip list:
+    // a small job with a 128-character id on a new queue stores ~2.5 KB, ~3.4 KB with a
+    // 1,023-byte body, hence the base of 3 (README "Abuse budget"). The largest job (67
+    // units, 68 with an Idempotency-Key) still fits the default burst.
+    RouteTerms::new(
+        "POST",
+        "/v1/queues/{queue}/jobs",
+        Rule::PerBody {
+            base: 3,
+            divisor: 1024,
+            cap: Cap::Uncapped,
+        },
+        "3 + body bytes / 1024 (a body costing more than the caller's burst is refused with 413)",
+    ),
+    // Up to 100 jobs moved and up to 1 MiB of payloads read in one script: 2. A long poll
+    // also holds one of the queue's waiting places (and a connection) for its `wait_ms` and
+    // looks once more at its end: one unit more per second it may wait, 22 at the longest
+    // wait, within the default burst. Its request timeout is extended by the longest wait.
+    RouteTerms::new(
+        "POST",
+        "/v1/queues/{queue}/claim",
+        Rule::Body(claim_cost, Cap::Capped),
+        "2 + wait_ms / 1000 (a long poll pays for the time it may wait: 22 at the longest)",
+    )
+    .waiting(std::time::Duration::from_millis(logic::MAX_WAIT_MS)),
+    RouteTerms::new(
+        "GET",
+        "/v1/queues/{queue}/dead",
+        Rule::Query(dead_cost),
+        "1 + limit / 100",
+    ),
+];
+
+/// An empty body takes the defaults (no wait); a body the handler will refuse costs 2 (the
+/// handler says what is wrong with it).
+fn claim_cost(body: &[u8]) -> u64 {
+    #[derive(Deserialize)]
+    struct Claim {
+        wait_ms: Option<u64>,
+    }
+    let wait_ms = Some(body)
+        .filter(|b| !b.is_empty())
+        .and_then(|b| serde_json::from_slice::<Claim>(b).ok())
+        .and_then(|c| c.wait_ms)
+        .filter(|w| *w <= logic::MAX_WAIT_MS)
+        .unwrap_or(0);
+    2 + wait_ms / 1000
+}
+
+/// Paged listings of large items: `1 + limit / 100` (`limit` defaults to 100).
+fn dead_cost(q: &Query<'_>) -> u64 {
+    1 + q.number("limit", 100) / 100
 }
 
 fn rfc3339(ms: i64) -> String {
@@ -277,8 +336,8 @@ async fn claim(
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Json<ClaimReply>> {
     let (max, visibility_ms, wait_ms) = logic::claim(body.max, body.visibility_ms, body.wait_ms)?;
-    // The request timeout of this route is extended by the longest wait (middleware
-    // `LONG_POLLS`), so the whole `wait_ms` is honoured.
+    // The request timeout of this route is extended by the longest wait (its `TERMS`), so the
+    // whole `wait_ms` is honoured.
     let wait = Duration::from_millis(wait_ms);
     let jobs = claim_waiting(
         &state.store,

@@ -16,7 +16,7 @@
 mod http;
 pub mod logic;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};

@@ -14,6 +14,7 @@ use crate::clients::Namespace;
 use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{replayed, ApiJson, IdempotencyKey};
+use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Idempotency, Name, Once};
 
@@ -24,6 +25,33 @@ pub const MAX_PERIOD: u64 = 31_536_000;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(check))
+}
+
+/// What a check costs the global limiter (README "Route costs"): 1, but a `sliding_window`
+/// check stores one sorted-set member (~130 B) per admitted unit, so it costs
+/// 1 + min(quantity, count_per_period) / 8 from its small body, and more than the burst is
+/// refused.
+pub const TERMS: &[RouteTerms] = &[RouteTerms::new(
+    "POST",
+    "/v1/ratelimit/check",
+    Rule::Body(check_cost, Cap::Uncapped),
+    "1; sliding_window: 1 + min(quantity, count_per_period) / 8 (more than the caller's burst is refused with 413)",
+)];
+
+fn check_cost(body: &[u8]) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct Check {
+        algorithm: Option<String>,
+        count_per_period: Option<u64>,
+        quantity: Option<u64>,
+    }
+    let stored = serde_json::from_slice::<Check>(body)
+        .ok()
+        .filter(|c| c.algorithm.as_deref() == Some("sliding_window"))
+        .map_or(0, |c| {
+            c.quantity.unwrap_or(1).min(c.count_per_period.unwrap_or(0))
+        });
+    1 + stored / 8
 }
 
 fn one() -> u64 {

@@ -14,7 +14,7 @@
 mod http;
 pub mod logic;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use crate::store::error::StoreError;
 use crate::types::{Idempotency, Name, Once};

@@ -9,7 +9,7 @@
 pub mod hll;
 mod http;
 
-pub use http::router;
+pub use http::{router, TERMS};
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;

@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
 
-use super::costs::Charge;
+use super::costs::{Charge, Terms};
 use super::FastMap;
 use crate::clients::{BadKey, Caller};
 use crate::config::{FailPolicy, GlobalLimit};
@@ -47,6 +47,9 @@ use crate::store::Store;
 const EXEMPT: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+
+/// Until [`GlobalRateLimitLayer::with_terms`]: every request costs 1.
+static NO_TERMS: Terms = Terms::none();
 
 /// Largest body read to price a request (`POST /v1/uv/merge`: 20 names and two dates).
 const MAX_PRICED_BODY: usize = 16 * 1024;
@@ -72,6 +75,8 @@ struct Limiter {
     /// Refusals are counted and logged as `would_limit`, and the request is served.
     shadow: bool,
     clients: ClientKey,
+    /// What each route costs.
+    terms: &'static Terms,
     /// The largest body read to price a request that does not say its length.
     body_limit: usize,
     /// `RateLimit-Policy`, the same on every response.
@@ -99,6 +104,7 @@ impl GlobalRateLimitLayer {
                 shadow: policy.shadow,
                 clients: ClientKey::default(),
                 body_limit: 1024 * 1024,
+                terms: &NO_TERMS,
                 policy: header,
                 warned_at: Arc::default(),
                 batcher: Arc::new(batch::Batcher::new(store)),
@@ -119,6 +125,12 @@ impl GlobalRateLimitLayer {
 
     /// Bodies are at most `bytes` (`GATEWAY_BODY_LIMIT`): a body without a `Content-Length`
     /// is read up to this to be priced, and is 413 beyond it.
+    /// Prices requests by `terms` (the routes' own, by default).
+    pub fn with_terms(mut self, terms: &'static Terms) -> Self {
+        Arc::make_mut(&mut self.limiter).terms = terms;
+        self
+    }
+
     pub fn with_body_limit(mut self, bytes: usize) -> Self {
         Arc::make_mut(&mut self.limiter).body_limit = bytes;
         self
@@ -269,7 +281,7 @@ impl Limiter {
             .and_then(|v| v.parse::<u64>().ok());
         let method = req.method().clone();
         let method = method.as_str();
-        let fields = super::costs::needs_body(method, route);
+        let fields = self.terms.needs_body(method, route);
         // A body is read here when the price needs its fields (small bodies only), or its
         // length and it does not say it; a request with no body at all is never read.
         let read = if fields {
@@ -294,7 +306,7 @@ impl Limiter {
         };
         let length = stated.or_else(|| body.as_ref().map(|b| b.len() as u64));
         let body = if fields { body } else { None };
-        match super::costs::cost(
+        match self.terms.cost(
             method,
             route,
             req.uri().query(),
