@@ -480,7 +480,7 @@ impl Config {
     }
 }
 
-/// How end-user JWTs are verified (API.md "Clients and abuse").
+/// How end-user JWTs are verified (docs/api.md "Clients and abuse").
 #[derive(Clone)]
 pub struct JwtSettings {
     pub key: JwtKey,

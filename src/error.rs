@@ -1,5 +1,5 @@
 //! The one error type of the HTTP surface, rendered as RFC 9457 `application/problem+json`
-//! with a stable `code` (API.md "Conventions").
+//! with a stable `code` (docs/api.md "Conventions").
 
 use std::sync::Arc;
 

@@ -72,7 +72,7 @@ where
 
 /// A JSON body that may be absent: no body (or an empty one) is `T::default()`.
 ///
-/// Written by hand because `axum::Json` insists on a body and a content type, while API.md lets
+/// Written by hand because `axum::Json` insists on a body and a content type, while docs/api.md lets
 /// `POST /v1/checkins/{user_id}` be sent bare by curl users.
 #[derive(Debug)]
 pub struct OptionalJson<T>(pub T);
@@ -146,7 +146,7 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
-/// The one batch rule of every route that takes a batch (API.md "Conventions"): an empty
+/// The one batch rule of every route that takes a batch (docs/api.md "Conventions"): an empty
 /// batch is `400 invalid_argument`, one over `cap` (`GATEWAY_MAX_BATCH`) is
 /// `413 payload_too_large`. `what` names the field in the message.
 pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {

@@ -1,6 +1,6 @@
 //! redis-gateway: six classic Redis patterns behind a REST/JSON API.
 //!
-//! Arrows run one way (DESIGN.md "Shape"; `tests/architecture.rs` checks them):
+//! Arrows run one way (docs/design.md "Shape"; `tests/architecture.rs` checks them):
 //!
 //! ```text
 //! http.rs of each domain, middleware, error, extract   HTTP: axum, ApiError, AppState

@@ -98,7 +98,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 /// The global limiter wraps every API route, so every operation can answer 429 with
-/// `Retry-After` and the `RateLimit*` headers (API.md "Global limiter"). Declared here once
+/// `Retry-After` and the `RateLimit*` headers (docs/api.md "Global limiter"). Declared here once
 /// rather than on each handler, because the layer, not the handler, produces it.
 struct GlobalLimitResponses;
 

@@ -43,7 +43,7 @@ pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 /// raising it makes hyper allocate its header arrays on the heap for every request.
 pub const MAX_HEADER_FIELDS: usize = 100;
 
-/// The connection guards (API.md "Configuration").
+/// The connection guards (docs/configuration.md).
 #[derive(Debug, Clone, Copy)]
 pub struct Guards {
     /// A request's header must arrive whole within this.

@@ -1,4 +1,4 @@
-//! Validated identifiers shared by the domains (API.md "Identifiers"). Input is parsed into
+//! Validated identifiers shared by the domains (docs/api.md "Identifiers"). Input is parsed into
 //! these at the edge; past the handlers nothing re-validates, and no raw string reaches a key.
 
 use std::fmt;
@@ -67,7 +67,7 @@ impl Refused {
     }
 }
 
-/// A write made under an `Idempotency-Key` (API.md "Conventions").
+/// A write made under an `Idempotency-Key` (docs/api.md "Conventions").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Idempotency {
     /// SHA-256 (hex) of the client's key: the key itself never reaches the store.
@@ -76,7 +76,7 @@ pub struct Idempotency {
     pub fingerprint: String,
 }
 
-/// How long the first reply to an idempotent write is kept (API.md: 24 h).
+/// How long the first reply to an idempotent write is kept (docs/api.md: 24 h).
 pub const IDEMPOTENCY_SECS: u64 = 86_400;
 
 /// What an idempotent write came to.

@@ -1,4 +1,4 @@
-//! The abuse budget (API.md "Clients and abuse", README "Abuse budget"): for each kind of
+//! The abuse budget (docs/api.md "Clients and abuse", README "Abuse budget"): for each kind of
 //! resource an anonymous request can create, drive its worst case against a private
 //! `redis-server` for a few thousand requests, read Redis's `used_memory` before and after, and
 //! turn the growth into what one client at the default global budget (50 units/s, the route's

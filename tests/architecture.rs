@@ -1,4 +1,4 @@
-//! The arrows of DESIGN.md "Shape", checked on the sources so they hold without anyone
+//! The arrows of docs/design.md "Shape", checked on the sources so they hold without anyone
 //! remembering them: a domain's core (everything in `src/<domain>/` but its HTTP layer)
 //! imports no axum, no app state, no HTTP error type, no backend and of the store only its
 //! error type's leaf module; `fred` (Redis) types appear only inside the Redis backend.
@@ -245,7 +245,7 @@ mod imports {
         }
         assert!(
         broken.is_empty(),
-        "arrows run one way (DESIGN.md \"Shape\"): http -> domain -> store trait <- backends\n{}",
+        "arrows run one way (docs/design.md \"Shape\"): http -> domain -> store trait <- backends\n{}",
         broken.join("\n")
     );
     }

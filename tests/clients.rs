@@ -1,4 +1,4 @@
-//! API clients (API.md "Clients and abuse"): configured keys only, budgets per client,
+//! API clients (docs/api.md "Clients and abuse"): configured keys only, budgets per client,
 //! `GET /v1/clients/me`, reloads without a restart.
 
 mod common;

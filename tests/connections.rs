@@ -1,4 +1,4 @@
-//! Connection guards (API.md "Clients and abuse"): slow headers, idle keep-alive connections,
+//! Connection guards (docs/api.md "Clients and abuse"): slow headers, idle keep-alive connections,
 //! the connection caps, stalled bodies and protocol-level refusals, each tried with a real
 //! socket.
 

@@ -1,4 +1,4 @@
-//! The global limiter (API.md "Global limiter") end to end: budgets per client shared by
+//! The global limiter (docs/api.md "Global limiter") end to end: budgets per client shared by
 //! gateway instances, both header generations, 429s, exempt probes, trusted proxies, and what
 //! happens when Redis is gone.
 
@@ -678,7 +678,7 @@ async fn shadow_mode_decides_counts_and_refuses_nothing() {
     assert!(shadow_count(&scrape().await) >= before + 3);
 }
 
-/// Route costs (API.md "Global limiter"): a request whose store work grows with its input is
+/// Route costs (docs/api.md "Global limiter"): a request whose store work grows with its input is
 /// charged more units, before any store work, and never more than the whole budget.
 #[tokio::test]
 async fn expensive_requests_cost_more_units() {

@@ -62,7 +62,7 @@ fn operation_ids_are_unique_and_descriptive() {
     }
 }
 
-/// Every limited operation states what it costs the global limiter (API.md "Global limiter").
+/// Every limited operation states what it costs the global limiter (docs/api.md "Global limiter").
 #[test]
 fn every_api_operation_declares_its_limiter_cost() {
     let doc: serde_json::Value =
@@ -83,7 +83,7 @@ fn every_api_operation_declares_its_limiter_cost() {
     );
 }
 
-/// Liveness, readiness and metrics are operations of the document too (API.md "Operations").
+/// Liveness, readiness and metrics are operations of the document too (docs/operations.md).
 #[test]
 fn ops_routes_are_documented() {
     let doc: serde_json::Value =
@@ -145,7 +145,7 @@ fn schema_type_names_are_unique() {
     assert!(seen.contains_key("Problem"), "the scan finds schema types");
 }
 
-/// The `admin` security scheme is declared on exactly the admin routes of API.md.
+/// The `admin` security scheme is declared on exactly the admin routes of docs/api.md.
 #[test]
 fn security_is_declared_on_exactly_the_admin_routes() {
     let doc: serde_json::Value =

@@ -1,4 +1,4 @@
-//! Bounded work per request (API.md "Clients and abuse", issue 15): no accepted request holds
+//! Bounded work per request (docs/api.md "Clients and abuse", issue 15): no accepted request holds
 //! Redis for more than about 5 ms, even at the largest inputs the API accepts.
 //!
 //! A private `redis-server` is loaded to the documented caps (geo layers at

@@ -1,4 +1,4 @@
-//! End-user JWTs (API.md "Clients and abuse"): on routes that act for one user, `sub` must be
+//! End-user JWTs (docs/api.md "Clients and abuse"): on routes that act for one user, `sub` must be
 //! that user (401 without a valid token, 403 for another user); the admin token may act for
 //! anyone; routes that act for no one user are unaffected.
 

@@ -2,7 +2,7 @@
 
 import schemathesis
 
-# API.md "Conventions" plus the domain-specific 409 codes.
+# docs/api.md "Conventions" plus the domain-specific 409 codes.
 DOCUMENTED_CODES = {
     "invalid_argument", "unprocessable", "not_found", "method_not_allowed",
     "unsupported_media_type", "unauthorized", "conflict", "rate_limited",

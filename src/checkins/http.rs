@@ -1,4 +1,4 @@
-//! Check-in routes (API.md "Check-ins").
+//! Check-in routes (docs/api.md "Check-ins").
 
 use axum::extract::State;
 use axum::Json;

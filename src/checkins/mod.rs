@@ -19,7 +19,7 @@ use crate::calendar::Retention;
 use crate::store::error::StoreError;
 use crate::types::{Day, Month, UserId};
 
-/// Longest stats range, in days (API.md).
+/// Longest stats range, in days (docs/api.md).
 pub const MAX_STATS_DAYS: i64 = 92;
 
 /// Outcome of a check-in as the store reports it.

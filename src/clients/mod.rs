@@ -1,4 +1,4 @@
-//! API clients (API.md "Clients and abuse"): the callers an operator registered in
+//! API clients (docs/api.md "Clients and abuse"): the callers an operator registered in
 //! `GATEWAY_CLIENTS_FILE`, each with its own id and, optionally, its own global-limiter budget.
 //!
 //! Only SHA-256 digests of keys are configured and kept: the file and the process never hold a

@@ -1,4 +1,4 @@
-//! Dedup routes (API.md "News dedup").
+//! Dedup routes (docs/api.md "News dedup").
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -351,7 +351,7 @@ struct FilterBody {
     /// 1..=max batch (default 1000) non-empty strings of at most 512 bytes (configurable).
     #[schema(example = json!(["news:1", "news:2"]))]
     items: Vec<String>,
-    /// Also record the unseen items, in the same atomic store call (default true, per API.md).
+    /// Also record the unseen items, in the same atomic store call (default true, per docs/api.md).
     #[serde(default = "default_mark_seen")]
     #[schema(default = true)]
     mark_seen: bool,

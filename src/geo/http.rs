@@ -1,4 +1,4 @@
-//! Geo routes (API.md "Nearby search").
+//! Geo routes (docs/api.md "Nearby search").
 
 use axum::extract::State;
 use axum::http::StatusCode;

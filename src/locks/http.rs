@@ -1,4 +1,4 @@
-//! Lock routes (API.md "Distributed locks").
+//! Lock routes (docs/api.md "Distributed locks").
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! The rules of locks that do not depend on a backend: accepted ranges and fencing tokens.
 
-/// Shortest and longest lease, ms (API.md).
+/// Shortest and longest lease, ms (docs/api.md).
 pub const TTL_MS: std::ops::RangeInclusive<u64> = 100..=3_600_000;
-/// Longest server-side wait, ms (API.md).
+/// Longest server-side wait, ms (docs/api.md).
 pub const MAX_WAIT_MS: u64 = 10_000;
 /// How long the fencing counter outlives the lease it was last written with, ms. It is not
 /// needed for correctness once expired (see [`next_token`]), only to keep tokens dense while a

@@ -1,4 +1,4 @@
-//! Distributed locks with fencing tokens (API.md "Distributed locks"): `SET NX PX`, renewal
+//! Distributed locks with fencing tokens (docs/api.md "Distributed locks"): `SET NX PX`, renewal
 //! and release by compare-and-delete, each one atomic store step.
 //!
 //! A lock name owns two keys under one hash tag: the holder (`lk:{name}`, "owner\ntoken",

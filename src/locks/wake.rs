@@ -2,7 +2,7 @@
 //! takes a place in its lock's [`Room`] ([`Wakeups::watch`]) before it sleeps, and whoever
 //! learns of a release (the memory backend itself; the Redis backend for its own releases and,
 //! through its pub/sub subscriber, for the other instances') calls [`Wakeups::released`],
-//! which wakes one waiter of the room, not all: a lock can serve one of them (API.md "Clients
+//! which wakes one waiter of the room, not all: a lock can serve one of them (docs/api.md "Clients
 //! and abuse": a write that wakes waiters wakes only as many as it can serve).
 
 use std::collections::HashMap;

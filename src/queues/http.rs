@@ -1,4 +1,4 @@
-//! Delayed-queue routes (API.md "Delayed queues").
+//! Delayed-queue routes (docs/api.md "Delayed queues").
 
 use std::time::Duration;
 

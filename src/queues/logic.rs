@@ -1,10 +1,10 @@
-//! The queue rules that need no store: the ranges of API.md "Delayed queues" and the
+//! The queue rules that need no store: the ranges of docs/api.md "Delayed queues" and the
 //! encoding of job records shared by both backends' replies.
 
 use super::{Due, MAX_PAYLOAD_BYTES};
 use crate::types::Refused;
 
-/// Largest `delay_ms`: one year (API.md).
+/// Largest `delay_ms`: one year (docs/api.md).
 pub const MAX_DELAY_MS: u64 = 31_536_000_000;
 /// Most jobs one claim returns.
 pub const MAX_CLAIM: u32 = 100;
@@ -13,7 +13,7 @@ pub const VISIBILITY_MS: std::ops::RangeInclusive<u64> = 1_000..=43_200_000;
 pub const DEFAULT_VISIBILITY_MS: u64 = 30_000;
 /// Longest long poll.
 pub const MAX_WAIT_MS: u64 = 20_000;
-/// `max_attempts` range (API.md leaves the top open; 1,000 keeps a poisoned job from
+/// `max_attempts` range (docs/api.md leaves the top open; 1,000 keeps a poisoned job from
 /// circulating for ever) and default.
 pub const MAX_ATTEMPTS: u32 = 1_000;
 pub const DEFAULT_ATTEMPTS: u32 = 10;

@@ -6,7 +6,7 @@
 //! Claiming is at-least-once: a claim that is not acked before its visibility deadline lapses,
 //! and the job is due again with `attempts` kept (the next claim counts one more).
 //!
-//! Bounds (API.md "Clients and abuse"): a queue holds at most `GATEWAY_QUEUE_MAX_JOBS` live
+//! Bounds (docs/api.md "Clients and abuse"): a queue holds at most `GATEWAY_QUEUE_MAX_JOBS` live
 //! jobs (waiting or in flight); its dead list keeps the newest [`MAX_DEAD`]; one claim moves
 //! at most [`LAPSED_PER_CLAIM`] lapsed claims back and returns at most [`CLAIM_BYTES`] of
 //! payloads (at least one job); a queue whose keys see no write expires [`IDLE_SECS`] after
@@ -30,7 +30,7 @@ use crate::store::error::StoreError;
 use crate::types::Name;
 pub use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
 
-/// Largest serialized payload (API.md: 64 KiB).
+/// Largest serialized payload (docs/api.md: 64 KiB).
 pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 /// Dead jobs kept per queue; the oldest dead job goes when another dies past it.
 pub const MAX_DEAD: u64 = 1000;
@@ -188,7 +188,7 @@ pub(crate) trait QueueStore {
 }
 
 /// The claims of this process waiting on one queue, and what they share so that an enqueue
-/// costs the store one look, not one per waiting claim (API.md "Clients and abuse": a write
+/// costs the store one look, not one per waiting claim (docs/api.md "Clients and abuse": a write
 /// that wakes waiters wakes only as many as it can serve):
 /// - a turn (`turn`, one permit per job that became due) sends one waiting claim to look;
 /// - the alarm is when the next look is needed without a turn: the earliest due time or

@@ -1,4 +1,4 @@
-//! Rate-limit check route (API.md "Rate-limit checks").
+//! Rate-limit check route (docs/api.md "Rate-limit checks").
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -18,9 +18,9 @@ use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Idempotency, Name, Once};
 
-/// Largest `max_burst`, `count_per_period` and `quantity` (API.md).
+/// Largest `max_burst`, `count_per_period` and `quantity` (docs/api.md).
 pub const MAX_COUNT: u64 = 1_000_000;
-/// Longest `period`: a year of seconds (API.md).
+/// Longest `period`: a year of seconds (docs/api.md).
 pub const MAX_PERIOD: u64 = 31_536_000;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -58,7 +58,7 @@ fn one() -> u64 {
     1
 }
 
-/// Which limiter decides (API.md "Rate-limit checks"); each keeps its own keys.
+/// Which limiter decides (docs/api.md "Rate-limit checks"); each keeps its own keys.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum Algorithm {

@@ -1,4 +1,4 @@
-//! The GCRA arithmetic of redis-cell's `CL.THROTTLE` (RATELIMIT.md), in whole microseconds.
+//! The GCRA arithmetic of redis-cell's `CL.THROTTLE` (docs/ratelimit.md), in whole microseconds.
 //!
 //! Both backends only read the clock and the stored TAT (theoretical arrival time) and write
 //! the new one; every decision and every reply field is derived here, so the memory backend and
@@ -190,7 +190,7 @@ impl Decision {
     }
 }
 
-/// The seeds' simple limiters (API.md "Rate-limit checks", `algorithm`): at most `limit`
+/// The seeds' simple limiters (docs/api.md "Rate-limit checks", `algorithm`): at most `limit`
 /// units per `period`, counted over a sliding log or per fixed window of the store's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {

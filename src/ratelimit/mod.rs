@@ -1,5 +1,5 @@
 //! Rate-limit checks: a GCRA that answers exactly like redis-cell's `CL.THROTTLE`
-//! (RATELIMIT.md), behind `POST /v1/ratelimit/check` and the global tower layer
+//! (docs/ratelimit.md), behind `POST /v1/ratelimit/check` and the global tower layer
 //! (`middleware::ratelimit`).
 //!
 //! A bucket is one stored TAT per key (`rl:{key}` for checks, `rlg:{client}` for the global
@@ -43,7 +43,7 @@ pub(crate) trait RateLimitStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<logic::Decision>, StoreError>;
 
-    /// One atomic step of a sliding-log or fixed-window limit on `key` (API.md `algorithm`):
+    /// One atomic step of a sliding-log or fixed-window limit on `key` (docs/api.md `algorithm`):
     /// spends `quantity` units if they fit and reports what the store saw, from which
     /// [`logic::Window::decide`] derives the reply. Under `idem` the first step's view is
     /// recorded and replayed, as for GCRA.

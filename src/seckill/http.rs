@@ -1,4 +1,4 @@
-//! Flash-sale routes (API.md "Flash sale (seckill)").
+//! Flash-sale routes (docs/api.md "Flash sale (seckill)").
 
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ use crate::types::{name_rule, Name, UserId};
 
 /// Longest a listing waits for the ledger to say which orders it holds.
 const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
-/// Default and largest page of an order listing (API.md "Conventions").
+/// Default and largest page of an order listing (docs/api.md "Conventions").
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
 

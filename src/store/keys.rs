@@ -1,7 +1,7 @@
 //! The only place keys are spelled: `<prefix><kind>:{<tag>}:<rest>`.
 //!
 //! The `{tag}` is the Redis Cluster hash tag: every key one script or multi-key command touches
-//! shares it, so they land in one slot (DESIGN.md "Redis rules").
+//! shares it, so they land in one slot (docs/design.md "Redis rules").
 
 use crate::ratelimit::logic::WindowKind;
 use crate::ratelimit::Bucket;

@@ -1,4 +1,4 @@
-//! Unique-visitor routes (API.md "Unique visitors").
+//! Unique-visitor routes (docs/api.md "Unique visitors").
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};

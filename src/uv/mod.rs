@@ -15,7 +15,7 @@ use crate::calendar::Retention;
 use crate::store::error::StoreError;
 use crate::types::{Day, Idempotency, Name, Once, Refused};
 
-/// Longest range, in days, inclusive (API.md).
+/// Longest range, in days, inclusive (docs/api.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
 /// Most pages one union may name.
 pub const MAX_PAGES: usize = 100;

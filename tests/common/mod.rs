@@ -498,7 +498,7 @@ macro_rules! contract_tests {
 /// One configured API client for a test: id, key, and optional (burst, count, period).
 pub type TestClient<'a> = (&'a str, &'a str, Option<(u64, u64, u64)>);
 
-/// A clients file (API.md "Clients and abuse") listing `(id, key, limits)`; keys appear in it
+/// A clients file (docs/api.md "Clients and abuse") listing `(id, key, limits)`; keys appear in it
 /// only as SHA-256 digests, as operators write them.
 #[allow(dead_code)]
 pub fn clients_file(clients: &[TestClient<'_>]) -> PathBuf {

@@ -1,4 +1,4 @@
-//! Check-in scenarios (API.md "Check-ins").
+//! Check-in scenarios (docs/api.md "Check-ins").
 
 use chrono::{Datelike, Duration, NaiveDate, Utc};
 use futures::StreamExt;

@@ -1,4 +1,4 @@
-//! Dedup scenarios (API.md "News dedup"). Each runs on memory, Redis (the Lua engine) and the
+//! Dedup scenarios (docs/api.md "News dedup"). Each runs on memory, Redis (the Lua engine) and the
 //! Cluster; with `GATEWAY_TEST_REDISBLOOM_URL` set, also on that server's native engine.
 
 use serde_json::{json, Value};
@@ -217,7 +217,7 @@ async fn filter_scenario(gw: &Gateway) {
         [false; 3],
         "not recorded with mark_seen false"
     );
-    // mark_seen defaults to true (API.md: "mark_seen"?: true).
+    // mark_seen defaults to true (docs/api.md: "mark_seen"?: true).
     let (_, body) = gw
         .post("/v1/dedup/f/filter", json!({ "items": candidates }))
         .await;
@@ -343,7 +343,7 @@ async fn bad_inputs_scenario(gw: &Gateway) {
     let too_many = items("i", 0..1001);
     let long = "x".repeat(513);
     for route in ["items", "check", "filter"] {
-        // A batch over the cap is 413, as on every route that takes a batch (API.md).
+        // A batch over the cap is 413, as on every route that takes a batch (docs/api.md).
         let (status, problem) = gw
             .post(
                 &format!("/v1/dedup/bad/{route}"),

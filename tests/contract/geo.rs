@@ -1,4 +1,4 @@
-//! Nearby-search scenarios (API.md "Nearby search").
+//! Nearby-search scenarios (docs/api.md "Nearby search").
 //!
 //! The dense scenarios check every answer against a brute-force scan over all points, using
 //! the gateway's ports of Redis's geohash and haversine (themselves checked against Redis's

@@ -1,4 +1,4 @@
-//! Lock scenarios (API.md "Distributed locks"): mutual exclusion under 50 concurrent
+//! Lock scenarios (docs/api.md "Distributed locks"): mutual exclusion under 50 concurrent
 //! acquirers, fencing tokens that only grow (across release, expiry, a lost counter and a
 //! Redis restart), refusals for non-holders, renewal, waking waiters on release, and two
 //! gateway instances sharing one store.

@@ -1,4 +1,4 @@
-//! Delayed-queue scenarios (API.md "Delayed queues").
+//! Delayed-queue scenarios (docs/api.md "Delayed queues").
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -365,7 +365,7 @@ async fn used_up_attempts_go_to_the_dead_list(backend: Backend) {
     enqueue(&gw, "z", json!({"id": "d1", "payload": 0})).await;
 }
 
-/// The payload cap and every range of API.md are 400 `invalid_argument`.
+/// The payload cap and every range of docs/api.md are 400 `invalid_argument`.
 async fn ranges_and_payload_cap(backend: Backend) {
     let gw = Gateway::start(backend).await;
     // At the cap: 65536 bytes serialized (a string of 65534 plus its quotes).

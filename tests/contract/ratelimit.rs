@@ -1,4 +1,4 @@
-//! Rate-limit check scenarios (API.md "Rate-limit checks"): RATELIMIT.md's worked examples
+//! Rate-limit check scenarios (docs/api.md "Rate-limit checks"): docs/ratelimit.md's worked examples
 //! replayed through HTTP, exactness under concurrency, and nothing stored for refusals.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -161,7 +161,7 @@ async fn refill_after_a_real_sleep(backend: Backend) {
     assert!((lo / 2000..=hi / 2000).contains(&remaining), "{peek}");
     assert!(remaining >= 1, "2.1 s refill one unit: {peek}");
     if hi < 2900 {
-        // The common case, exactly RATELIMIT.md's "after 2.1 s" reply.
+        // The common case, exactly docs/ratelimit.md's "after 2.1 s" reply.
         assert_eq!(cell(&peek), [0, 16, 1, -1, 30]);
     }
     // The peeks spent nothing: the refilled units can all be spent at once.
@@ -423,7 +423,7 @@ async fn check_once(gw: &Gateway, body: &Value, key: &str) -> (u16, bool, Value)
     gw.post_once("/v1/ratelimit/check", key, body).await
 }
 
-/// API.md "Conventions": a consuming check retried under the same key answers the first
+/// docs/api.md "Conventions": a consuming check retried under the same key answers the first
 /// decision and spends nothing more; the same key for another check is 422.
 async fn a_retried_check_spends_once(backend: Backend) {
     let gw = Gateway::start(backend).await;

@@ -1,4 +1,4 @@
-//! The simple limiters of `POST /v1/ratelimit/check` (API.md `algorithm`): the sliding log and
+//! The simple limiters of `POST /v1/ratelimit/check` (docs/api.md `algorithm`): the sliding log and
 //! the fixed window. Expected replies are exact where the store's clock cannot change them (a
 //! fresh unit's reset is the whole period) and otherwise checked against each other; time is
 //! only ever waited for as long as a reply said to wait.

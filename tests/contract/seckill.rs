@@ -1,4 +1,4 @@
-//! Flash-sale scenarios (API.md "Flash sale (seckill)").
+//! Flash-sale scenarios (docs/api.md "Flash sale (seckill)").
 
 use std::collections::{HashMap, HashSet};
 

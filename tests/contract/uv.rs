@@ -1,4 +1,4 @@
-//! Unique-visitor scenarios (API.md "Unique visitors").
+//! Unique-visitor scenarios (docs/api.md "Unique visitors").
 //!
 //! Cross-page scenarios use pages `a`, `b` and `c`, whose keys hash to slots on three different
 //! masters of the test cluster (pinned by a unit test in `src/store/redis/uv.rs`).
@@ -718,7 +718,7 @@ async fn memory_answers_what_redis_answers() {
     assert_close("union", &replies[0][2]["uv"], 20_300);
 }
 
-/// API.md "Conventions": a visit retried under the same key answers the first reply and
+/// docs/api.md "Conventions": a visit retried under the same key answers the first reply and
 /// counts nothing more; the same key for other visitors is 422.
 async fn a_retried_visit_counts_once(backend: Backend) {
     let gw = Gateway::start(backend).await;

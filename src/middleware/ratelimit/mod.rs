@@ -1,4 +1,4 @@
-//! The global limiter (API.md "Global limiter"): a tower [`Layer`] that spends one unit of the
+//! The global limiter (docs/api.md "Global limiter"): a tower [`Layer`] that spends one unit of the
 //! client's GCRA bucket per request, with the same store call as `POST /v1/ratelimit/check`, so
 //! every gateway instance on one store shares one budget per client.
 //!

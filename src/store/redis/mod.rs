@@ -88,7 +88,7 @@ impl RedisStore {
                 conn.internal_command_timeout = timeout;
                 // One attempt: after a reconnect fred would re-send an in-flight command, and for
                 // a purchase, a restock, a page view or a limiter charge that is a second effect
-                // (API.md: no blind retry). A write whose outcome is unknown is a 503, and the
+                // (docs/api.md: no blind retry). A write whose outcome is unknown is a 503, and the
                 // client retries it safely with its Idempotency-Key.
                 conn.max_command_attempts = 1;
                 conn.tcp = TcpConfig {

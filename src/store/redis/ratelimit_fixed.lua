@@ -1,4 +1,4 @@
--- One fixed-window step (API.md `algorithm: fixed_window`): INCRBY the window's counter if the
+-- One fixed-window step (docs/api.md `algorithm: fixed_window`): INCRBY the window's counter if the
 -- request fits, the counter expiring (PEXPIREAT) at its window's end.
 -- KEYS[1]  the counter (rl:{key}:fw). Its expiry names its window: a counter whose expiry is
 --          not this window's end is a previous window's (Redis expires keys lazily, to the ms)

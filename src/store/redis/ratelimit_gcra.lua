@@ -1,4 +1,4 @@
--- One GCRA step (RATELIMIT.md): read the clock and the bucket's TAT, write the new TAT if the
+-- One GCRA step (docs/ratelimit.md): read the clock and the bucket's TAT, write the new TAT if the
 -- request fits. Follows gcra_common.lua (its arithmetic, and why durations are pairs).
 -- KEYS[1]  the bucket (rl:{key} or rlg:{client}): its TAT in whole microseconds since the epoch,
 --          as a decimal string, expiring (PX) when the bucket is full again

@@ -1,4 +1,4 @@
--- One sliding-log step (API.md `algorithm: sliding_window`): drop the units older than the
+-- One sliding-log step (docs/api.md `algorithm: sliding_window`): drop the units older than the
 -- period, count the rest, admit the request's units if they fit; all atomic.
 -- KEYS[1]  the log (rl:{key}:sw): a sorted set, one member per admitted unit scored by its time
 --          in µs since the epoch (exact in a Lua double until the year 2255), expiring when its
