@@ -409,8 +409,6 @@ impl Config {
                     .to_owned(),
             );
         }
-        crate::dedup::logic::Params::new(self.dedup_capacity, self.dedup_error_rate)
-            .map_err(|e| format!("GATEWAY_DEDUP_CAPACITY / GATEWAY_DEDUP_ERROR_RATE: {e}"))?;
         if self.seckill_max_orders == 0 || self.max_item_bytes == 0 {
             return Err(
                 "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),

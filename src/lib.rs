@@ -3,12 +3,13 @@
 //! Arrows run one way (docs/design.md "Shape"; `tests/architecture.rs` checks them):
 //!
 //! ```text
-//! http.rs of each domain, middleware, error, extract   HTTP: axum, ApiError, AppState
+//! src/<domain>/http.rs      routes, OpenAPI annotations, route terms    HTTP: axum, ApiError
 //!    │ typed domain calls
-//! checkins uv geo seckill ratelimit dedup queues locks  domain cores: types, rules, store traits
-//! ledger
-//!    │ <Domain>Store traits (errors: store::error)      (plus the shared calendar and types)
-//! store: dispatch.rs → memory/ | redis/                 backends implement the traits
+//! src/<domain>/mod.rs       types, refusals, the store trait            the domain's core
+//!    ▲ implement the trait
+//! src/<domain>/memory.rs, redis.rs + *.lua                              its two backends
+//! src/store/                connections, Cluster routing, group commit, per-store state,
+//!                           StoreError, the backend chosen at start-up (names no domain)
 //! ```
 //!
 //! - [`config`]: settings from flags and environment
@@ -17,20 +18,15 @@
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
 //! - [`build_state`]: the composition root, the one place that picks a backend
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
-//!   `clients`):
-//!   each a folder whose core (`mod.rs` with the types and the `<Domain>Store` trait, pure
-//!   rules in `logic.rs`, `search.rs`, `hll.rs`) imports no axum, no app state, no HTTP error
-//!   type and no backend — refusals are [`types::Refused`] or the domain's own types
-//!   (`seckill::Refusal`, `geo::UnknownCentre`), mapped to problems by its `http.rs`
-//!   (`tests/architecture.rs` keeps it so)
-//! - [`store`]: the in-memory and Redis backends behind those traits (`fred` stays under
-//!   `store/redis/`); [`ledger`]: the order ledger (PostgreSQL)
+//!   `ledger`): each a folder with its core, its HTTP layer and its backends; a store method
+//!   is declared once with `store_trait!` (in `store`), which writes the forwarding from
+//!   [`store::Store`] to the backend
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
-//!   (the stack, the global limiter and its route costs), [`ops`], [`telemetry`] (logs,
-//!   traces, metrics), [`healthcheck`]
+//!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
+//!   [`healthcheck`]
 //!
-//! Adding a domain touches its folder, its backend files (`store/{memory,redis}/<domain>.rs`),
-//! one `impl` in `store/dispatch.rs` and one line in `openapi.rs`, where the routers are composed.
+//! Adding a domain is its folder plus one line in `openapi.rs`, where the routers and their
+//! route terms are composed.
 
 pub mod auth;
 mod calendar;
@@ -71,8 +67,25 @@ use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::store::Store;
 
+/// Why the gateway cannot start: each names what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("configuration: {0}")]
+    Settings(String),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("GATEWAY_CLIENTS_FILE: {0}")]
+    Clients(String),
+    #[error("end-user JWTs: {0}")]
+    Jwt(String),
+    #[error("order ledger: {0}")]
+    Ledger(String),
+}
+
 /// Opens the store and settles the admin token.
-pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
+pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
+    // Each domain's own checks of its settings, beyond their ranges (config.rs).
+    dedup::check_settings(&settings).map_err(StartError::Settings)?;
     let store = Store::open(&settings).await?;
     let admin_token: Arc<str> = match &settings.admin_token {
         Some(token) => token.as_str().into(),
@@ -91,17 +104,17 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StoreError> {
         period: settings.global.period,
     };
     let clients = Arc::new(match &settings.clients_file {
-        Some(file) => clients::Clients::load(file, global).map_err(StoreError::Internal)?,
+        Some(file) => clients::Clients::load(file, global).map_err(StartError::Clients)?,
         None => clients::Clients::none(global),
     });
     clients.watch();
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(Arc::new(
-            auth::UserTokens::new(jwt).map_err(StoreError::Internal)?,
+            auth::UserTokens::new(jwt).map_err(StartError::Jwt)?,
         )),
         None => None,
     };
-    let ledger = ledger::Ledger::start(&settings, &store).map_err(StoreError::Internal)?;
+    let ledger = ledger::Ledger::start(&settings, &store).map_err(StartError::Ledger)?;
     Ok(AppState::new(state::Shared {
         store,
         settings: Arc::new(settings),

@@ -49,6 +49,14 @@ impl Round {
     }
 }
 
+/// The store's readiness, with the Bloom engine its dedup filters get.
+async fn probe(store: &Store) -> Result<ReadyInfo, StoreError> {
+    use crate::dedup::DedupStore;
+    let mut info = store.ready().await?;
+    info.bloom_engine = store.dedup_engine().await?.as_str();
+    Ok(info)
+}
+
 impl ReadyProbe {
     /// Whether the store answers, as of at most about a second ago.
     pub async fn check(&self, store: &Store) -> Result<ReadyInfo, StoreError> {
@@ -62,7 +70,7 @@ impl ReadyProbe {
                     // A task of its own, so a caller that hangs up does not cancel the probe
                     // the others wait for (and so cannot make the next caller start another).
                     tokio::spawn(async move {
-                        let _ = tx.send(Some(store.ready().await));
+                        let _ = tx.send(Some(probe(&store).await));
                     });
                     *last = Some(Round {
                         started: Instant::now(),

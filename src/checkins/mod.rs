@@ -8,6 +8,8 @@
 
 mod http;
 pub mod logic;
+mod memory;
+mod redis;
 
 use std::collections::HashMap;
 
@@ -50,22 +52,24 @@ pub struct Expiry {
     pub day_at: i64,
 }
 
-/// What a check-in backend must do. Every method is one logical store operation.
-pub(crate) trait CheckinStore {
-    /// Sets `user`'s bit for `day` (in its own month bitmap and in the day's cohort), then
-    /// reports whether it was set before, the month's count and the current streak as of
-    /// `cal.today` — computed next to the data, so a check-in moves three numbers, not a year of
-    /// bitmaps. `day` must be writable (see [`Calendar::writable`]).
-    async fn checkin_record(
-        &self,
-        user: UserId,
-        day: Day,
-        cal: &Calendar,
-    ) -> Result<CheckIn, StoreError>;
-    /// Bitmasks of `months` for `user`, in order; a missing month is 0.
-    async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError>;
-    /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).
-    async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError>;
+crate::store::store_trait! {
+    /// What a check-in backend must do. Every method is one logical store operation.
+    pub(crate) trait CheckinStore {
+        /// Sets `user`'s bit for `day` (in its own month bitmap and in the day's cohort), then
+        /// reports whether it was set before, the month's count and the current streak as of
+        /// `cal.today` — computed next to the data, so a check-in moves three numbers, not a year of
+        /// bitmaps. `day` must be writable (see [`Calendar::writable`]).
+        async fn checkin_record(
+            &self,
+            user: UserId,
+            day: Day,
+            cal: &Calendar,
+        ) -> Result<CheckIn, StoreError> = "checkins.check_in";
+        /// Bitmasks of `months` for `user`, in order; a missing month is 0.
+        async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> = "checkins.months";
+        /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).
+        async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> = "checkins.cohort";
+    }
 }
 
 /// Dates and retention as the gateway sees them right now.

@@ -15,6 +15,8 @@
 
 mod http;
 pub mod logic;
+mod memory;
+mod redis;
 pub mod wake;
 
 use std::time::Duration;
@@ -53,34 +55,36 @@ pub enum Attempt {
     Held { retry_after_ms: u64 },
 }
 
-/// What a lock backend must do; every method is one atomic step.
-pub(crate) trait LockStore {
-    /// `SET NX PX` with a fresh fencing token, or an extension (same token) when `owner`
-    /// already holds it.
-    async fn lock_acquire(
-        &self,
-        name: &Name,
-        owner: &Name,
-        ttl_ms: u64,
-    ) -> Result<Attempt, StoreError>;
-    /// Extends the lease when `owner` and `token` still hold it; `None` when they do not.
-    async fn lock_renew(
-        &self,
-        name: &Name,
-        owner: &Name,
-        token: u64,
-        ttl_ms: u64,
-    ) -> Result<Option<Lock>, StoreError>;
-    /// Deletes the lock when `owner` and `token` still hold it (and wakes its waiters);
-    /// `false` when they do not.
-    async fn lock_release(&self, name: &Name, owner: &Name, token: u64)
-        -> Result<bool, StoreError>;
-    /// The current holder, if any.
-    async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError>;
-    /// A place among the acquisitions waiting on `name` in this process ([`wake::Wakeups::watch`];
-    /// none past [`MAX_WAITING_ACQUISITIONS`]), listening for releases: once it returns, every
-    /// release of `name` reaches the room.
-    async fn lock_watch(&self, name: &Name) -> Watch;
+crate::store::store_trait! {
+    /// What a lock backend must do; every method is one atomic step.
+    pub(crate) trait LockStore {
+        /// `SET NX PX` with a fresh fencing token, or an extension (same token) when `owner`
+        /// already holds it.
+        async fn lock_acquire(
+            &self,
+            name: &Name,
+            owner: &Name,
+            ttl_ms: u64,
+        ) -> Result<Attempt, StoreError> = "locks.acquire";
+        /// Extends the lease when `owner` and `token` still hold it; `None` when they do not.
+        async fn lock_renew(
+            &self,
+            name: &Name,
+            owner: &Name,
+            token: u64,
+            ttl_ms: u64,
+        ) -> Result<Option<Lock>, StoreError> = "locks.renew";
+        /// Deletes the lock when `owner` and `token` still hold it (and wakes its waiters);
+        /// `false` when they do not.
+        async fn lock_release(&self, name: &Name, owner: &Name, token: u64)
+            -> Result<bool, StoreError> = "locks.release";
+        /// The current holder, if any.
+        async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> = "locks.inspect";
+        /// A place among the acquisitions waiting on `name` in this process ([`wake::Wakeups::watch`];
+        /// none past [`MAX_WAITING_ACQUISITIONS`]), listening for releases: once it returns, every
+        /// release of `name` reaches the room.
+        async fn lock_watch(&self, name: &Name) -> Watch = _;
+    }
 }
 
 /// Held while an acquisition tries on its room's behalf (on a turn or the alarm): if that

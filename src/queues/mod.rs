@@ -15,6 +15,8 @@
 
 mod http;
 pub mod logic;
+mod memory;
+mod redis;
 
 pub use http::{router, TERMS};
 
@@ -150,41 +152,43 @@ pub struct Bell {
     pub recheck: Option<Duration>,
 }
 
-/// What a queue backend must do. Every method but [`Self::queue_bell`] is one atomic store
-/// operation.
-pub(crate) trait QueueStore {
-    /// Adds `job` unless its id exists (then reports that job) or the queue holds `max_jobs`
-    /// live jobs. Under `idem`, the same step looks for the key's earlier outcome and records
-    /// this one (not a full queue's, where nothing happened).
-    async fn queue_enqueue(
-        &self,
-        queue: &Name,
-        job: &NewJob,
-        max_jobs: u64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Once<Enqueued>, StoreError>;
-    /// Moves lapsed claims back (at most [`LAPSED_PER_CLAIM`]), then claims up to `max` due
-    /// jobs oldest first for `visibility_ms`, sending those that used up their attempts to
-    /// the dead list instead.
-    async fn queue_claim(
-        &self,
-        queue: &Name,
-        max: u32,
-        visibility_ms: u64,
-    ) -> Result<Claim, StoreError>;
-    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError>;
-    async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError>;
-    async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError>;
-    /// Up to `limit` dead jobs after `after`, oldest death first, stopping early past
-    /// [`CLAIM_BYTES`] of payloads.
-    async fn queue_dead(
-        &self,
-        queue: &Name,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<DeadJob>, StoreError>;
-    /// The room of the claims waiting on `queue` in this process, which enqueues to it tell.
-    fn queue_bell(&self, queue: &Name) -> Bell;
+crate::store::store_trait! {
+    /// What a queue backend must do. Every method but [`Self::queue_bell`] is one atomic store
+    /// operation.
+    pub(crate) trait QueueStore {
+        /// Adds `job` unless its id exists (then reports that job) or the queue holds `max_jobs`
+        /// live jobs. Under `idem`, the same step looks for the key's earlier outcome and records
+        /// this one (not a full queue's, where nothing happened).
+        async fn queue_enqueue(
+            &self,
+            queue: &Name,
+            job: &NewJob,
+            max_jobs: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<Enqueued>, StoreError> = "queues.enqueue";
+        /// Moves lapsed claims back (at most [`LAPSED_PER_CLAIM`]), then claims up to `max` due
+        /// jobs oldest first for `visibility_ms`, sending those that used up their attempts to
+        /// the dead list instead.
+        async fn queue_claim(
+            &self,
+            queue: &Name,
+            max: u32,
+            visibility_ms: u64,
+        ) -> Result<Claim, StoreError> = "queues.claim";
+        async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> = "queues.ack";
+        async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> = "queues.cancel";
+        async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> = "queues.stats";
+        /// Up to `limit` dead jobs after `after`, oldest death first, stopping early past
+        /// [`CLAIM_BYTES`] of payloads.
+        async fn queue_dead(
+            &self,
+            queue: &Name,
+            after: Option<u64>,
+            limit: usize,
+        ) -> Result<Vec<DeadJob>, StoreError> = "queues.dead";
+        /// The room of the claims waiting on `queue` in this process, which enqueues to it tell.
+        async fn queue_bell(&self, queue: &Name) -> Bell = _;
+    }
 }
 
 /// The claims of this process waiting on one queue, and what they share so that an enqueue
@@ -401,7 +405,11 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
     visibility_ms: u64,
     wait: Duration,
 ) -> Result<Vec<Claimed>, StoreError> {
-    let bell = (!wait.is_zero()).then(|| store.queue_bell(queue));
+    let bell = if wait.is_zero() {
+        None
+    } else {
+        Some(store.queue_bell(queue).await)
+    };
     let seated = bell.and_then(|bell| {
         let seat = bell.room.seat()?;
         Some((bell, seat))

@@ -13,6 +13,8 @@
 
 mod http;
 pub mod logic;
+mod memory;
+mod redis;
 
 pub use http::{router, TERMS};
 
@@ -28,64 +30,66 @@ pub enum Bucket {
     Client(String),
 }
 
-/// What a rate-limit backend must do: one atomic GCRA step per call.
-pub(crate) trait RateLimitStore {
-    /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
-    /// they do not, or when `quantity` is 0) and reports the decision. Under `idem` the same
-    /// step first looks for the key's earlier decision (replayed from the clock and TAT it
-    /// saw, so the reply is the first one exactly) and records this one for
-    /// [`crate::types::IDEMPOTENCY_SECS`].
-    async fn ratelimit_throttle_once(
-        &self,
-        bucket: &Bucket,
-        gcra: &logic::Gcra,
-        quantity: u64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Once<logic::Decision>, StoreError>;
+crate::store::store_trait! {
+    /// What a rate-limit backend must do: one atomic GCRA step per call.
+    pub(crate) trait RateLimitStore {
+        /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
+        /// they do not, or when `quantity` is 0) and reports the decision. Under `idem` the same
+        /// step first looks for the key's earlier decision (replayed from the clock and TAT it
+        /// saw, so the reply is the first one exactly) and records this one for
+        /// [`crate::types::IDEMPOTENCY_SECS`].
+        async fn ratelimit_throttle_once(
+            &self,
+            bucket: &Bucket,
+            gcra: &logic::Gcra,
+            quantity: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<logic::Decision>, StoreError> = "ratelimit.throttle";
 
-    /// One atomic step of a sliding-log or fixed-window limit on `key` (docs/api.md `algorithm`):
-    /// spends `quantity` units if they fit and reports what the store saw, from which
-    /// [`logic::Window::decide`] derives the reply. Under `idem` the first step's view is
-    /// recorded and replayed, as for GCRA.
-    async fn ratelimit_window_once(
-        &self,
-        key: &Name,
-        window: &logic::Window,
-        quantity: u64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Once<logic::WindowSeen>, StoreError>;
+        /// One atomic step of a sliding-log or fixed-window limit on `key` (docs/api.md `algorithm`):
+        /// spends `quantity` units if they fit and reports what the store saw, from which
+        /// [`logic::Window::decide`] derives the reply. Under `idem` the first step's view is
+        /// recorded and replayed, as for GCRA.
+        async fn ratelimit_window_once(
+            &self,
+            key: &Name,
+            window: &logic::Window,
+            quantity: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<logic::WindowSeen>, StoreError> = "ratelimit.window";
 
-    /// Several steps on one bucket, in order, as one atomic call at one instant: decides
-    /// exactly what the steps taken one by one at that instant would. The default takes them
-    /// one by one (a backend in this process gains nothing from batching).
-    async fn ratelimit_throttle_many(
-        &self,
-        bucket: &Bucket,
-        gcra: &logic::Gcra,
-        quantities: &[u64],
-    ) -> Result<Vec<logic::Decision>, StoreError> {
-        let mut out = Vec::with_capacity(quantities.len());
-        for &quantity in quantities {
-            out.push(self.ratelimit_throttle(bucket, gcra, quantity).await?);
+        /// Several steps on one bucket, in order, as one atomic call at one instant: decides
+        /// exactly what the steps taken one by one at that instant would. The default takes them
+        /// one by one (a backend in this process gains nothing from batching).
+        async fn ratelimit_throttle_many(
+            &self,
+            bucket: &Bucket,
+            gcra: &logic::Gcra,
+            quantities: &[u64],
+        ) -> Result<Vec<logic::Decision>, StoreError> = "ratelimit.throttle_many" {
+            let mut out = Vec::with_capacity(quantities.len());
+            for &quantity in quantities {
+                out.push(self.ratelimit_throttle(bucket, gcra, quantity).await?);
+            }
+            Ok(out)
         }
-        Ok(out)
-    }
 
-    /// [`Self::ratelimit_throttle_once`] without an idempotency key.
-    async fn ratelimit_throttle(
-        &self,
-        bucket: &Bucket,
-        gcra: &logic::Gcra,
-        quantity: u64,
-    ) -> Result<logic::Decision, StoreError> {
-        match self
-            .ratelimit_throttle_once(bucket, gcra, quantity, None)
-            .await?
-        {
-            Once::Now(d) | Once::Replayed(d) => Ok(d),
-            Once::KeyReused => Err(StoreError::Internal(
-                "a throttle without a key was refused as a reused key".to_owned(),
-            )),
+        /// [`Self::ratelimit_throttle_once`] without an idempotency key.
+        async fn ratelimit_throttle(
+            &self,
+            bucket: &Bucket,
+            gcra: &logic::Gcra,
+            quantity: u64,
+        ) -> Result<logic::Decision, StoreError> {
+            match self
+                .ratelimit_throttle_once(bucket, gcra, quantity, None)
+                .await?
+            {
+                Once::Now(d) | Once::Replayed(d) => Ok(d),
+                Once::KeyReused => Err(StoreError::Internal(
+                    "a throttle without a key was refused as a reused key".to_owned(),
+                )),
+            }
         }
     }
 }

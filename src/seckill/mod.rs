@@ -8,6 +8,8 @@
 
 mod http;
 pub mod logic;
+mod memory;
+mod redis;
 
 pub use http::router;
 
@@ -94,43 +96,45 @@ pub enum Restock {
     },
 }
 
-/// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
-/// `seckill_max_orders`.
-pub(crate) trait SeckillStore {
-    /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
-    async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError>;
-    /// Adds `quantity` to the stock left. Under `idem`, like [`Self::seckill_buy`].
-    async fn seckill_restock(
-        &self,
-        voucher: &Name,
-        quantity: u64,
-        cap: u64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Once<Restock>, StoreError>;
-    /// The voucher, or `None` when unknown.
-    async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError>;
-    /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
-    /// step first looks for the key's earlier outcome and records this one (kept
-    /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it
-    /// happened" and "its reply is recorded" never disagree.
-    async fn seckill_buy(
-        &self,
-        voucher: &Name,
-        user: UserId,
-        cap: u64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Bought, StoreError>;
-    /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
-    async fn seckill_orders(
-        &self,
-        voucher: &Name,
-        after: Option<Seq>,
-        limit: usize,
-    ) -> Result<Option<Vec<Order>>, StoreError>;
-    /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
-    async fn seckill_user_orders(
-        &self,
-        voucher: &Name,
-        user: UserId,
-    ) -> Result<Option<Vec<Seq>>, StoreError>;
+crate::store::store_trait! {
+    /// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
+    /// `seckill_max_orders`.
+    pub(crate) trait SeckillStore {
+        /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
+        async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> = "seckill.put_voucher";
+        /// Adds `quantity` to the stock left. Under `idem`, like [`Self::seckill_buy`].
+        async fn seckill_restock(
+            &self,
+            voucher: &Name,
+            quantity: u64,
+            cap: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<Restock>, StoreError> = "seckill.restock";
+        /// The voucher, or `None` when unknown.
+        async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> = "seckill.voucher";
+        /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
+        /// step first looks for the key's earlier outcome and records this one (kept
+        /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it
+        /// happened" and "its reply is recorded" never disagree.
+        async fn seckill_buy(
+            &self,
+            voucher: &Name,
+            user: UserId,
+            cap: u64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Bought, StoreError> = "seckill.buy";
+        /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
+        async fn seckill_orders(
+            &self,
+            voucher: &Name,
+            after: Option<Seq>,
+            limit: usize,
+        ) -> Result<Option<Vec<Order>>, StoreError> = "seckill.orders";
+        /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
+        async fn seckill_user_orders(
+            &self,
+            voucher: &Name,
+            user: UserId,
+        ) -> Result<Option<Vec<Seq>>, StoreError> = "seckill.user_orders";
+    }
 }

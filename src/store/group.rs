@@ -50,6 +50,12 @@ where
     }
 }
 
+// A backend keeps its open batches in a slot of its store.
+impl<K: Send + 'static, T: Send + 'static, R: Send + 'static> super::slots::Kept
+    for GroupCommit<K, T, R>
+{
+}
+
 impl<K: Send, T: Send, R: Send> std::fmt::Debug for GroupCommit<K, T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GroupCommit").finish_non_exhaustive()

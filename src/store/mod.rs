@@ -1,13 +1,15 @@
-//! Store backends: the in-memory default and Redis (standalone, TLS, Cluster), and the one
-//! [`Store`] enum that implements every domain's store trait by dispatching to the backend chosen
-//! at start-up.
+//! What every backend shares, and no domain: the [`Store`] chosen at start-up (the in-memory
+//! default or Redis: standalone, TLS, Cluster), its connections and Cluster routing
+//! (`redis/`), group commit, per-store domain state ([`slots`]), the key prefix and hash tags
+//! ([`keys`]) and [`StoreError`].
+//!
+//! Each domain keeps its own backends in its folder (`src/<domain>/memory.rs`, `redis.rs` and
+//! its `.lua` scripts) and declares its store trait with [`store_trait!`], which also writes
+//! the trait's forwarding from `Store` to the active backend: a new store method is written in
+//! its domain only (docs/design.md "Shape").
 //!
 //! - [`error`]: [`StoreError`], a leaf module: the domains' traits name it without depending
 //!   on this aggregator
-//! - `dispatch.rs`: `impl <Domain>Store for Store`, one `match` per method, for every domain
-//! - [`keys`]: the only place keys are spelled (prefix, `kind:{tag}:rest`)
-//! - [`memory`] and [`redis`]: one file per domain implementing its trait; the Redis side keeps
-//!   each atomic operation in a `.lua` file beside its caller, and `fred` types never leave it
 //!
 //! Store methods carry their domain's name (`checkin_record`, `uv_union`, `seckill_orders`,
 //! `dedup_check`, ...), since every trait lands on the same `Store`.
@@ -17,6 +19,7 @@ pub(crate) mod group;
 pub mod keys;
 pub mod memory;
 pub mod redis;
+pub(crate) mod slots;
 
 pub use error::StoreError;
 
@@ -52,9 +55,12 @@ pub enum Store {
 macro_rules! dispatch {
     ($self:ident, $s:ident => $call:expr) => {
         match $self {
-            Store::Memory($s) => $call,
-            Store::Redis($s) => $call,
+            $crate::store::Store::Memory($s) => $call,
+            $crate::store::Store::Redis($s) => $call,
         }
+    };
+    ($self:ident, _, $s:ident => $call:expr) => {
+        $crate::store::dispatch!($self, $s => $call)
     };
     ($self:ident, $op:literal, $s:ident => $call:expr) => {{
         static DURATION: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
@@ -64,13 +70,77 @@ macro_rules! dispatch {
         // in perf; issue 19).
         let call = Box::pin(async move {
             match $self {
-                Store::Memory($s) => $call,
-                Store::Redis($s) => $call,
+                $crate::store::Store::Memory($s) => $call,
+                $crate::store::Store::Redis($s) => $call,
             }
         });
         $crate::store::observed(&DURATION, $op, call).await
     }};
 }
+
+pub(crate) use dispatch;
+
+/// Declares a domain's store trait and writes its forwarding from [`Store`] to the active
+/// backend, so a method is written once here and once per backend (in the domain's
+/// `memory.rs` and `redis.rs`). Each method names the operation it is timed as
+/// (`gateway_store_call_duration_seconds{op}`), or `_` for one that is not a store call.
+///
+/// A macro rather than a hand-written `impl` per domain: the backends are a closed set chosen
+/// at start-up and the traits use `async fn`, so they cannot be `dyn` objects, and a generic
+/// `AppState<S>` would carry a type parameter through every handler; the generated `match`
+/// costs what the hand-written one did.
+macro_rules! store_trait {
+    (
+        $(#[$trait_meta:meta])*
+        $vis:vis trait $trait:ident { $($methods:tt)* }
+    ) => {
+        $crate::store::store_trait!(@method [$(#[$trait_meta])* $vis trait $trait] $trait [] []
+            $($methods)*);
+    };
+    // Forwarded to the backend.
+    (@method $head:tt $trait:ident [$($decl:tt)*] [$($fwd:tt)*]
+        $(#[$meta:meta])*
+        async fn $name:ident(&$self:tt $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty = $op:tt;
+        $($rest:tt)*
+    ) => {
+        $crate::store::store_trait!(@method $head $trait
+            [$($decl)* $(#[$meta])* async fn $name(&self $(, $arg: $ty)*) -> $ret;]
+            [$($fwd)* async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                $crate::store::dispatch!(self, $op, s => s.$name($($arg),*).await)
+            }]
+            $($rest)*);
+    };
+    // Forwarded to the backend, which may keep the default body.
+    (@method $head:tt $trait:ident [$($decl:tt)*] [$($fwd:tt)*]
+        $(#[$meta:meta])*
+        async fn $name:ident(&$self:tt $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty = $op:tt $body:block
+        $($rest:tt)*
+    ) => {
+        $crate::store::store_trait!(@method $head $trait
+            [$($decl)* $(#[$meta])* async fn $name(&$self $(, $arg: $ty)*) -> $ret $body]
+            [$($fwd)* async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                $crate::store::dispatch!(self, $op, s => s.$name($($arg),*).await)
+            }]
+            $($rest)*);
+    };
+    // Provided, built on the others: `Store` keeps the default too.
+    (@method $head:tt $trait:ident [$($decl:tt)*] [$($fwd:tt)*]
+        $(#[$meta:meta])*
+        async fn $name:ident(&$self:tt $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty $body:block
+        $($rest:tt)*
+    ) => {
+        $crate::store::store_trait!(@method $head $trait
+            [$($decl)* $(#[$meta])* async fn $name(&$self $(, $arg: $ty)*) -> $ret $body]
+            [$($fwd)*]
+            $($rest)*);
+    };
+    (@method [$($head:tt)*] $trait:ident [$($decl:tt)*] [$($fwd:tt)*]) => {
+        $($head)* { $($decl)* }
+
+        impl $trait for $crate::store::Store { $($fwd)* }
+    };
+}
+pub(crate) use store_trait;
 
 /// Times one store call as `gateway_store_call_duration_seconds{op}` and, when traces are
 /// exported, wraps it in a `store` span named for the operation. `op` is a fixed name, so the
@@ -143,6 +213,3 @@ impl Store {
         }
     }
 }
-
-// Each domain's `impl <Domain>Store for Store`, dispatching with the macro above.
-mod dispatch;

@@ -8,6 +8,8 @@
 
 pub mod hll;
 mod http;
+mod memory;
+mod redis;
 
 pub use http::{router, TERMS};
 
@@ -54,31 +56,33 @@ pub struct FoldDay {
     pub expire_at: i64,
 }
 
-/// What a unique-visitor backend must do. Every method is one logical store operation.
-pub(crate) trait UvStore {
-    /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
-    /// its page views, and sets both keys to expire at `expire_at` (unix seconds). Under `idem`
-    /// the same step first looks for the key's first outcome and records this one (24 h).
-    async fn uv_record(
-        &self,
-        page: &Name,
-        day: Day,
-        visitors: &[String],
-        expire_at: i64,
-        idem: Option<&Idempotency>,
-    ) -> Result<Once<Recorded>, StoreError>;
-    /// Per-day figures and the union over `days` for one page; missing days are zeros.
-    async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError>;
-    /// Distinct visitors over every page and day given.
-    async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError>;
-    /// For each day, folds the union of `sources` on that day into `into` on that day (page
-    /// views untouched). Returns the number of days on which some source had visitors.
-    async fn uv_merge(
-        &self,
-        sources: &[Name],
-        into: &Name,
-        days: &[FoldDay],
-    ) -> Result<u32, StoreError>;
+crate::store::store_trait! {
+    /// What a unique-visitor backend must do. Every method is one logical store operation.
+    pub(crate) trait UvStore {
+        /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
+        /// its page views, and sets both keys to expire at `expire_at` (unix seconds). Under `idem`
+        /// the same step first looks for the key's first outcome and records this one (24 h).
+        async fn uv_record(
+            &self,
+            page: &Name,
+            day: Day,
+            visitors: &[String],
+            expire_at: i64,
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<Recorded>, StoreError> = "uv.record";
+        /// Per-day figures and the union over `days` for one page; missing days are zeros.
+        async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> = "uv.page_counts";
+        /// Distinct visitors over every page and day given.
+        async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> = "uv.union";
+        /// For each day, folds the union of `sources` on that day into `into` on that day (page
+        /// views untouched). Returns the number of days on which some source had visitors.
+        async fn uv_merge(
+            &self,
+            sources: &[Name],
+            into: &Name,
+            days: &[FoldDay],
+        ) -> Result<u32, StoreError> = "uv.merge";
+    }
 }
 
 /// Refuses the reserved page name.

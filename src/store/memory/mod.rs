@@ -1,26 +1,19 @@
 //! The embedded in-memory backend: the default when `REDIS_URL` is unset. State is per process.
 //!
-//! Each domain keeps its state behind its own `std::sync::Mutex`. A std mutex, not Tokio's:
+//! Each domain keeps its state (its `memory.rs`) in a slot of the store behind its own
+//! `std::sync::Mutex`. A std mutex, not Tokio's:
 //! the critical sections are short, pure computation and never span an `.await` (clippy's
 //! `await_holding_lock` enforces it), which is exactly the case where a blocking mutex is cheaper.
 //! One background task drops expired entries and gives their memory back (see `reclaim`); it
 //! holds only a `Weak`, so it ends with the store.
 
-mod checkins;
-mod dedup;
-mod geo;
-mod locks;
-mod queues;
-mod ratelimit;
-mod seckill;
-mod uv;
-
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use super::error::StoreError;
+use super::slots::{Kept, Slot, Slots};
 use super::ReadyInfo;
 use crate::config::Settings;
 
@@ -32,15 +25,24 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct Shared {
-    checkins: Mutex<checkins::State>,
-    uv: Mutex<uv::State>,
-    geo: Mutex<geo::State>,
-    seckill: Mutex<seckill::State>,
-    ratelimit: Mutex<ratelimit::State>,
-    dedup: Mutex<dedup::State>,
-    locks: Mutex<locks::State>,
-    queues: Mutex<queues::State>,
-    queue_bells: crate::queues::Bells,
+    slots: Slots,
+}
+
+/// A domain's in-memory state: its maps and what they expire.
+pub(crate) trait Purge: Default + Send + 'static {
+    /// Drops what expired by `now` (unix seconds).
+    fn purge(&mut self, now: i64);
+}
+
+/// A domain's state behind its own mutex, in a slot of the store (`static STATE:
+/// Slot<Locked<State>>` in the domain's `memory.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Locked<T>(Mutex<T>);
+
+impl<T: Purge> Kept for Locked<T> {
+    fn purge(&self, now: i64) {
+        lock(&self.0).purge(now);
+    }
 }
 
 /// How often expired entries are dropped. Short, because the global limiter writes one
@@ -60,11 +62,22 @@ impl MemoryStore {
         "memory"
     }
 
+    /// This store's `T`, locked.
+    pub(crate) fn state<T: Purge>(&self, slot: &'static Slot<Locked<T>>) -> MutexGuard<'_, T> {
+        lock(&self.shared.slots.get(slot).0)
+    }
+
+    /// This store's `T`, for state that needs no lock of the store's making.
+    pub(crate) fn kept<T: Kept + Default>(&self, slot: &'static Slot<T>) -> &T {
+        self.shared.slots.get(slot)
+    }
+
     pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
         Ok(ReadyInfo {
             backend: "memory",
             redis_version: None,
-            bloom_engine: "memory",
+            // Filled in by the dedup domain (`/readyz`).
+            bloom_engine: "",
             degraded: Vec::new(),
         })
     }
@@ -78,14 +91,7 @@ async fn purge_task(shared: Weak<Shared>) {
             return;
         };
         let now = chrono::Utc::now().timestamp();
-        lock(&shared.checkins).purge(now);
-        lock(&shared.uv).purge(now);
-        lock(&shared.geo).purge(now);
-        lock(&shared.seckill).purge(now);
-        lock(&shared.ratelimit).purge(now);
-        lock(&shared.dedup).purge(now);
-        lock(&shared.locks).purge(now);
-        lock(&shared.queues).purge(now);
+        shared.slots.purge(now);
     }
 }
 
@@ -93,7 +99,10 @@ async fn purge_task(shared: Weak<Shared>) {
 /// alone frees the entries but keeps the table at its peak capacity forever, so a burst of
 /// short-lived keys (a flood of new clients, say) would hold its memory after it expired.
 /// Shrinking only below a quarter keeps the rehash rare.
-fn reclaim<K: Eq + Hash, V>(map: &mut HashMap<K, V>, keep: impl FnMut(&K, &mut V) -> bool) {
+pub(crate) fn reclaim<K: Eq + Hash, V>(
+    map: &mut HashMap<K, V>,
+    keep: impl FnMut(&K, &mut V) -> bool,
+) {
     map.retain(keep);
     if map.capacity() > 64 && map.capacity() > 4 * map.len() {
         map.shrink_to(2 * map.len());
@@ -102,6 +111,6 @@ fn reclaim<K: Eq + Hash, V>(map: &mut HashMap<K, V>, keep: impl FnMut(&K, &mut V
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it: every critical section
 /// leaves the state consistent before anything can panic.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -5,6 +5,7 @@
 /// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`,
 /// `checkin_common.lua`: the functions a family of scripts shares, since Redis scripts cannot
 /// import) and one script's own body, built once.
+#[allow(unused_macros)]
 macro_rules! script_after {
     ($head:literal, $file:literal) => {
         std::sync::LazyLock::new(|| {
@@ -16,18 +17,10 @@ macro_rules! script_after {
     };
 }
 
-mod checkins;
-mod dedup;
-mod dedup_native;
-mod geo;
-mod hyll;
+pub(crate) use script_after;
+
 mod ledger;
-mod locks;
-mod queues;
-mod ratelimit;
-mod route;
-mod seckill;
-mod uv;
+pub(crate) mod route;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +29,7 @@ use fred::prelude::*;
 
 use super::error::StoreError;
 use super::keys::Keys;
+use super::slots::{Kept, Slot, Slots};
 use super::ReadyInfo;
 use crate::config::Settings;
 
@@ -43,26 +37,18 @@ use crate::config::Settings;
 #[derive(Debug, Clone)]
 pub struct RedisStore {
     /// Standalone: one pool; Cluster: one client per master (see `route.rs`).
-    pool: route::Route,
-    keys: Keys,
-    cluster: bool,
+    pub(crate) pool: route::Route,
+    pub(crate) keys: Keys,
+    pub(crate) cluster: bool,
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
-    /// Cohort chunks this process has registered (see `checkins.rs`).
-    chunks_known: checkins::KnownChunks,
-    /// The Bloom engine and the filters this process knows (see `dedup.rs`).
-    dedup: dedup::DedupState,
-    /// The lock release subscriber (see `locks.rs`).
-    locks: locks::Releases,
-    /// Check-ins on a single Redis, grouped per calendar (see `checkins.rs`).
-    checkins: checkins::Checkins,
-    /// UV adds without an idempotency key, grouped per page and day (see `uv.rs`).
-    uv_visits: uv::Visits,
-    /// Wakes this process's waiting claims on an enqueue, its own or announced (`queues.rs`).
-    queue_bells: crate::queues::Bells,
+    /// Each domain's state in this store (its group commits, subscribers, caches).
+    slots: Slots,
+    /// What a subscriber connects with, and how long it waits for Redis.
+    subscriber: (Config, Duration),
 }
 
 impl RedisStore {
@@ -125,15 +111,11 @@ impl RedisStore {
             pool,
             keys: Keys::new(&settings.key_prefix),
             cluster,
-            inner: Arc::default(),
+            inner: Arc::new(Inner {
+                slots: Slots::default(),
+                subscriber: (subscriber_config, timeout.max(Duration::from_secs(2))),
+            }),
         };
-        store.inner.locks.configure(
-            subscriber_config.clone(),
-            timeout.max(Duration::from_secs(2)),
-        );
-        queues::listen(subscriber_config, &store.keys, Arc::downgrade(&store.inner));
-        // Best effort: if Redis is not up yet, the engine is detected on first use instead.
-        let _ = store.bloom_engine().await;
         Ok(store)
     }
 
@@ -160,6 +142,26 @@ impl RedisStore {
         }
     }
 
+    /// This store's `T`, made on first use.
+    pub(crate) fn kept<T: Kept + Default>(&self, slot: &'static Slot<T>) -> &T {
+        self.inner.slots.get(slot)
+    }
+
+    /// What a subscriber of this store connects with, and how long it waits for a connection.
+    pub(crate) fn subscriber(&self) -> &(Config, Duration) {
+        &self.inner.subscriber
+    }
+
+    /// A handle that does not keep the store's state alive (for background tasks).
+    pub(crate) fn downgrade(&self) -> WeakRedisStore {
+        WeakRedisStore {
+            pool: self.pool.clone(),
+            keys: self.keys.clone(),
+            cluster: self.cluster,
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
         let info: String = self.pool.info().await.map_err(map_err)?;
         let redis_version = info
@@ -169,7 +171,8 @@ impl RedisStore {
         Ok(ReadyInfo {
             backend: self.backend(),
             redis_version,
-            bloom_engine: self.bloom_engine().await?.as_str(),
+            // Filled in by the dedup domain (`/readyz`).
+            bloom_engine: "",
             degraded: self.degraded(),
         })
     }
@@ -184,6 +187,26 @@ impl RedisStore {
                 slots: ranges.into_iter().map(|(a, b)| [a, b]).collect(),
             })
             .collect()
+    }
+}
+
+/// A [`RedisStore`] that a background task holds without keeping it alive.
+#[derive(Debug, Clone)]
+pub(crate) struct WeakRedisStore {
+    pool: route::Route,
+    keys: Keys,
+    cluster: bool,
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakRedisStore {
+    pub(crate) fn upgrade(&self) -> Option<RedisStore> {
+        Some(RedisStore {
+            pool: self.pool.clone(),
+            keys: self.keys.clone(),
+            cluster: self.cluster,
+            inner: self.inner.upgrade()?,
+        })
     }
 }
 

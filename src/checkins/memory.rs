@@ -5,21 +5,25 @@ use std::collections::HashMap;
 use chrono::Datelike;
 use roaring::RoaringBitmap;
 
-use super::{lock, reclaim, MemoryStore};
 use crate::checkins::{Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::{Day, Month, UserId};
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     /// (user, month) → (mask with bit `day - 1`, expires at unix s).
     months: HashMap<(u32, Month), (u32, i64)>,
     /// day → (users checked in, expires at unix s).
     days: HashMap<Day, (RoaringBitmap, i64)>,
 }
 
-impl State {
-    pub(super) fn purge(&mut self, now: i64) {
+impl Purge for State {
+    fn purge(&mut self, now: i64) {
         reclaim(&mut self.months, |_, (_, at)| *at > now);
         reclaim(&mut self.days, |_, (_, at)| *at > now);
     }
@@ -34,7 +38,7 @@ impl CheckinStore for MemoryStore {
     ) -> Result<CheckIn, StoreError> {
         let expiry = cal.expiry(day);
         let window = cal.window();
-        let mut s = lock(&self.shared.checkins);
+        let mut s = self.state(&STATE);
         let bit = 1u32 << (day.0.day() - 1);
         let entry = s
             .months
@@ -58,12 +62,12 @@ impl CheckinStore for MemoryStore {
     }
 
     async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> {
-        let s = lock(&self.shared.checkins);
+        let s = self.state(&STATE);
         Ok(months.iter().map(|m| mask(&s, user, *m)).collect())
     }
 
     async fn checkin_cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
-        let s = lock(&self.shared.checkins);
+        let s = self.state(&STATE);
         let empty = RoaringBitmap::new();
         let maps: Vec<&RoaringBitmap> = days
             .iter()

@@ -10,7 +10,9 @@ use fred::prelude::*;
 use fred::types::geo::GeoUnit;
 use fred::types::scripts::Script;
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, RedisStore};
+
 use crate::geo::logic;
 use crate::geo::{
     Center, Found, GeoStore, Hit, LayerBound, LayerFull, Order, Place, Point, Search, Shape, Unit,
@@ -396,4 +398,27 @@ fn covering(center: Point, shape: Shape, unit: Unit) -> Vec<(u64, u64)> {
 
 fn unexpected_scan(what: &str) -> StoreError {
     StoreError::Internal(format!("unexpected reply from geo_scan.lua: {what}"))
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A geo layer: one geo set (a sorted set scored by 52-bit geohash), so every geo
+    /// operation is single-key.
+    pub(crate) fn geo(&self, layer: &Name) -> String {
+        format!("{}geo:{{{layer}}}", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_layer_is_one_key() {
+        let layer = Name::try_from("cafes:bj".to_owned()).unwrap();
+        let key = Keys::new("gw:").geo(&layer);
+        assert_eq!(key, "gw:geo:{cafes:bj}");
+        assert_eq!(hash_tag(&key), "cafes:bj");
+    }
 }

@@ -8,11 +8,14 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use super::{map_err, RedisStore};
+use crate::store::keys::{day_str, Keys};
+use crate::store::redis::script_after;
+use crate::store::redis::{map_err, RedisStore};
+use crate::store::slots::{Kept, Slot};
+
 use crate::checkins::{logic, Calendar, CheckIn, CheckinStore, Cohort};
 use crate::store::error::StoreError;
 use crate::store::group::{self, GroupCommit};
-use crate::store::keys::{Keys, COHORT_CHUNK_BITS};
 use crate::types::{Day, Month, UserId};
 
 static CHECKIN_SET: LazyLock<Script> = script_after!("checkin_common.lua", "checkin_set.lua");
@@ -47,13 +50,20 @@ const CHUNKS_IN_FLIGHT: usize = 4;
 /// created, which re-registers after Redis lost its data). On a single Redis the check-in
 /// script registers the chunk itself.
 #[derive(Debug)]
-pub(super) struct KnownChunks([AtomicU64; 64]);
+struct KnownChunks([AtomicU64; 64]);
 
 impl Default for KnownChunks {
     fn default() -> Self {
         Self(std::array::from_fn(|_| AtomicU64::new(0)))
     }
 }
+
+impl Kept for KnownChunks {}
+
+static CHUNKS: Slot<KnownChunks> = Slot::new();
+
+/// Check-ins waiting to go in one call, per calendar.
+static GROUPS: Slot<Checkins> = Slot::new();
 
 impl KnownChunks {
     fn contains(&self, chunk: u32) -> bool {
@@ -83,7 +93,7 @@ fn bytes_of(v: &Value) -> &[u8] {
 /// Check-ins on a single Redis, grouped per calendar (today, retention days): the check-ins a
 /// worker takes up in one turn cost one round trip and one script run (issue 19). Each
 /// answers `checkin()`'s `{ previous, month count, streak, budget }`.
-pub(super) type Checkins = GroupCommit<(Day, u32), Plan, Result<[i64; 4], StoreError>>;
+type Checkins = GroupCommit<(Day, u32), Plan, Result<[i64; 4], StoreError>>;
 
 /// One check-in's share of a script call.
 pub(super) struct Plan {
@@ -230,12 +240,7 @@ impl CheckinStore for RedisStore {
         } else {
             // Every key in one slot: the check-ins of this worker's turn go in one call.
             let key = (cal.retention.today, cal.retention.days);
-            match self
-                .inner
-                .checkins
-                .join(key, plan, self, record_group)
-                .await
-            {
+            match self.kept(&GROUPS).join(key, plan, self, record_group).await {
                 Some(reply) => reply?,
                 None => {
                     return Err(StoreError::Unavailable(
@@ -321,7 +326,7 @@ impl RedisStore {
         );
         let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
         let chunk = chunk as u32;
-        if existed == 0 || !self.inner.chunks_known.contains(chunk) {
+        if existed == 0 || !self.kept(&CHUNKS).contains(chunk) {
             let _: i64 = self
                 .pool
                 .at(&self.keys.cohort_registry())
@@ -329,7 +334,7 @@ impl RedisStore {
                 .sadd(self.keys.cohort_registry(), i64::from(chunk))
                 .await
                 .map_err(map_err)?;
-            self.inner.chunks_known.insert(chunk);
+            self.kept(&CHUNKS).insert(chunk);
         }
         four(reply)
     }
@@ -424,4 +429,78 @@ fn chunk_bitmap(reply: Vec<Value>) -> Result<Vec<u8>, StoreError> {
 
 fn popcount(bytes: &[u8]) -> u64 {
     bytes.iter().map(|b| u64::from(b.count_ones())).sum()
+}
+
+/// Users per cohort chunk: 2^20 bits = at most 128 KiB per chunk key, so a check-in by user
+/// 4294967295 allocates one chunk, not a 512 MiB string (and a chunk with few users stays a
+/// small set of offsets: `cohort_set.lua`).
+const COHORT_CHUNK_BITS: u32 = 20;
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A user's check-ins for one month: bit `day - 1` is set when checked in.
+    #[cfg(test)]
+    pub(crate) fn checkin_month(&self, user: UserId, month: Month) -> String {
+        self.checkin_months(user, &[month]).remove(0)
+    }
+
+    /// [`Self::checkin_month`] of each of `months`, the user's part formatted once: a
+    /// check-in names every retained month (issue 19).
+    pub(crate) fn checkin_months(&self, user: UserId, months: &[Month]) -> Vec<String> {
+        let base = self.join(&["ck:{", itoa::Buffer::new().format(user.0), "}:"]);
+        months
+            .iter()
+            .map(|month| {
+                let mut key = String::with_capacity(base.len() + 7);
+                key.push_str(&base);
+                key.push_str(std::str::from_utf8(&month.text()).unwrap_or_default());
+                key
+            })
+            .collect()
+    }
+
+    /// One chunk of a day's cohort bitmap: bit `user mod 2^20` of chunk `user >> 20`.
+    /// Tagged by chunk, so the days of a chunk share a slot and a day's chunks spread out.
+    pub(crate) fn cohort_chunk(&self, chunk: u32, day: Day) -> String {
+        self.join(&[
+            "ckd:{",
+            itoa::Buffer::new().format(chunk),
+            "}:",
+            day_str(&day.text()),
+        ])
+    }
+
+    /// The set of cohort chunk numbers ever written, so stats never scan the keyspace.
+    pub(crate) fn cohort_registry(&self) -> String {
+        self.join(&["ckr:{chunks}"])
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_users_months_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let a = keys.checkin_month(UserId(7), Month::parse("2026-01").unwrap());
+        let b = keys.checkin_month(UserId(7), Month::parse("2025-12").unwrap());
+        assert_eq!(a, "gw:ck:{7}:2026-01");
+        assert_eq!(hash_tag(&a), hash_tag(&b));
+        assert_ne!(
+            hash_tag(&a),
+            hash_tag(&keys.checkin_month(UserId(8), Month::parse("2026-01").unwrap()))
+        );
+    }
+
+    #[test]
+    fn a_chunks_days_share_a_slot() {
+        let keys = Keys::new("t:");
+        let d1 = keys.cohort_chunk(3, Day::parse("2026-01-01").unwrap());
+        let d2 = keys.cohort_chunk(3, Day::parse("2026-03-01").unwrap());
+        assert_eq!(d1, "t:ckd:{3}:2026-01-01");
+        assert_eq!(hash_tag(&d1), hash_tag(&d2));
+        assert_eq!(keys.cohort_registry(), "t:ckr:{chunks}");
+    }
 }

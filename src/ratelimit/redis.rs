@@ -7,7 +7,10 @@ use std::sync::LazyLock;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::script_after;
+use crate::store::redis::{map_err, RedisStore};
+
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
@@ -174,5 +177,60 @@ impl RateLimitStore for RedisStore {
         } else {
             Once::Now(seen)
         })
+    }
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A GCRA bucket's TAT in whole µs. Checks use `rl:{<key>}`; global-limiter clients use
+    /// their own kind, `rlg:{<client>}`, so a check key (which may contain `:`) can never name
+    /// a client's bucket.
+    pub(crate) fn ratelimit(&self, bucket: &Bucket) -> String {
+        match bucket {
+            Bucket::Key(name) => self.join(&["rl:{", name.as_str(), "}"]),
+            Bucket::Client(client) => self.join(&["rlg:{", client, "}"]),
+        }
+    }
+
+    /// The first decision of a check under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the bucket's slot so the GCRA script records it atomically.
+    pub(crate) fn ratelimit_idempotency(&self, bucket: &Bucket, digest: &str) -> String {
+        format!("{}:idem:{digest}", self.ratelimit(bucket))
+    }
+
+    /// A sliding-log (`sw`: sorted set, one member per admitted unit) or fixed-window (`fw`:
+    /// the window's count, expiring at its end) limit of check key `name`.
+    pub(crate) fn ratelimit_window(&self, name: &Name, kind: WindowKind) -> String {
+        let suffix = match kind {
+            WindowKind::Sliding => "sw",
+            WindowKind::Fixed => "fw",
+        };
+        format!("{}rl:{{{name}}}:{suffix}", self.prefix)
+    }
+
+    /// The first decision of a window check under one idempotency key, in the limit's slot.
+    pub(crate) fn ratelimit_window_idempotency(
+        &self,
+        name: &Name,
+        kind: WindowKind,
+        digest: &str,
+    ) -> String {
+        format!("{}:idem:{digest}", self.ratelimit_window(name, kind))
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    #[test]
+    fn check_keys_and_global_clients_never_collide() {
+        let keys = Keys::new("gw:");
+        let name = crate::types::Name::try_from("k:abc".to_owned()).unwrap();
+        let check = keys.ratelimit(&Bucket::Key(name));
+        let client = keys.ratelimit(&Bucket::Client("k:abc".to_owned()));
+        assert_eq!(check, "gw:rl:{k:abc}");
+        assert_eq!(client, "gw:rlg:{k:abc}");
+        assert_ne!(check, client);
     }
 }

@@ -6,24 +6,28 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{lock, MemoryStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{
     Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
     IDEMPOTENCY_SECS,
 };
 use crate::store::error::StoreError;
+use crate::store::memory::{lock, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::{Name, UserId};
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     vouchers: HashMap<Name, Arc<Mutex<Sale>>>,
 }
 
-impl State {
+impl Purge for State {
     /// Vouchers have no expiry (an admin owns their lifetime); purchase replies kept for
     /// idempotency keys do.
-    pub(super) fn purge(&mut self, now: i64) {
+    fn purge(&mut self, now: i64) {
         for sale in self.vouchers.values() {
             let mut sale = lock(sale);
             if !sale.replies.is_empty() {
@@ -82,7 +86,7 @@ fn now_ms() -> i64 {
 impl MemoryStore {
     /// The voucher's own lock, if it exists (`create` makes an empty one).
     fn sale(&self, voucher: &Name, create: bool) -> Option<Arc<Mutex<Sale>>> {
-        let mut s = lock(&self.shared.seckill);
+        let mut s = self.state(&STATE);
         if create {
             return Some(s.vouchers.entry(voucher.clone()).or_default().clone());
         }

@@ -4,14 +4,18 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{lock, reclaim, MemoryStore};
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     /// bucket → (TAT in µs, the key's expiry in µs), both on the wall clock like Redis `TIME`.
     buckets: HashMap<Bucket, (i128, i128)>,
     /// (bucket, idempotency key digest) → the first check under that key.
@@ -41,8 +45,8 @@ struct Reply {
     expires_at: i128,
 }
 
-impl State {
-    pub(super) fn purge(&mut self, now: i64) {
+impl Purge for State {
+    fn purge(&mut self, now: i64) {
         let now = i128::from(now) * 1_000_000;
         reclaim(&mut self.buckets, |_, (_, at)| *at > now);
         reclaim(&mut self.replies, |_, r| r.expires_at > now);
@@ -66,7 +70,7 @@ impl RateLimitStore for MemoryStore {
         quantity: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Decision>, StoreError> {
-        let mut s = lock(&self.shared.ratelimit);
+        let mut s = self.state(&STATE);
         let now = now_us();
         if let Some(idem) = idem {
             let key = (bucket.clone(), idem.key.clone());
@@ -116,7 +120,7 @@ impl RateLimitStore for MemoryStore {
         quantity: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<WindowSeen>, StoreError> {
-        let mut s = lock(&self.shared.ratelimit);
+        let mut s = self.state(&STATE);
         let now = now_us();
         if let Some(idem) = idem {
             let at = (key.clone(), window.kind, idem.key.clone());
@@ -223,17 +227,17 @@ mod tests {
             let bucket = Bucket::Client(format!("ip:10.0.{}.{}", client / 256, client % 256));
             store.ratelimit_throttle(&bucket, &gcra, 1).await.unwrap();
         }
-        let peak = lock(&store.shared.ratelimit).buckets.capacity();
+        let peak = store.state(&STATE).buckets.capacity();
         assert!(peak >= 10_000);
         let now = chrono::Utc::now().timestamp();
-        lock(&store.shared.ratelimit).purge(now);
+        store.state(&STATE).purge(now);
         assert_eq!(
-            lock(&store.shared.ratelimit).buckets.len(),
+            store.state(&STATE).buckets.len(),
             10_000,
             "none expired yet"
         );
-        lock(&store.shared.ratelimit).purge(now + 10);
-        let s = lock(&store.shared.ratelimit);
+        store.state(&STATE).purge(now + 10);
+        let s = store.state(&STATE);
         assert!(s.buckets.is_empty());
         assert!(
             s.buckets.capacity() < peak / 16,

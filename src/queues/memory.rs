@@ -3,24 +3,35 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{lock, reclaim, MemoryStore};
 use crate::queues::logic::Meta;
+use crate::queues::Bells;
 use crate::queues::{
     Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
     QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS, LAPSED_PER_CLAIM,
     MAX_DEAD,
 };
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::Name;
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
+/// The claims waiting in this process, woken by its enqueues.
+static BELLS: Slot<Bells> = Slot::new();
+
+// Bells hold only waiters, which leave on their own; nothing to purge.
+impl crate::store::slots::Kept for Bells {}
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     queues: HashMap<Name, Queue>,
 }
 
-impl State {
+impl Purge for State {
     /// Drops queues past their expiry (as Redis expires their keys) and stale replies.
-    pub(super) fn purge(&mut self, now: i64) {
+    fn purge(&mut self, now: i64) {
         let now_ms = now * 1000;
         reclaim(&mut self.queues, |_, q| q.expires_at > now_ms);
         for q in self.queues.values_mut() {
@@ -107,7 +118,7 @@ impl QueueStore for MemoryStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Enqueued>, StoreError> {
         let (outcome, due_in) = {
-            let mut s = lock(&self.shared.queues);
+            let mut s = self.state(&STATE);
             let now = now_ms();
             let q = s.queues.entry(queue.clone()).or_default();
             if q.expires_at <= now && q.expires_at != 0 {
@@ -171,7 +182,7 @@ impl QueueStore for MemoryStore {
             (outcome, due_in)
         };
         if let Some(due_in) = due_in {
-            self.shared.queue_bells.created(queue.as_str(), due_in);
+            self.kept(&BELLS).created(queue.as_str(), due_in);
         }
         Ok(Once::Now(outcome))
     }
@@ -182,7 +193,7 @@ impl QueueStore for MemoryStore {
         max: u32,
         visibility_ms: u64,
     ) -> Result<Claim, StoreError> {
-        let mut s = lock(&self.shared.queues);
+        let mut s = self.state(&STATE);
         let now = now_ms();
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Claim::default());
@@ -244,7 +255,7 @@ impl QueueStore for MemoryStore {
     }
 
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
-        let mut s = lock(&self.shared.queues);
+        let mut s = self.state(&STATE);
         let now = now_ms();
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Acked::Expired);
@@ -266,7 +277,7 @@ impl QueueStore for MemoryStore {
     }
 
     async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
-        let mut s = lock(&self.shared.queues);
+        let mut s = self.state(&STATE);
         let now = now_ms();
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Cancelled::NotFound);
@@ -292,7 +303,7 @@ impl QueueStore for MemoryStore {
     }
 
     async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
-        let s = lock(&self.shared.queues);
+        let s = self.state(&STATE);
         let now = now_ms();
         let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
             return Ok(Stats::default());
@@ -314,7 +325,7 @@ impl QueueStore for MemoryStore {
         after: Option<u64>,
         limit: usize,
     ) -> Result<Vec<DeadJob>, StoreError> {
-        let s = lock(&self.shared.queues);
+        let s = self.state(&STATE);
         let now = now_ms();
         let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
             return Ok(Vec::new());
@@ -338,9 +349,9 @@ impl QueueStore for MemoryStore {
         Ok(out)
     }
 
-    fn queue_bell(&self, queue: &Name) -> Bell {
+    async fn queue_bell(&self, queue: &Name) -> Bell {
         Bell {
-            room: self.shared.queue_bells.room(queue),
+            room: self.kept(&BELLS).room(queue),
             // Every enqueue is this process's own and tells the room.
             recheck: None,
         }
@@ -413,8 +424,8 @@ mod tests {
         ) -> Result<Vec<DeadJob>, StoreError> {
             self.store.queue_dead(queue, after, limit).await
         }
-        fn queue_bell(&self, queue: &Name) -> Bell {
-            self.store.queue_bell(queue)
+        async fn queue_bell(&self, queue: &Name) -> Bell {
+            self.store.queue_bell(queue).await
         }
     }
 
@@ -583,7 +594,7 @@ mod tests {
         assert!(!other[0].is_finished());
         seated[0].abort();
         tokio::time::timeout(Duration::from_secs(10), async {
-            while bell_waiting(&store, &queue) >= MAX_WAITING_CLAIMS {
+            while bell_waiting(&store, &queue).await >= MAX_WAITING_CLAIMS {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })
@@ -597,7 +608,7 @@ mod tests {
         }
     }
 
-    fn bell_waiting(store: &Counted, queue: &Name) -> usize {
-        store.queue_bell(queue).room.waiting()
+    async fn bell_waiting(store: &Counted, queue: &Name) -> usize {
+        store.queue_bell(queue).await.room.waiting()
     }
 }

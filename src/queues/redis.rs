@@ -3,17 +3,20 @@
 //! hash tag; every operation is one script (`queue_*.lua`, each prefixed by
 //! `queue_common.lua`), reading the clock with `TIME`.
 
-use std::sync::{LazyLock, Weak};
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, script_after, RedisStore};
+use crate::store::slots::{Kept, Slot};
+
 use crate::queues::{
-    Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
-    QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS, LAPSED_PER_CLAIM,
-    MAX_DEAD,
+    Acked, Bell, Bells, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob,
+    Once, QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS,
+    LAPSED_PER_CLAIM, MAX_DEAD,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -34,6 +37,24 @@ const RECHECK: Duration = Duration::from_secs(5);
 const LISTENER_CHECK: Duration = Duration::from_secs(10);
 
 const IDLE_MS: u64 = IDLE_SECS * 1000;
+
+/// This process's waiting claims, and the subscriber that tells them of the other instances'
+/// enqueues, started by the first claim that waits.
+#[derive(Debug, Default)]
+struct Announced {
+    bells: Bells,
+    listening: OnceLock<()>,
+}
+
+impl Kept for Announced {}
+
+static ANNOUNCED: Slot<Announced> = Slot::new();
+
+impl RedisStore {
+    fn bells(&self) -> &Bells {
+        &self.kept(&ANNOUNCED).bells
+    }
+}
 
 fn bad(what: &str, reply: &impl std::fmt::Debug) -> StoreError {
     StoreError::Internal(format!("unexpected queue {what} reply: {reply:?}"))
@@ -87,7 +108,7 @@ impl QueueStore for RedisStore {
                     IDEMPOTENCY_SECS.to_string(),
                     IDLE_MS.to_string(),
                     self.keys.queue_bell(queue),
-                    self.inner.queue_bells.origin().to_owned(),
+                    self.bells().origin().to_owned(),
                 ],
             )
             .await
@@ -117,7 +138,7 @@ impl QueueStore for RedisStore {
             let due_in = int(reply.get(3))
                 .and_then(|ms| u64::try_from(ms).ok())
                 .ok_or_else(|| bad("enqueue", &reply))?;
-            self.inner.queue_bells.created(queue.as_str(), due_in);
+            self.bells().created(queue.as_str(), due_in);
         }
         Ok(once)
     }
@@ -257,9 +278,11 @@ impl QueueStore for RedisStore {
             .ok_or_else(|| bad("dead", &reply))
     }
 
-    fn queue_bell(&self, queue: &Name) -> Bell {
+    async fn queue_bell(&self, queue: &Name) -> Bell {
+        let announced = self.kept(&ANNOUNCED);
+        announced.listening.get_or_init(|| listen(self));
         Bell {
-            room: self.inner.queue_bells.room(queue),
+            room: announced.bells.room(queue),
             recheck: Some(RECHECK),
         }
     }
@@ -267,7 +290,8 @@ impl QueueStore for RedisStore {
 
 /// Subscribes to every queue's enqueue announcements (one pattern subscription on its own
 /// connection) and tells this process's waiting claims of the other instances' new jobs;
-/// re-subscribes after each reconnect and ends once the store is dropped.
+/// re-subscribes after each reconnect and ends once the store is dropped. Each subscription
+/// makes the rooms look once: what was announced before it was not heard.
 ///
 /// An announcement is `<origin> <due in ms>` (see `queue_enqueue.lua`): this store's own are
 /// skipped, as its enqueues told its rooms already. The queue is the channel's suffix as
@@ -277,9 +301,10 @@ impl QueueStore for RedisStore {
 /// would take a subscription per queue being waited on, made and dropped as claims come and
 /// go; the price of the classic form is that the Cluster bus carries each announcement (an
 /// empty message) to every node.
-pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Weak<super::Inner>) {
-    let (pattern, name_at) = keys.queue_bell_pattern();
-    let client = match Builder::from_config(config)
+fn listen(store: &RedisStore) {
+    let (pattern, name_at) = store.keys.queue_bell_pattern();
+    let weak = store.downgrade();
+    let client = match Builder::from_config(store.subscriber().0.clone())
         .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
         .build()
     {
@@ -294,8 +319,13 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
     client.connect();
     tokio::spawn(async move {
         if client.wait_for_connect().await.is_ok() {
-            if let Err(e) = client.psubscribe(pattern.clone()).await {
-                tracing::warn!(error = %e, "queue announcements: subscribe failed");
+            match client.psubscribe(pattern.clone()).await {
+                Ok(()) => {
+                    if let Some(store) = weak.upgrade() {
+                        store.bells().missed();
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "queue announcements: subscribe failed"),
             }
         }
         let mut check = tokio::time::interval(LISTENER_CHECK);
@@ -303,8 +333,8 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
             tokio::select! {
                 message = messages.recv() => match message {
                     Ok(message) => {
-                        let Some(inner) = inner.upgrade() else { break };
-                        let bells = &inner.queue_bells;
+                        let Some(store) = weak.upgrade() else { break };
+                        let bells = store.bells();
                         let text = message.value.as_string().unwrap_or_default();
                         let (origin, due_in) = text.split_once(' ').unwrap_or(("", ""));
                         if origin == bells.origin() {
@@ -317,8 +347,8 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if let Some(inner) = inner.upgrade() {
-                            inner.queue_bells.missed();
+                        if let Some(store) = weak.upgrade() {
+                            store.bells().missed();
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
@@ -327,13 +357,13 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
                     if reconnected.is_ok() {
                         let _ = client.psubscribe(pattern.clone()).await;
                         // Announcements made while it was away are gone.
-                        if let Some(inner) = inner.upgrade() {
-                            inner.queue_bells.missed();
+                        if let Some(store) = weak.upgrade() {
+                            store.bells().missed();
                         }
                     }
                 }
                 _ = check.tick() => {
-                    if inner.strong_count() == 0 {
+                    if weak.upgrade().is_none() {
                         break;
                     }
                 }
@@ -341,4 +371,56 @@ pub(super) fn listen(config: Config, keys: &crate::store::keys::Keys, inner: Wea
         }
         let _ = client.quit().await;
     });
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A delayed queue's keys, in the order its scripts take them (see `queue_common.lua`):
+    /// `due`, `flight`, `meta`, `pay`, `dead`, `ctr`, all under the queue's hash tag.
+    pub(crate) fn queue(&self, queue: &Name) -> [String; 6] {
+        ["due", "flight", "meta", "pay", "dead", "ctr"]
+            .map(|part| format!("{}q:{{{queue}}}:{part}", self.prefix))
+    }
+
+    /// The first outcome of an enqueue under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the queue's slot so the enqueue script records it atomically.
+    pub(crate) fn queue_idempotency(&self, queue: &Name, digest: &str) -> String {
+        format!("{}q:{{{queue}}}:idem:{digest}", self.prefix)
+    }
+
+    /// The pub/sub channel an enqueue to `queue` is announced on (classic pub/sub, which a
+    /// Cluster broadcasts to every node, so one pattern subscription anywhere hears it).
+    pub(crate) fn queue_bell(&self, queue: &Name) -> String {
+        format!("{}qbell:{queue}", self.prefix)
+    }
+
+    /// The pattern matching every [`Self::queue_bell`] channel, and the length of the text
+    /// before the queue name. Glob characters of the prefix are escaped.
+    pub(crate) fn queue_bell_pattern(&self) -> (String, usize) {
+        let mut pattern = String::new();
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str("qbell:*");
+        (pattern, self.prefix.len() + "qbell:".len())
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_queues_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let q = Name::try_from("mail".to_owned()).unwrap();
+        let all = keys.queue(&q);
+        assert_eq!(all[0], "gw:q:{mail}:due");
+        assert!(all.iter().all(|k| hash_tag(k) == "mail"));
+        assert_eq!(hash_tag(&keys.queue_idempotency(&q, "ab")), "mail");
+    }
 }

@@ -17,6 +17,8 @@
 //! may use it (the add script stops and says which layer it needs). The RedisBloom engine's `BF.RESERVE` allocates a filter in one call,
 //! which the module does itself.
 
+mod native;
+
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, OnceLock};
 
@@ -24,7 +26,10 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, RedisStore};
+use crate::store::slots::{Kept, Slot};
+
 use crate::dedup::logic::{ItemHash, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
@@ -65,12 +70,16 @@ const KNOWN_FILTERS: usize = 10_000;
 
 /// This process's view of dedup on the server.
 #[derive(Debug, Default)]
-pub(super) struct DedupState {
+struct DedupState {
     /// The engine new filters get, once detected.
     engine: OnceLock<Engine>,
     /// Metadata key → the parameters and engine it was last seen with.
     known: Mutex<HashMap<String, (Params, Engine)>>,
 }
+
+impl Kept for DedupState {}
+
+static DEDUP: Slot<DedupState> = Slot::new();
 
 impl DedupState {
     fn remember(&self, meta: &str, params: Params, engine: Engine) {
@@ -104,7 +113,7 @@ pub(super) enum Step<T> {
 impl RedisStore {
     /// The engine new filters get, detected once: RedisBloom when `BF.ADD` exists.
     pub(super) async fn bloom_engine(&self) -> Result<Engine, StoreError> {
-        let state = &self.inner.dedup;
+        let state = self.kept(&DEDUP);
         if let Some(engine) = state.engine.get() {
             return Ok(*engine);
         }
@@ -137,7 +146,7 @@ impl RedisStore {
     /// Where this call should start: the remembered parameters, else the defaults on the
     /// server's engine.
     async fn start(&self, meta: &str, policy: Policy) -> Result<(Params, Engine), StoreError> {
-        match self.inner.dedup.recall(meta) {
+        match self.kept(&DEDUP).recall(meta) {
             Some(known) => Ok(known),
             None => Ok((policy.defaults, self.bloom_engine().await?)),
         }
@@ -161,18 +170,18 @@ impl RedisStore {
             let may_create = params == policy.defaults && engine == server;
             match attempt(params, engine, may_create).await? {
                 Step::Done(out) => {
-                    self.inner.dedup.remember(meta, params, engine);
+                    self.kept(&DEDUP).remember(meta, params, engine);
                     return Ok(out);
                 }
                 Step::Absent => {
-                    self.inner.dedup.forget(meta);
+                    self.kept(&DEDUP).forget(meta);
                     if let Some(out) = absent() {
                         return Ok(out);
                     }
                     (params, engine) = (policy.defaults, server);
                 }
                 Step::Stored(p, e) => {
-                    self.inner.dedup.remember(meta, p, e);
+                    self.kept(&DEDUP).remember(meta, p, e);
                     (params, engine) = (p, e);
                 }
             }
@@ -480,8 +489,7 @@ impl DedupStore for RedisStore {
             .reserve_meta(filter, params, engine, true, policy)
             .await?;
         let (stored_params, stored_engine) = reply.stored().unwrap_or((params, engine));
-        self.inner
-            .dedup
+        self.kept(&DEDUP)
             .remember(&meta, stored_params, stored_engine);
         match reply {
             MetaReply::Created(..) => {
@@ -552,6 +560,10 @@ impl DedupStore for RedisStore {
         }
     }
 
+    async fn dedup_engine(&self) -> Result<Engine, StoreError> {
+        self.bloom_engine().await
+    }
+
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         let meta = self.keys.dedup_meta(filter);
         let fields: Vec<Option<String>> = self
@@ -597,5 +609,45 @@ impl DedupStore for RedisStore {
             layers: layers as u32,
             engine,
         }))
+    }
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A dedup filter's metadata hash: parameters, engine, layer and item counts.
+    pub(crate) fn dedup_meta(&self, filter: &Name) -> String {
+        format!("{}bf:{{{filter}}}", self.prefix)
+    }
+
+    /// Layer `i` (from 0) of a Lua-engine dedup filter: a plain bitmap.
+    pub(crate) fn dedup_layer(&self, filter: &Name, i: usize) -> String {
+        format!("{}bf:{{{filter}}}:{i}", self.prefix)
+    }
+
+    /// Piece `n` of a dedup layer too big for one key (`dedup_add.lua`), same hash tag.
+    pub(crate) fn dedup_layer_piece(&self, filter: &Name, i: usize, n: u64) -> String {
+        format!("{}bf:{{{filter}}}:{i}:{n}", self.prefix)
+    }
+
+    /// The RedisBloom filter behind a native-engine dedup filter.
+    pub(crate) fn dedup_native(&self, filter: &Name) -> String {
+        format!("{}bf:{{{filter}}}:rb", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_filters_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let f = Name::try_from("news:eu@1".to_owned()).unwrap();
+        let meta = keys.dedup_meta(&f);
+        assert_eq!(meta, "gw:bf:{news:eu@1}");
+        assert_eq!(keys.dedup_layer(&f, 3), "gw:bf:{news:eu@1}:3");
+        assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_layer(&f, 3)));
+        assert_eq!(hash_tag(&meta), hash_tag(&keys.dedup_native(&f)));
     }
 }

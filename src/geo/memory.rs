@@ -7,20 +7,24 @@ use std::collections::{HashMap, HashSet};
 use rstar::primitives::GeomWithData;
 use rstar::{RTree, AABB};
 
-use super::{lock, MemoryStore};
 use crate::geo::logic;
 use crate::geo::{
     Center, Found, GeoStore, Hit, LayerBound, LayerFull, Place, Point, Search, Shape, Unit,
     UnknownCentre,
 };
 use crate::store::error::StoreError;
+use crate::store::memory::{Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::Name;
 
 /// A stored point: its decoded position, with (member, 52-bit geohash) as data.
 type Entry = GeomWithData<[f64; 2], (String, u64)>;
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     layers: HashMap<Name, Layer>,
 }
 
@@ -72,7 +76,7 @@ impl GeoStore for MemoryStore {
         places: &[Place],
         bound: LayerBound,
     ) -> Result<Result<u64, LayerFull>, StoreError> {
-        let mut s = lock(&self.shared.geo);
+        let mut s = self.state(&STATE);
         let l = s.layers.entry(layer.clone()).or_default();
         let fresh: HashSet<&str> = places
             .iter()
@@ -93,14 +97,14 @@ impl GeoStore for MemoryStore {
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
-        let s = lock(&self.shared.geo);
+        let s = self.state(&STATE);
         Ok(s.layers
             .get(layer)
             .and_then(|l| l.scores.get(member.as_str()).copied()))
     }
 
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
-        let mut s = lock(&self.shared.geo);
+        let mut s = self.state(&STATE);
         let Some(l) = s.layers.get_mut(layer) else {
             return Ok(false);
         };
@@ -122,7 +126,7 @@ impl GeoStore for MemoryStore {
         to: &Name,
         unit: Unit,
     ) -> Result<Option<f64>, StoreError> {
-        let s = lock(&self.shared.geo);
+        let s = self.state(&STATE);
         let Some(l) = s.layers.get(layer) else {
             return Ok(None);
         };
@@ -139,7 +143,7 @@ impl GeoStore for MemoryStore {
         layer: &Name,
         search: &Search,
     ) -> Result<Result<Found, UnknownCentre>, StoreError> {
-        let s = lock(&self.shared.geo);
+        let s = self.state(&STATE);
         let l = s.layers.get(layer);
         let center = match &search.center {
             Center::Point(p) => *p,
@@ -168,9 +172,9 @@ impl GeoStore for MemoryStore {
     }
 }
 
-impl State {
+impl Purge for State {
     /// Drops layers past their expiry (a write moves it forward, like Redis's EXPIREAT).
-    pub(super) fn purge(&mut self, now: i64) {
+    fn purge(&mut self, now: i64) {
         self.layers.retain(|_, l| l.expire_at > now);
     }
 }

@@ -4,15 +4,19 @@
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{lock, reclaim, MemoryStore};
 use crate::locks::logic::{next_token, FENCE_GRACE_MS};
 use crate::locks::wake::Wakeups;
 use crate::locks::{Attempt, Lock, LockStore, Watch};
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::Name;
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     /// name → (owner, token, lease end in µs).
     held: HashMap<Name, (Name, u64, i128)>,
     /// name → (last token, expiry in µs).
@@ -21,14 +25,16 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn purge(&mut self, now: i64) {
+    fn holder(&self, name: &Name, now: i128) -> Option<&(Name, u64, i128)> {
+        self.held.get(name).filter(|(_, _, at)| *at > now)
+    }
+}
+
+impl Purge for State {
+    fn purge(&mut self, now: i64) {
         let now = i128::from(now) * 1_000_000;
         reclaim(&mut self.held, |_, (_, _, at)| *at > now);
         reclaim(&mut self.fences, |_, (_, at)| *at > now);
-    }
-
-    fn holder(&self, name: &Name, now: i128) -> Option<&(Name, u64, i128)> {
-        self.held.get(name).filter(|(_, _, at)| *at > now)
     }
 }
 
@@ -54,7 +60,7 @@ impl LockStore for MemoryStore {
         owner: &Name,
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
-        let mut s = lock(&self.shared.locks);
+        let mut s = self.state(&STATE);
         let now = now_us();
         let end = now + i128::from(ttl_ms) * 1_000;
         let fence_end = end + i128::from(FENCE_GRACE_MS) * 1_000;
@@ -86,7 +92,7 @@ impl LockStore for MemoryStore {
         token: u64,
         ttl_ms: u64,
     ) -> Result<Option<Lock>, StoreError> {
-        let mut s = lock(&self.shared.locks);
+        let mut s = self.state(&STATE);
         let now = now_us();
         if s.holder(name, now).map(|(o, t, _)| (o, *t)) != Some((owner, token)) {
             return Ok(None);
@@ -105,7 +111,7 @@ impl LockStore for MemoryStore {
         owner: &Name,
         token: u64,
     ) -> Result<bool, StoreError> {
-        let mut s = lock(&self.shared.locks);
+        let mut s = self.state(&STATE);
         if s.holder(name, now_us()).map(|(o, t, _)| (o, *t)) != Some((owner, token)) {
             return Ok(false);
         }
@@ -115,14 +121,14 @@ impl LockStore for MemoryStore {
     }
 
     async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
-        let s = lock(&self.shared.locks);
+        let s = self.state(&STATE);
         Ok(s.holder(name, now_us())
             .map(|(owner, token, end)| lease(owner, *token, *end)))
     }
 
     async fn lock_watch(&self, name: &Name) -> Watch {
         // Every release is this process's own and tells the room (`lock_release`).
-        lock(&self.shared.locks).wakeups.watch(name.as_str())
+        self.state(&STATE).wakeups.watch(name.as_str())
     }
 }
 

@@ -6,7 +6,9 @@ use std::sync::LazyLock;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, RedisStore};
+
 use crate::seckill::logic::Seq;
 use crate::seckill::{
     Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
@@ -353,5 +355,73 @@ impl RedisStore {
             .map(|entry| parse_entry(entry).ok_or_else(|| bad("orders", &reply)))
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
+    }
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A voucher: hash of `stock` (left), `sold`, `begin`, `end` (unix ms), `limit` (per user).
+    pub(crate) fn voucher(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}", self.prefix)
+    }
+
+    /// A voucher's buyers: hash user id → orders bought.
+    pub(crate) fn voucher_buyers(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:buyers", self.prefix)
+    }
+
+    /// A voucher's orders per user: hash user id → space-separated stream entry ids.
+    pub(crate) fn voucher_user_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:user_orders", self.prefix)
+    }
+
+    /// A voucher's orders in sale order: a stream, one entry per order.
+    pub(crate) fn voucher_orders(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:orders", self.prefix)
+    }
+
+    /// The first outcome of a purchase under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the voucher's slot so the purchase script records it atomically.
+    pub(crate) fn voucher_idempotency(&self, voucher: &Name, digest: &str) -> String {
+        format!("{}sk:{{{voucher}}}:idem:{digest}", self.prefix)
+    }
+
+    /// Order entries the ledger gave up on: a stream of copies with the reason.
+    pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// How often the database refused each pending order entry's row (entry id → count):
+    /// only these refusals, not deliveries, bring an entry to the dead-letter stream.
+    pub(crate) fn voucher_ledger_attempts(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:attempts", self.prefix)
+    }
+
+    /// The set of every voucher id ever created, so the ledger finds each order stream
+    /// without `KEYS`/`SCAN` (one small key; the streams themselves stay in their own slots).
+    pub(crate) fn voucher_registry(&self) -> String {
+        format!("{}skr:{{vouchers}}", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_vouchers_keys_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let all = [
+            keys.voucher(&v),
+            keys.voucher_buyers(&v),
+            keys.voucher_user_orders(&v),
+            keys.voucher_orders(&v),
+            keys.voucher_dead_letters(&v),
+            keys.voucher_ledger_attempts(&v),
+        ];
+        assert_eq!(all[0], "gw:sk:{v1}");
+        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
     }
 }

@@ -3,14 +3,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{lock, reclaim, MemoryStore};
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     /// page → day → that day's visitors and views.
     pages: HashMap<Name, BTreeMap<Day, Entry>>,
     /// (page, idempotency key digest) → (fingerprint, first outcome, expires at unix s).
@@ -26,14 +30,6 @@ struct Entry {
 }
 
 impl State {
-    pub(super) fn purge(&mut self, now: i64) {
-        for days in self.pages.values_mut() {
-            days.retain(|_, e| e.expires_at > now);
-        }
-        reclaim(&mut self.pages, |_, days| !days.is_empty());
-        reclaim(&mut self.replies, |_, (_, _, at)| *at > now);
-    }
-
     fn get(&self, page: &Name, day: Day, now: i64) -> Option<&Entry> {
         self.pages
             .get(page)?
@@ -61,6 +57,16 @@ impl State {
     }
 }
 
+impl Purge for State {
+    fn purge(&mut self, now: i64) {
+        for days in self.pages.values_mut() {
+            days.retain(|_, e| e.expires_at > now);
+        }
+        reclaim(&mut self.pages, |_, days| !days.is_empty());
+        reclaim(&mut self.replies, |_, (_, _, at)| *at > now);
+    }
+}
+
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -74,7 +80,7 @@ impl UvStore for MemoryStore {
         expire_at: i64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Recorded>, StoreError> {
-        let mut s = lock(&self.shared.uv);
+        let mut s = self.state(&STATE);
         let now = now();
         if let Some(idem) = idem {
             if let Some((fp, first, _)) = s
@@ -114,7 +120,7 @@ impl UvStore for MemoryStore {
     }
 
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
-        let s = lock(&self.shared.uv);
+        let s = self.state(&STATE);
         let now = now();
         let mut all = Hll::new();
         let daily = days
@@ -138,7 +144,7 @@ impl UvStore for MemoryStore {
         let mut all = Hll::new();
         // One page per critical section, so a wide union never holds the lock for long.
         for page in pages {
-            let s = lock(&self.shared.uv);
+            let s = self.state(&STATE);
             for d in days {
                 if let Some(e) = s.get(page, *d, now) {
                     all.merge(&e.visitors);
@@ -158,7 +164,7 @@ impl UvStore for MemoryStore {
         let mut folded = 0;
         // One day per critical section, for the same reason as in `union`.
         for fold in days {
-            let mut s = lock(&self.shared.uv);
+            let mut s = self.state(&STATE);
             let mut day = Hll::new();
             let mut any = false;
             for src in sources {

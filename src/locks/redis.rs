@@ -18,7 +18,10 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{map_err, RedisStore};
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, RedisStore};
+use crate::store::slots::{Kept, Slot};
+
 use crate::locks::logic::FENCE_GRACE_MS;
 use crate::locks::wake::Wakeups;
 use crate::locks::{Attempt, Lock, LockStore, Watch};
@@ -35,10 +38,7 @@ static INSPECT: LazyLock<Script> =
 
 /// This process's release subscriber and the waiters it wakes.
 #[derive(Debug)]
-pub(super) struct Releases {
-    /// What the subscriber connects with (set once when the store connects) and how long a
-    /// waiter waits for its subscription.
-    config: OnceLock<(Config, Duration)>,
+struct Releases {
     wakeups: Arc<Wakeups>,
     /// The subscriber's mailbox; `None` when it could not be built.
     subscriber: OnceLock<Option<mpsc::UnboundedSender<Cmd>>>,
@@ -50,7 +50,6 @@ pub(super) struct Releases {
 impl Default for Releases {
     fn default() -> Self {
         Self {
-            config: OnceLock::new(),
             wakeups: Arc::default(),
             subscriber: OnceLock::new(),
             origin: format!("{:016x}", rand::random::<u64>()),
@@ -69,13 +68,14 @@ enum Cmd {
     Forget(String),
 }
 
-impl Releases {
-    pub(super) fn configure(&self, config: Config, timeout: Duration) {
-        let _ = self.config.set((config, timeout));
-    }
+impl Kept for Releases {}
 
-    fn start(&self) -> Option<mpsc::UnboundedSender<Cmd>> {
-        let (config, timeout) = self.config.get()?.clone();
+static RELEASES: Slot<Releases> = Slot::new();
+
+impl Releases {
+    /// Starts the subscriber, connecting as `connect` says.
+    fn start(&self, connect: &(Config, Duration)) -> Option<mpsc::UnboundedSender<Cmd>> {
+        let (config, timeout) = connect.clone();
         let client = Builder::from_config(config)
             .with_performance_config(|perf| perf.default_command_timeout = timeout)
             .with_connection_config(|conn| {
@@ -268,7 +268,7 @@ impl LockStore for RedisStore {
                     owner.to_string(),
                     token.to_string(),
                     self.keys.lock_released_channel(name),
-                    self.inner.locks.origin.clone(),
+                    self.kept(&RELEASES).origin.clone(),
                 ],
             )
             .await
@@ -277,7 +277,7 @@ impl LockStore for RedisStore {
         // process's own), so this process's waiters hear it while the subscriber reconnects
         // too, and only once.
         if released == 1 {
-            self.inner.locks.wakeups.released(name.as_str());
+            self.kept(&RELEASES).wakeups.released(name.as_str());
         }
         Ok(released == 1)
     }
@@ -300,7 +300,7 @@ impl LockStore for RedisStore {
     }
 
     async fn lock_watch(&self, name: &Name) -> Watch {
-        let releases = &self.inner.locks;
+        let releases = self.kept(&RELEASES);
         let watch = releases.wakeups.watch(name.as_str());
         // No place (the room is full): nothing to listen for.
         if watch.room().is_none() {
@@ -308,7 +308,10 @@ impl LockStore for RedisStore {
         }
         // Without a subscriber the waiter still hears this process's releases and tries at
         // the lease's end.
-        let Some(subscriber) = releases.subscriber.get_or_init(|| releases.start()) else {
+        let Some(subscriber) = releases
+            .subscriber
+            .get_or_init(|| releases.start(self.subscriber()))
+        else {
             return watch;
         };
         let channel = self.keys.lock_released_channel(name);
@@ -325,8 +328,27 @@ impl LockStore for RedisStore {
         });
         // Until subscribed a release would go unheard; wait for it (briefly: the lease's end
         // still bounds the waiter without it).
-        let timeout = releases.config.get().map_or(Duration::ZERO, |c| c.1);
+        let timeout = self.subscriber().1;
         let _ = tokio::time::timeout(timeout, subscribed).await;
         watch
+    }
+}
+
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A lock's holder: "owner\ntoken", expiring with the lease.
+    pub(crate) fn lock(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}", self.prefix)
+    }
+
+    /// A lock's fencing counter: the last token handed out, outliving the holder's key.
+    pub(crate) fn lock_fence(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:fence", self.prefix)
+    }
+
+    /// The sharded pub/sub channel a lock's releases are announced on, under the lock's hash
+    /// tag so `SPUBLISH` from the release script stays in its slot (a channel, not a key).
+    pub(crate) fn lock_released_channel(&self, name: &Name) -> String {
+        format!("{}lk:{{{name}}}:released", self.prefix)
     }
 }

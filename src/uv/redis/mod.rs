@@ -9,6 +9,8 @@
 //! and this never needs a cross-slot command. A merge writes each day's union with one small
 //! PFMERGE into the target's slot.
 
+mod hyll;
+
 use std::sync::LazyLock;
 
 use fred::bytes::Bytes;
@@ -16,9 +18,11 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt};
 
-use super::{hyll, map_err, RedisStore};
 use crate::store::error::StoreError;
 use crate::store::group::{self, GroupCommit};
+use crate::store::keys::{day_str, Keys};
+use crate::store::redis::{map_err, RedisStore};
+use crate::store::slots::Slot;
 use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
 use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
@@ -51,7 +55,10 @@ const MAX_GROUP_VISITORS: usize = 1_000;
 /// The visits of requests without an idempotency key, grouped by page, day and expiry: a busy
 /// page costs one script run per worker and turn, not one per request (issue 19: the script's
 /// own cost, ~2 µs of Redis time per run, was most of a UV add's Redis time).
-pub(super) type Visits = GroupCommit<(Name, Day, i64), Vec<Value>, Result<Recorded, StoreError>>;
+type Visits = GroupCommit<(Name, Day, i64), Vec<Value>, Result<Recorded, StoreError>>;
+
+/// Visits waiting to go in one call, per page and day.
+static VISITS: Slot<Visits> = Slot::new();
 
 fn as_u64(v: &Value) -> Result<u64, StoreError> {
     v.as_u64()
@@ -175,8 +182,7 @@ impl UvStore for RedisStore {
             let visitors = visitors.iter().map(|v| Value::from(v.as_str())).collect();
             let key = (page.clone(), day, expire_at);
             return match self
-                .inner
-                .uv_visits
+                .kept(&VISITS)
                 .join(key, visitors, self, record_group)
                 .await
             {
@@ -358,6 +364,31 @@ impl RedisStore {
     }
 }
 
+/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
+impl Keys {
+    /// A page's distinct visitors on one day (a HyperLogLog).
+    pub(crate) fn uv_day(&self, page: &Name, day: Day) -> String {
+        self.join(&["uv:{", page.as_str(), "}:", day_str(&day.text())])
+    }
+
+    /// The first outcome of a visit under one idempotency key (`digest`: SHA-256 hex of the
+    /// client's key), in the page's slot so the record script keeps it atomically.
+    pub(crate) fn uv_idempotency(&self, page: &Name, digest: &str) -> String {
+        self.join(&["uv:{", page.as_str(), "}:idem:", digest])
+    }
+
+    /// A page's views on one day (a counter), in the same slot as [`Self::uv_day`].
+    pub(crate) fn pv_day(&self, page: &Name, day: Day) -> String {
+        self.join(&["pv:{", page.as_str(), "}:", day_str(&day.text())])
+    }
+
+    /// Scratch key `n` under a page's hash tag, where HyperLogLogs copied from other slots
+    /// are merged; scripts delete it before returning and give it a short TTL meanwhile.
+    pub(crate) fn uv_scratch(&self, page: &Name, n: u8) -> String {
+        format!("{}uvt:{{{page}}}:{n}", self.prefix)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::store::keys::Keys;
@@ -377,5 +408,25 @@ mod tests {
         let mut masters = vec![master("a"), master("b"), master("c")];
         masters.sort_unstable();
         assert_eq!(masters, vec![0, 1, 2]);
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn a_pages_day_keys_and_scratch_share_a_slot() {
+        let keys = Keys::new("gw:");
+        let page = Name::try_from("home".to_owned()).unwrap();
+        let day = Day::parse("2026-11-21").unwrap();
+        let uv = keys.uv_day(&page, day);
+        assert_eq!(uv, "gw:uv:{home}:2026-11-21");
+        assert_eq!(keys.pv_day(&page, day), "gw:pv:{home}:2026-11-21");
+        for other in [keys.pv_day(&page, day.succ()), keys.uv_scratch(&page, 1)] {
+            assert_eq!(hash_tag(&other), "home");
+        }
+        assert_eq!(keys.uv_idempotency(&page, "ab"), "gw:uv:{home}:idem:ab");
     }
 }

@@ -3,28 +3,34 @@
 
 use std::collections::HashMap;
 
-use super::{lock, reclaim, MemoryStore};
 use crate::dedup::logic::{ItemHash, LayerSpec, Params};
 use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
+use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
+use crate::store::slots::Slot;
 use crate::types::Name;
 
+/// This domain's state in a memory store.
+static STATE: Slot<Locked<State>> = Slot::new();
+
 #[derive(Debug, Default)]
-pub(super) struct State {
+struct State {
     filters: HashMap<Name, Filter>,
 }
 
 impl State {
-    pub(super) fn purge(&mut self, now: i64) {
-        reclaim(&mut self.filters, |_, f| f.expires_at > now);
-    }
-
     /// The live filter called `name`, if any (an expired one is dropped here).
     fn live(&mut self, name: &Name, now: i64) -> Option<&mut Filter> {
         if self.filters.get(name).is_some_and(|f| f.expires_at <= now) {
             self.filters.remove(name);
         }
         self.filters.get_mut(name)
+    }
+}
+
+impl Purge for State {
+    fn purge(&mut self, now: i64) {
+        reclaim(&mut self.filters, |_, f| f.expires_at > now);
     }
 }
 
@@ -135,7 +141,7 @@ impl DedupStore for MemoryStore {
         params: Params,
         policy: Policy,
     ) -> Result<Reserved, StoreError> {
-        let mut s = lock(&self.shared.dedup);
+        let mut s = self.state(&STATE);
         if let Some(existing) = s.live(filter, now()) {
             if existing.params != params {
                 return Ok(Reserved::Conflict(existing.params));
@@ -157,7 +163,7 @@ impl DedupStore for MemoryStore {
     ) -> Result<Added, StoreError> {
         // Hash outside the lock: it is the expensive part.
         let hashes: Vec<ItemHash> = items.iter().map(|i| ItemHash::of(i)).collect();
-        let mut s = lock(&self.shared.dedup);
+        let mut s = self.state(&STATE);
         if s.live(filter, now()).is_none() {
             s.filters
                 .insert(filter.clone(), Filter::new(policy.defaults));
@@ -177,7 +183,7 @@ impl DedupStore for MemoryStore {
         policy: Policy,
     ) -> Result<Vec<bool>, StoreError> {
         let hashes: Vec<ItemHash> = items.iter().map(|i| ItemHash::of(i)).collect();
-        let mut s = lock(&self.shared.dedup);
+        let mut s = self.state(&STATE);
         let Some(f) = s.live(filter, now()) else {
             return Ok(vec![false; items.len()]);
         };
@@ -185,8 +191,12 @@ impl DedupStore for MemoryStore {
         Ok(hashes.into_iter().map(|h| f.contains(h)).collect())
     }
 
+    async fn dedup_engine(&self) -> Result<Engine, StoreError> {
+        Ok(Engine::Memory)
+    }
+
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
-        let mut s = lock(&self.shared.dedup);
+        let mut s = self.state(&STATE);
         Ok(s.live(filter, now()).map(|f| f.info()))
     }
 }

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::dedup::Step;
-use super::{map_err, RedisStore};
+use super::Step;
+use crate::store::redis::{map_err, RedisStore};
+
 use crate::dedup::logic::Params;
 use crate::dedup::{Added, Engine, Policy};
 use crate::store::error::StoreError;
