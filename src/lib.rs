@@ -53,6 +53,7 @@ pub mod store;
 pub mod telemetry;
 pub mod types;
 pub mod uv;
+pub mod wait;
 pub mod workers;
 
 use std::future::Future;

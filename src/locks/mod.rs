@@ -21,15 +21,14 @@ pub mod wake;
 
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::time::Instant;
 
 pub use http::{router, TERMS};
-use wake::Room;
 pub use wake::Watch;
 
 use crate::store::error::StoreError;
 use crate::types::Name;
+use crate::wait::{wait_in_room, Look};
 
 /// Acquisitions that may wait (`wait_ms`) on one lock in one gateway process at once; one more
 /// is answered at once, as if its `wait_ms` were 0 (README "Distributed locks"). Per lock name
@@ -87,19 +86,6 @@ crate::store::store_trait! {
     }
 }
 
-/// Held while an acquisition tries on its room's behalf (on a turn or the alarm): if that
-/// attempt never reports — the client went away, the store failed — the alarm is set to now,
-/// so another waiter tries in its place and a free lock is not left to its waiters' deadlines.
-struct Standing<'a>(Option<&'a Room>);
-
-impl Drop for Standing<'_> {
-    fn drop(&mut self) {
-        if let Some(room) = self.0 {
-            room.expect(Instant::now());
-        }
-    }
-}
-
 /// Acquires `name` for `owner`, waiting up to `wait` for another holder to let go: an
 /// acquisition that finds it held takes a place in the lock's room in this process and tries
 /// again when the room gives it a turn (a release), when it takes the room's alarm (the
@@ -121,7 +107,7 @@ impl Drop for Standing<'_> {
 ///   waiter that fails to take it because another instance's waiter (or anyone) took it first
 ///   was not needed: the lock is held, and its release or lease end wakes the room again. A
 ///   woken waiter that goes away or fails before its attempt reports hands the attempt on
-///   (see [`Standing`]; a turn it had not yet taken passes to another waiter by itself), and
+///   (see `crate::wait`; a turn it had not yet taken passes to another waiter by itself), and
 ///   one that took a turn during an attempt that did not win tries again;
 /// - releases an instance's subscriber may have missed (it reconnected, or fell behind) make
 ///   one waiter per lock try once it is listening again ([`wake::Wakeups::missed`]); what
@@ -145,55 +131,21 @@ pub(crate) async fn acquire<S: LockStore>(
     let Some(room) = watch.room() else {
         return Ok(first);
     };
-    let mut for_room = false;
-    loop {
-        // Listening before the attempt, so a turn given while it runs (a release it may have
-        // come too early for) brings another attempt rather than going to a sleeping waiter
-        // or being lost.
-        let turn = room.turn.notified();
-        tokio::pin!(turn);
-        turn.as_mut().enable();
-        let mut standing = Standing(for_room.then_some(&**room));
-        let started = Instant::now();
+    wait_in_room(room, deadline, || async {
         let attempt = store.lock_acquire(name, owner, ttl_ms).await?;
-        let now = Instant::now();
         // +1 ms: a lease ending in `ms` is over from the ms after.
         let lease_ms = match &attempt {
             Attempt::Held { retry_after_ms } => *retry_after_ms,
             Attempt::Acquired(_) => ttl_ms,
         };
-        room.tried(
-            started,
-            now + Duration::from_millis(lease_ms.saturating_add(1)),
-        );
-        standing.0 = None;
-        if let Attempt::Acquired(_) = attempt {
-            // A turn given during this attempt was for a release made before it (it won), so
-            // it is spent here rather than sending another waiter to find the lock taken.
-            let _ = turn.as_mut().now_or_never();
-            return Ok(attempt);
-        }
-        if now >= deadline {
-            return Ok(attempt);
-        }
-        for_room = loop {
-            let retimed = room.retimed.notified();
-            tokio::pin!(retimed);
-            let alarm = room.alarm();
-            let wake = alarm.map_or(deadline, |alarm| alarm.min(deadline));
-            tokio::select! {
-                () = turn.as_mut() => break true,
-                () = retimed.as_mut() => {}
-                () = tokio::time::sleep_until(wake) => {
-                    let now = Instant::now();
-                    let took_alarm = alarm.is_some_and(|alarm| alarm <= now && room.take(alarm));
-                    // A turn given meanwhile is taken too: this waiter is about to try anyway.
-                    let took_turn = turn.as_mut().now_or_never().is_some();
-                    if took_alarm || took_turn || now >= deadline {
-                        break took_alarm || took_turn;
-                    }
-                }
-            }
-        };
-    }
+        Ok(Look {
+            next: Some(Instant::now() + Duration::from_millis(lease_ms.saturating_add(1))),
+            // A turn given during a winning attempt was for a release made before it, so it
+            // is spent here rather than sending another waiter to find the lock taken.
+            done: matches!(attempt, Attempt::Acquired(_)),
+            spends_turn: true,
+            answer: attempt,
+        })
+    })
+    .await
 }

@@ -20,17 +20,16 @@ mod redis;
 
 pub use http::{router, TERMS};
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::store::error::StoreError;
 use crate::types::Name;
 pub use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
+pub use crate::wait::Room;
+use crate::wait::{wait_in_room, Look, Rooms};
 
 /// Largest serialized payload (docs/api.md: 64 KiB).
 pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
@@ -191,132 +190,20 @@ crate::store::store_trait! {
     }
 }
 
-/// The claims of this process waiting on one queue, and what they share so that an enqueue
-/// costs the store one look, not one per waiting claim (docs/api.md "Clients and abuse": a write
-/// that wakes waiters wakes only as many as it can serve):
-/// - a turn (`turn`, one permit per job that became due) sends one waiting claim to look;
-/// - the alarm is when the next look is needed without a turn: the earliest due time or
-///   visibility deadline the last look or an announcement told of, or the re-check. The first
-///   waiting claim whose timer passes it takes it and looks for the room, the others keep
-///   sleeping; when it moves earlier, `retimed` has every waiting claim re-aim its timer (no
-///   store call).
-#[derive(Debug, Default)]
-pub struct Room {
-    turn: Notify,
-    retimed: Notify,
-    state: Mutex<RoomState>,
-}
-
-#[derive(Debug, Default)]
-struct RoomState {
-    /// Claims seated (at most [`MAX_WAITING_CLAIMS`]).
-    waiting: usize,
-    alarm: Option<Instant>,
-}
-
-impl Room {
-    fn state(&self) -> MutexGuard<'_, RoomState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Claims waiting now.
-    pub fn waiting(&self) -> usize {
-        self.state().waiting
-    }
-
-    /// A place for one more waiting claim, unless [`MAX_WAITING_CLAIMS`] hold one.
-    fn seat(self: &Arc<Self>) -> Option<Seat> {
-        let mut state = self.state();
-        if state.waiting >= MAX_WAITING_CLAIMS {
-            return None;
-        }
-        state.waiting += 1;
-        Some(Seat(self.clone()))
-    }
-
-    /// Something may be claimable at `at`: the alarm rings no later.
-    fn expect(&self, at: Instant) {
-        let earlier = {
-            let mut state = self.state();
-            let earlier = state.alarm.is_none_or(|alarm| at < alarm);
-            if earlier {
-                state.alarm = Some(at);
-            }
-            earlier
-        };
-        if earlier {
-            self.retimed.notify_waiters();
-        }
-    }
-
-    /// A look that started at `started` saw the next thing due at `next`. It covers every
-    /// alarm due by its start, so its own replaces those; a later one (a delayed job announced
-    /// while it ran) still stands.
-    fn looked(&self, started: Instant, next: Option<Instant>) {
-        let earlier = {
-            let mut state = self.state();
-            let kept = state.alarm.filter(|alarm| *alarm > started);
-            let alarm = match (kept, next) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let earlier = alarm.is_some_and(|new| state.alarm.is_none_or(|old| new < old));
-            state.alarm = alarm;
-            earlier
-        };
-        if earlier {
-            self.retimed.notify_waiters();
-        }
-    }
-
-    /// Takes the alarm set for `at` unless another claim has (or it moved): `true` means the
-    /// caller looks for the room.
-    fn take(&self, at: Instant) -> bool {
-        let mut state = self.state();
-        let mine = state.alarm == Some(at);
-        if mine {
-            state.alarm = None;
-        }
-        mine
-    }
-}
-
-/// A waiting claim's place in its room, given back when the claim answers or goes away.
-struct Seat(Arc<Room>);
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        self.0.state().waiting -= 1;
-    }
-}
-
-/// Held while a claim looks on the room's behalf (on a turn or the alarm): if that look never
-/// reports — the client went away, the store failed — the alarm is set to now, so another
-/// waiting claim looks in its place and no due job is left to the next re-check.
-struct Standing<'a>(Option<&'a Room>);
-
-impl Drop for Standing<'_> {
-    fn drop(&mut self) {
-        if let Some(room) = self.0 {
-            room.expect(Instant::now());
-        }
-    }
-}
-
 /// The rooms of one store's queues, held weakly: a queue nobody waits on costs nothing. Keyed
 /// by the queue's name as the store layer has it (the text of the [`Name`] the handler passes,
 /// which may be a caller-scoped name), so an announcement's channel finds its room without
 /// being parsed back into a name.
 #[derive(Debug)]
 pub struct Bells {
-    rooms: Mutex<HashMap<String, Weak<Room>>>,
+    rooms: Rooms,
     origin: String,
 }
 
 impl Default for Bells {
     fn default() -> Self {
         Self {
-            rooms: Mutex::default(),
+            rooms: Rooms::default(),
             origin: format!("{:016x}", rand::random::<u64>()),
         }
     }
@@ -325,31 +212,18 @@ impl Default for Bells {
 impl Bells {
     /// The room of `queue`, made when nobody holds it.
     pub fn room(&self, queue: &Name) -> Arc<Room> {
-        let mut rooms = self.rooms.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(room) = rooms.get(queue.as_str()).and_then(Weak::upgrade) {
-            return room;
-        }
-        if rooms.len() >= 1024 {
-            rooms.retain(|_, room| room.strong_count() > 0);
-        }
-        let room = Arc::new(Room::default());
-        rooms.insert(queue.as_str().to_owned(), Arc::downgrade(&room));
-        room
+        self.rooms.room(queue.as_str())
     }
 
     /// A job was created in `queue`, due in `due_in_ms` by the store's clock: a job due now
     /// is one turn (one waiting claim looks); a later one sets the alarm, and nobody looks
     /// before it is due.
     pub fn created(&self, queue: &str, due_in_ms: u64) {
-        let room = self
-            .rooms
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(queue)
-            .and_then(Weak::upgrade);
-        let Some(room) = room else { return };
+        let Some(room) = self.rooms.existing(queue) else {
+            return;
+        };
         if due_in_ms == 0 {
-            room.turn.notify_one();
+            room.give_turn();
         } else {
             // +1 ms: a job due at `now + due_in` is claimable from that ms on.
             room.expect(Instant::now() + Duration::from_millis(due_in_ms.saturating_add(1)));
@@ -359,16 +233,7 @@ impl Bells {
     /// Announcements may have been lost (the subscriber reconnected, or fell behind): one
     /// waiting claim of every room looks now, rather than at the next re-check.
     pub fn missed(&self) {
-        let rooms: Vec<Arc<Room>> = self
-            .rooms
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for room in rooms {
-            room.expect(Instant::now());
-        }
+        self.rooms.missed();
     }
 
     /// Names this store in its announcements, so that its own, heard back, are not counted
@@ -393,7 +258,7 @@ impl Bells {
 ///   when it left due jobs behind (its `max` or byte cap, or turns that arrived while no claim
 ///   listened and were merged into one) — so another claim looks at once. A claim that finds
 ///   nothing because another instance's claim took the job was not needed. A claim that goes
-///   away before its look reports hands the look on (see [`Standing`]).
+///   away before its look reports hands the look on (see `crate::wait`).
 /// - announcements an instance's subscriber may have lost (it reconnected, or fell behind)
 ///   make one claim per room look once it is listening again ([`Bells::missed`]); what pub/sub
 ///   drops without either sign is covered by the room's re-check ([`Bell::recheck`], 5 s on
@@ -411,23 +276,13 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
         Some(store.queue_bell(queue).await)
     };
     let seated = bell.and_then(|bell| {
-        let seat = bell.room.seat()?;
+        let seat = bell.room.seat(MAX_WAITING_CLAIMS)?;
         Some((bell, seat))
     });
     let Some((bell, _seat)) = seated else {
         return Ok(store.queue_claim(queue, max, visibility_ms).await?.jobs);
     };
-    let room = &*bell.room;
-    let deadline = Instant::now() + wait;
-    let mut for_room = false;
-    loop {
-        // Listening before the look, so a turn given while it runs (an enqueue it may have
-        // missed) brings another look rather than going to a sleeping claim or being lost.
-        let turn = room.turn.notified();
-        tokio::pin!(turn);
-        turn.as_mut().enable();
-        let mut standing = Standing(for_room.then_some(room));
-        let started = Instant::now();
+    wait_in_room(&bell.room, Instant::now() + wait, || async {
         let claim = store.queue_claim(queue, max, visibility_ms).await?;
         let now = Instant::now();
         // +1 ms: a job due at `now + next` is claimable from that ms on.
@@ -438,29 +293,12 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
             (Some(next), Some(recheck)) => Some(next.min(now + recheck)),
             (next, recheck) => next.or(recheck.map(|r| now + r)),
         };
-        room.looked(started, next);
-        standing.0 = None;
-        if !claim.jobs.is_empty() || now >= deadline {
-            return Ok(claim.jobs);
-        }
-        for_room = loop {
-            let retimed = room.retimed.notified();
-            tokio::pin!(retimed);
-            let alarm = room.state().alarm;
-            let wake = alarm.map_or(deadline, |alarm| alarm.min(deadline));
-            tokio::select! {
-                () = turn.as_mut() => break true,
-                () = retimed.as_mut() => {}
-                () = tokio::time::sleep_until(wake) => {
-                    let now = Instant::now();
-                    let took_alarm = alarm.is_some_and(|alarm| alarm <= now && room.take(alarm));
-                    // A turn given meanwhile is taken too: this claim is about to look anyway.
-                    let took_turn = turn.as_mut().now_or_never().is_some();
-                    if took_alarm || took_turn || now >= deadline {
-                        break took_alarm || took_turn;
-                    }
-                }
-            }
-        };
-    }
+        Ok(Look {
+            done: !claim.jobs.is_empty(),
+            answer: claim.jobs,
+            next,
+            spends_turn: false,
+        })
+    })
+    .await
 }
