@@ -1,22 +1,38 @@
 //! Credentials as extractors: the admin bearer token ([`Admin`]) and end-user JWTs
 //! ([`Acting`], verified by [`UserTokens`]).
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::state::AppState;
+
+/// What the extractors of this module need of the app state (which hands it out through
+/// `FromRef`, so this module does not depend on the state that holds it).
+#[derive(Debug)]
+pub struct Credentials {
+    /// The bearer token admin routes require (configured or generated at start-up).
+    pub admin_token: Arc<str>,
+    /// End-user JWT verification (`None`: user ids are trusted as given).
+    pub user_tokens: Option<UserTokens>,
+}
 
 /// Present in a handler's arguments: the request carried the admin token.
 #[derive(Debug, Clone, Copy)]
 pub struct Admin;
 
-impl FromRequestParts<AppState> for Admin {
+impl<S> FromRequestParts<S> for Admin
+where
+    S: Send + Sync,
+    Arc<Credentials>: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let state = Arc::<Credentials>::from_ref(state);
         let presented = parts
             .headers
             .get(AUTHORIZATION)
@@ -158,10 +174,15 @@ impl Acting {
     }
 }
 
-impl FromRequestParts<AppState> for Acting {
+impl<S> FromRequestParts<S> for Acting
+where
+    S: Send + Sync,
+    Arc<Credentials>: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let state = Arc::<Credentials>::from_ref(state);
         let Some(tokens) = &state.user_tokens else {
             return Ok(Self::Anyone);
         };

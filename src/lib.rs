@@ -45,6 +45,7 @@ pub mod openapi;
 pub mod ops;
 pub mod queues;
 pub mod ratelimit;
+pub mod readiness;
 pub mod seckill;
 pub mod serve;
 pub mod shutdown;
@@ -110,20 +111,20 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     });
     clients.watch();
     let user_tokens = match &settings.jwt {
-        Some(jwt) => Some(Arc::new(
-            auth::UserTokens::new(jwt).map_err(StartError::Jwt)?,
-        )),
+        Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
     };
     let ledger = ledger::Ledger::start(&settings, &store).map_err(StartError::Ledger)?;
     Ok(AppState::new(state::Shared {
         store,
         settings: Arc::new(settings),
-        admin_token,
+        credentials: Arc::new(auth::Credentials {
+            admin_token,
+            user_tokens,
+        }),
         ledger,
         clients,
-        user_tokens,
-        ready_probe: ops::ReadyProbe::default(),
+        ready_probe: readiness::ReadyProbe::default(),
     }))
 }
 

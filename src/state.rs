@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use axum::extract::FromRef;
+
+use crate::auth::Credentials;
 use crate::clients::Clients;
 use crate::config::Settings;
 use crate::ledger::Ledger;
@@ -20,6 +23,12 @@ impl AppState {
     }
 }
 
+impl FromRef<AppState> for Arc<Credentials> {
+    fn from_ref(state: &AppState) -> Self {
+        state.credentials.clone()
+    }
+}
+
 impl std::ops::Deref for AppState {
     type Target = Shared;
 
@@ -33,16 +42,14 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub store: Store,
     pub settings: Arc<Settings>,
-    /// The bearer token admin routes require (configured or generated at start-up).
-    pub admin_token: Arc<str>,
+    /// The admin token and end-user JWT verification.
+    pub credentials: Arc<Credentials>,
     /// The order ledger (off unless `DATABASE_URL` is set).
     pub ledger: Ledger,
-    /// End-user JWT verification (`None`: user ids are trusted as given).
-    pub user_tokens: Option<Arc<crate::auth::UserTokens>>,
     /// The API clients of `GATEWAY_CLIENTS_FILE` (none when unset).
     pub clients: Arc<Clients>,
     /// The store probe `/readyz` and `/metrics` share (at most one a second).
-    pub ready_probe: crate::ops::ReadyProbe,
+    pub ready_probe: crate::readiness::ReadyProbe,
 }
 
 impl Shared {
