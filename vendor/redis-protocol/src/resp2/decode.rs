@@ -9,7 +9,6 @@ use crate::{
   utils,
 };
 use alloc::vec::Vec;
-#[cfg(feature = "decode-logs")]
 use core::str;
 use nom::{
   bytes::streaming::{take as nom_take, take_until as nom_take_until},
@@ -26,42 +25,16 @@ use bytes::{Bytes, BytesMut};
 
 pub(crate) const NULL_LEN: isize = -1;
 
-// PATCHED (redis-gateway, see vendor/README.md): lengths and integers are read digit by digit.
-// Upstream checked each as UTF-8 and went through `str::parse`, for every element of every
-// reply. The same text is accepted (an optional sign, then ASCII digits, no overflow).
-fn parse_decimal(s: &[u8]) -> Option<i64> {
-  let (negative, digits) = match s.split_first() {
-    Some((b'-', rest)) => (true, rest),
-    Some((b'+', rest)) => (false, rest),
-    _ => (false, s),
-  };
-  if digits.is_empty() {
-    return None;
-  }
-  // Accumulated as a negative number, which reaches i64::MIN.
-  let mut n: i64 = 0;
-  for &b in digits {
-    let digit = b.wrapping_sub(b'0');
-    if digit > 9 {
-      return None;
-    }
-    n = n.checked_mul(10)?.checked_sub(i64::from(digit))?;
-  }
-  if negative {
-    Some(n)
-  } else {
-    n.checked_neg()
-  }
-}
-
 fn to_isize(s: &[u8]) -> Result<isize, RedisParseError<&[u8]>> {
-  parse_decimal(s)
-    .and_then(|n| isize::try_from(n).ok())
-    .ok_or_else(|| RedisParseError::new_custom("to_isize", "Failed to parse as integer."))
+  str::from_utf8(s)?
+    .parse::<isize>()
+    .map_err(|_| RedisParseError::new_custom("to_isize", "Failed to parse as integer."))
 }
 
 fn to_i64(s: &[u8]) -> Result<i64, RedisParseError<&[u8]>> {
-  parse_decimal(s).ok_or_else(|| RedisParseError::new_custom("to_i64", "Failed to parse as integer."))
+  str::from_utf8(s)?
+    .parse::<i64>()
+    .map_err(|_| RedisParseError::new_custom("to_i64", "Failed to parse as integer."))
 }
 
 fn d_read_to_crlf(input: (&[u8], usize)) -> DResult<usize> {
