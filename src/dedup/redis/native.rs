@@ -1,4 +1,4 @@
-//! Dedup on RedisBloom's `BF.*` commands, for servers that have the module (see `dedup.rs`
+//! Dedup on RedisBloom's `BF.*` commands, for servers that have the module (see `params.rs`
 //! for the engine choice and the metadata both engines share).
 
 use std::collections::HashMap;
