@@ -1,0 +1,406 @@
+//! A Redis Cluster: one fred client per master and the gateway's own slot table. A node that
+//! fails or hangs is marked down and probed; the slot table is re-read on the signs of a
+//! change (see `mod.rs`), never on a timer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use fred::prelude::*;
+use fred::types::config::Server;
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::MakeClient;
+
+/// Timeouts in a row after which a node counts as hung (down).
+const TIMEOUTS_DOWN: u32 = 3;
+/// The slot table is re-read at most this often.
+const REFRESH_EVERY: Duration = Duration::from_millis(100);
+/// How often a down node is pinged.
+const PROBE_EVERY: Duration = Duration::from_millis(200);
+const NO_OWNER: u16 = u16::MAX;
+
+/// The slot table and the refresh stamp sit behind std locks, not Tokio's: they are held only
+/// to read or swap a few fields, never across an `.await`.
+pub(crate) struct Cluster {
+    base: Config,
+    make: MakeClient,
+    timeout: Duration,
+    seeds: Vec<Server>,
+    topo: RwLock<Topo>,
+    refreshing: AtomicBool,
+    last_refresh: Mutex<Option<Instant>>,
+}
+
+#[derive(Default)]
+struct Topo {
+    /// Slot → index in `owners`, or [`NO_OWNER`].
+    slots: Vec<u16>,
+    owners: Vec<Arc<Node>>,
+    /// Every node with a client, by `host:port` (owners and seeds).
+    nodes: HashMap<String, Arc<Node>>,
+}
+
+pub(crate) struct Node {
+    addr: String,
+    pub(super) client: Client,
+    timeouts: AtomicU32,
+    hung: AtomicBool,
+    probing: AtomicBool,
+}
+
+impl Node {
+    fn usable(&self) -> bool {
+        !self.hung.load(Ordering::Relaxed) && self.client.state() == ClientState::Connected
+    }
+}
+
+/// A node that does not serve: why the request was not sent.
+fn down_error(addr: &str) -> Error {
+    Error::new(ErrorKind::IO, format!("Redis node {addr} is down"))
+}
+
+fn addr_of(s: &Server) -> String {
+    format!("{}:{}", s.host, s.port)
+}
+
+/// The slot a command routes by: its first key's.
+fn slot_of(key: Option<&[u8]>) -> Option<u16> {
+    key.map(fred::util::redis_keyslot)
+}
+
+/// A node state as a metric: 1 serving, 0 down.
+fn gauge(addr: &str, up: bool) {
+    metrics::gauge!("gateway_redis_node_up", "node" => addr.to_owned()).set(if up {
+        1.0
+    } else {
+        0.0
+    });
+}
+
+impl Cluster {
+    pub(super) fn new(base: Config, make: MakeClient, timeout: Duration) -> Arc<Self> {
+        let seeds = base.server.hosts();
+        Arc::new(Cluster {
+            base,
+            make,
+            timeout,
+            seeds,
+            topo: RwLock::new(Topo {
+                slots: vec![NO_OWNER; 16384],
+                ..Default::default()
+            }),
+            refreshing: AtomicBool::new(false),
+            last_refresh: Mutex::new(None),
+        })
+    }
+
+    /// The node serving the slot of a command whose first key is `key` (`None`: any serving
+    /// node).
+    pub(super) fn pick(self: &Arc<Self>, key: Option<&[u8]>) -> Result<Arc<Node>, Error> {
+        self.node_for(slot_of(key))
+    }
+
+    /// `INFO server` from any serving node (a read, so asking the next node after a failure
+    /// is safe).
+    pub(super) async fn info(self: &Arc<Self>) -> Result<String, Error> {
+        let nodes: Vec<Arc<Node>> = {
+            let topo = self.topo.read().unwrap();
+            topo.owners.iter().filter(|n| n.usable()).cloned().collect()
+        };
+        let mut last = Error::new(ErrorKind::IO, "no Redis node serves");
+        for node in nodes {
+            let result = node.client.info(Some(fred::types::InfoKind::Server)).await;
+            self.observe(&node, &result);
+            match result {
+                Ok(text) => return Ok(text),
+                Err(e) => last = e,
+            }
+        }
+        self.refresh();
+        Err(last)
+    }
+
+    /// The masters that do not serve now, with their slot ranges.
+    pub(super) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
+        let topo = self.topo.read().unwrap();
+        let mut out: Vec<(String, Vec<(u16, u16)>)> = Vec::new();
+        let mut run: Option<(u16, u16, u16)> = None; // (owner, start, end)
+        let close = |run: Option<(u16, u16, u16)>, out: &mut Vec<(String, Vec<(u16, u16)>)>| {
+            if let Some((o, a, b)) = run {
+                let (addr, down) = if o == NO_OWNER {
+                    ("unassigned".to_owned(), true)
+                } else {
+                    let n = &topo.owners[o as usize];
+                    (n.addr.clone(), !n.usable())
+                };
+                if down {
+                    match out.iter_mut().find(|(x, _)| *x == addr) {
+                        Some((_, r)) => r.push((a, b)),
+                        None => out.push((addr, vec![(a, b)])),
+                    }
+                }
+            }
+        };
+        for (slot, owner) in topo.slots.iter().enumerate() {
+            let slot = slot as u16;
+            run = match run {
+                Some((o, a, _)) if o == *owner => Some((o, a, slot)),
+                other => {
+                    close(other, &mut out);
+                    Some((*owner, slot, slot))
+                }
+            };
+        }
+        close(run, &mut out);
+        out
+    }
+
+    fn new_node(&self, host: &str, port: u16) -> Result<Arc<Node>, Error> {
+        let mut config = self.base.clone();
+        config.server = ServerConfig::new_centralized(host, port);
+        let client = (self.make)(config)?;
+        client.connect();
+        let addr = format!("{host}:{port}");
+        gauge(&addr, false);
+        Ok(Arc::new(Node {
+            addr,
+            client,
+            timeouts: AtomicU32::new(0),
+            hung: AtomicBool::new(false),
+            probing: AtomicBool::new(false),
+        }))
+    }
+
+    /// Connects to the seeds and reads the slot table once (waiting up to `wait`).
+    pub(in crate::store::redis) async fn start(self: &Arc<Self>, wait: Duration) -> bool {
+        {
+            let mut topo = self.topo.write().unwrap();
+            for s in &self.seeds {
+                if let Ok(n) = self.new_node(&s.host, s.port) {
+                    topo.nodes.insert(addr_of(s), n);
+                }
+            }
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            if self.clone().refresh_now().await {
+                // Every master connected before the first request (a node still connecting
+                // counts as down).
+                let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
+                let left = deadline.saturating_duration_since(Instant::now());
+                let all =
+                    futures::future::join_all(owners.iter().map(|n| n.client.wait_for_connect()));
+                let _ = tokio::time::timeout(left.max(Duration::from_millis(500)), all).await;
+                for n in &owners {
+                    gauge(&n.addr, n.usable());
+                }
+                return true;
+            }
+            if Instant::now() >= deadline {
+                self.refresh();
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn node_for(self: &Arc<Self>, slot: Option<u16>) -> Result<Arc<Node>, Error> {
+        let topo = self.topo.read().unwrap();
+        let node = match slot {
+            Some(slot) => match topo.slots.get(slot as usize) {
+                Some(&o) if o != NO_OWNER => Some(topo.owners[o as usize].clone()),
+                _ => None,
+            },
+            None => topo
+                .owners
+                .iter()
+                .chain(topo.nodes.values())
+                .find(|n| n.usable())
+                .cloned(),
+        };
+        drop(topo);
+        match node {
+            Some(n) if n.usable() => Ok(n),
+            Some(n) => {
+                self.refresh();
+                Err(down_error(&n.addr))
+            }
+            None => {
+                self.refresh();
+                Err(Error::new(ErrorKind::IO, "no Redis node serves this slot"))
+            }
+        }
+    }
+
+    pub(super) fn observe<T>(self: &Arc<Self>, node: &Arc<Node>, result: &Result<T, Error>) {
+        match result {
+            Ok(_) => {
+                node.timeouts.store(0, Ordering::Relaxed);
+            }
+            Err(e) => match e.kind() {
+                ErrorKind::Timeout => {
+                    if node.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= TIMEOUTS_DOWN
+                        && !node.hung.swap(true, Ordering::Relaxed)
+                    {
+                        tracing::warn!(node = %node.addr, "Redis node timed out repeatedly; marked down");
+                        gauge(&node.addr, false);
+                        self.probe(node.clone());
+                        self.refresh();
+                    }
+                }
+                ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Cluster => self.refresh(),
+                _ => {
+                    let d = e.details();
+                    if ["MOVED", "ASK", "CLUSTERDOWN", "TRYAGAIN"]
+                        .iter()
+                        .any(|p| d.starts_with(p))
+                    {
+                        self.refresh();
+                    }
+                }
+            },
+        }
+    }
+
+    /// Pings a hung node until it answers.
+    fn probe(self: &Arc<Self>, node: Arc<Node>) {
+        if node.probing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(PROBE_EVERY).await;
+                if weak.upgrade().is_none() {
+                    break;
+                }
+                let ping = node.client.ping::<String>(None);
+                if let Ok(Ok(_)) = tokio::time::timeout(PROBE_EVERY, ping).await {
+                    node.timeouts.store(0, Ordering::Relaxed);
+                    node.hung.store(false, Ordering::Relaxed);
+                    gauge(&node.addr, true);
+                    tracing::info!(node = %node.addr, "Redis node answers again");
+                    break;
+                }
+            }
+            node.probing.store(false, Ordering::Relaxed);
+        });
+    }
+
+    /// Re-reads the slot table in the background (at most every [`REFRESH_EVERY`]).
+    fn refresh(self: &Arc<Self>) {
+        {
+            let mut last = self.last_refresh.lock().unwrap();
+            if last.is_some_and(|t| t.elapsed() < REFRESH_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            me.clone().refresh_now().await;
+            me.refreshing.store(false, Ordering::Release);
+        });
+    }
+
+    /// Asks the serving nodes for `CLUSTER SLOTS` and rebuilds the slot table from the first
+    /// answer. Returns whether a table was read.
+    async fn refresh_now(self: Arc<Self>) -> bool {
+        let askers: Vec<Arc<Node>> = {
+            let topo = self.topo.read().unwrap();
+            let mut v: Vec<Arc<Node>> = topo
+                .nodes
+                .values()
+                .filter(|n| n.usable())
+                .cloned()
+                .collect();
+            v.sort_by_key(|n| topo.owners.iter().all(|o| !Arc::ptr_eq(o, n)));
+            v
+        };
+        let wait = self.timeout.min(Duration::from_millis(500));
+        for n in askers {
+            let cmd = CustomCommand::new_static("CLUSTER", ClusterHash::Random, false);
+            let reply =
+                tokio::time::timeout(wait, n.client.custom::<Value, _>(cmd, vec!["SLOTS"])).await;
+            let Ok(Ok(Value::Array(entries))) = reply else {
+                continue;
+            };
+            let host = n
+                .addr
+                .rsplit_once(':')
+                .map(|(h, _)| h.to_owned())
+                .unwrap_or_default();
+            if self.rebuild(&host, &entries) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn rebuild(&self, asked_host: &str, entries: &[Value]) -> bool {
+        let mut parsed: Vec<(u16, u16, String, u16)> = Vec::new();
+        for e in entries {
+            let Value::Array(parts) = e else { continue };
+            let (Some(a), Some(b), Some(Value::Array(master))) = (
+                parts.first().and_then(|v| v.as_i64()),
+                parts.get(1).and_then(|v| v.as_i64()),
+                parts.get(2),
+            ) else {
+                continue;
+            };
+            let host = master
+                .first()
+                .and_then(|v| v.as_string())
+                .unwrap_or_default();
+            let host = if host.is_empty() || host == "?" {
+                asked_host.to_owned()
+            } else {
+                host
+            };
+            let Some(port) = master.get(1).and_then(|v| v.as_i64()) else {
+                continue;
+            };
+            parsed.push((a as u16, b as u16, host, port as u16));
+        }
+        if parsed.is_empty() {
+            return false;
+        }
+        let mut topo = self.topo.write().unwrap();
+        let mut owners: Vec<Arc<Node>> = Vec::new();
+        let mut slots = vec![NO_OWNER; 16384];
+        for (a, b, host, port) in parsed {
+            let addr = format!("{host}:{port}");
+            let node = match topo.nodes.get(&addr) {
+                Some(n) => n.clone(),
+                None => match self.new_node(&host, port) {
+                    Ok(n) => {
+                        topo.nodes.insert(addr.clone(), n.clone());
+                        n
+                    }
+                    Err(_) => continue,
+                },
+            };
+            let i = match owners.iter().position(|o| Arc::ptr_eq(o, &node)) {
+                Some(i) => i,
+                None => {
+                    owners.push(node);
+                    owners.len() - 1
+                }
+            };
+            for s in a..=b.min(16383) {
+                slots[s as usize] = i as u16;
+            }
+        }
+        for n in topo.nodes.values() {
+            gauge(&n.addr, n.usable());
+        }
+        topo.owners = owners;
+        topo.slots = slots;
+        true
+    }
+}
