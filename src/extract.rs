@@ -161,6 +161,15 @@ pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// What the OpenAPI document says of the `Idempotency-Key` header on a route whose retries it
+/// makes safe. A macro, not a `const`, so that `concat!` can add a route's own words.
+macro_rules! idempotency_key_doc {
+    () => {
+        "1-128 visible ASCII characters; makes a retry safe for 24 h"
+    };
+}
+pub(crate) use idempotency_key_doc;
+
 /// The `Idempotency-Key` header (README "Retries"): absent, or 1–128 visible ASCII characters
 /// (else 400). Carries the SHA-256 of the caller's namespace and the key, which is all the
 /// store ever sees: a key is its caller's ([`crate::clients::Caller::idempotency_namespace`]),

@@ -414,6 +414,22 @@ impl fmt::Display for Month {
     }
 }
 
+/// Shorthands for unit tests: values from text known to be valid.
+#[cfg(test)]
+pub(crate) mod test_values {
+    use super::{Day, Name};
+
+    /// The [`Day`] `YYYY-MM-DD`.
+    pub(crate) fn day(text: &str) -> Day {
+        Day::parse(text).expect("a valid day")
+    }
+
+    /// The [`Name`] `text`.
+    pub(crate) fn name(text: &str) -> Name {
+        Name::try_from(text.to_owned()).expect("a valid name")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

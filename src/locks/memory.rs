@@ -143,6 +143,7 @@ mod tests {
 
     use super::*;
     use crate::locks::acquire;
+    use crate::types::test_values::name;
 
     /// This backend, counting the acquisition attempts that reach it; an attempt can be made to
     /// stall until its task is aborted (a client that goes away while its acquisition tries).
@@ -220,10 +221,6 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-    }
-
-    fn name(s: &str) -> Name {
-        Name::try_from(s.to_owned()).unwrap()
     }
 
     type Waiter = tokio::task::JoinHandle<Attempt>;

@@ -370,6 +370,7 @@ mod tests {
 
     use super::*;
     use crate::queues::{claim_waiting, Claimed, MAX_WAITING_CLAIMS};
+    use crate::types::test_values::name;
 
     /// This backend, counting the claims that reach it; a look can be made to stall until its
     /// task is aborted (a client that goes away while its claim looks).
@@ -462,10 +463,6 @@ mod tests {
             let done = self.queue_enqueue(queue, &job, 1000, None).await.unwrap();
             assert!(matches!(done, Once::Now(Enqueued::Created { .. })));
         }
-    }
-
-    fn name(s: &str) -> Name {
-        Name::try_from(s.to_owned()).unwrap()
     }
 
     type Waiter = tokio::task::JoinHandle<Vec<Claimed>>;

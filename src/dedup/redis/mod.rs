@@ -209,11 +209,12 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
+    use crate::types::test_values::name;
 
     #[test]
     fn a_filters_keys_share_a_slot() {
         let keys = Keys::new("gw:");
-        let f = Name::try_from("news:eu@1".to_owned()).unwrap();
+        let f = name("news:eu@1");
         let meta = keys.dedup_meta(&f);
         assert_eq!(meta, "gw:bf:{news:eu@1}");
         assert_eq!(keys.dedup_layer(&f, 3), "gw:bf:{news:eu@1}:3");

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::super::{page, retention, Recorded, UvStore};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{replayed, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{idempotency_key_doc, replayed, ApiJson, ApiPath, IdempotencyKey};
 use crate::state::AppState;
 use crate::types::{name_rule, Day, Idempotency, Name, Once};
 
@@ -60,7 +60,7 @@ struct VisitReply {
     tag = "uv",
     params(
         ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")),
-        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h (422 `unprocessable` when reused for another request)"),
+        ("Idempotency-Key" = Option<String>, Header, description = concat!(idempotency_key_doc!(), " (422 `unprocessable` when reused for another request)")),
     ),
     request_body = VisitBody,
     responses(
