@@ -77,7 +77,7 @@ pub(crate) fn days_between(from: Day, to: Day, max_days: i64) -> Result<Vec<Day>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::test_values::day;
+    use crate::types::testing::day;
 
     #[test]
     fn retention_window() {

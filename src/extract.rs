@@ -122,29 +122,18 @@ fn from_status(status: StatusCode, text: String) -> ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
+/// Each of axum's rejections becomes the [`ApiError`] of its status, with its text.
+macro_rules! from_rejections {
+    ($($rejection:ty),*) => {
+        $(impl From<$rejection> for ApiError {
+            fn from(r: $rejection) -> Self {
+                from_status(r.status(), r.body_text())
+            }
+        })*
+    };
 }
 
-impl From<BytesRejection> for ApiError {
-    fn from(r: BytesRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
-
-impl From<PathRejection> for ApiError {
-    fn from(r: PathRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
+from_rejections!(JsonRejection, BytesRejection, PathRejection, QueryRejection);
 
 /// The one batch rule of every route that takes a batch (docs/api.md "Conventions"): an empty
 /// batch is `400 invalid_argument`, one over `cap` (`GATEWAY_MAX_BATCH`) is

@@ -69,7 +69,7 @@ pub fn window(today: Day, oldest: Day) -> Vec<Month> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::test_values::day;
+    use crate::types::testing::day;
 
     #[test]
     fn bytes_follow_setbit_order() {

@@ -413,7 +413,7 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn a_layer_is_one_key() {

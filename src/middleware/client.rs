@@ -113,7 +113,7 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
     use axum::http::HeaderValue;
 
     use super::*;

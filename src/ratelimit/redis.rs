@@ -222,7 +222,7 @@ impl Keys {
 #[cfg(test)]
 mod key_tests {
     use super::*;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn check_keys_and_global_clients_never_collide() {

@@ -408,7 +408,7 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn a_vouchers_keys_share_a_slot() {

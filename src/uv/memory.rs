@@ -186,7 +186,7 @@ impl UvStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn days_expire_with_retention() {

@@ -109,8 +109,8 @@ pub(crate) fn retention(today: Day, retention_days: u32) -> Retention {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::test_values::day;
-    use crate::types::test_values::name;
+    use crate::types::testing::day;
+    use crate::types::testing::name;
 
     #[test]
     fn ranges_are_inclusive_and_bounded() {

@@ -9,7 +9,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::params::stored;
-use super::Step;
+use super::{Batch, Step};
 use crate::store::redis::{map_err, script_after, RedisStore};
 
 use crate::dedup::logic::{ItemHash, Params};
@@ -53,24 +53,18 @@ impl RedisStore {
 
     /// KEYS and the ARGV before the items of `dedup_add.lua` (when `may_create` is given:
     /// whether an absent filter may be created) or `dedup_check.lua`.
-    fn lua_call(
-        &self,
-        filter: &Name,
-        params: Params,
-        may_create: Option<bool>,
-        policy: Policy,
-    ) -> (Vec<String>, Vec<Value>) {
-        let layout = params.layout();
-        let mut keys = vec![self.keys.dedup_meta(filter)];
-        keys.extend(self.layer_keys(filter, layout.len()));
+    fn lua_call(&self, b: &Batch<'_>) -> (Vec<String>, Vec<Value>) {
+        let layout = b.params.layout();
+        let mut keys = vec![self.keys.dedup_meta(b.filter)];
+        keys.extend(self.layer_keys(b.filter, layout.len()));
         let mut args = vec![
-            Value::from(params.capacity.to_string()),
-            Value::from(params.error_rate_text()),
+            Value::from(b.params.capacity.to_string()),
+            Value::from(b.params.error_rate_text()),
         ];
-        if let Some(create) = may_create {
+        if let Some(create) = b.may_create {
             args.push(Value::from(i64::from(create)));
         }
-        args.push(Value::from(policy.retention_secs as i64));
+        args.push(Value::from(b.policy.retention_secs as i64));
         args.push(Value::from(layout.len() as i64));
         args.push(Value::from(LAYER_PIECE_BYTES as i64));
         for l in &layout {
@@ -85,20 +79,13 @@ impl RedisStore {
     /// `dedup_add.lua` when `may_create` is given (whether an absent filter may be created),
     /// else `dedup_check.lua`. A step other than flags (absent, other parameters, full) ends
     /// the batch there.
-    pub(super) async fn lua_run(
-        &self,
-        filter: &Name,
-        params: Params,
-        may_create: Option<bool>,
-        items: &[String],
-        policy: Policy,
-    ) -> Result<Step<Added>, StoreError> {
-        let (keys, head) = self.lua_call(filter, params, may_create, policy);
-        let script = if may_create.is_some() { &ADD } else { &CHECK };
-        let per_call = items_per_call(params);
-        let mut flags = Vec::with_capacity(items.len());
-        while flags.len() < items.len() {
-            let chunk = &items[flags.len()..items.len().min(flags.len() + per_call)];
+    pub(super) async fn lua_run(&self, b: Batch<'_>) -> Result<Step<Added>, StoreError> {
+        let (keys, head) = self.lua_call(&b);
+        let script = if b.may_create.is_some() { &ADD } else { &CHECK };
+        let per_call = items_per_call(b.params);
+        let mut flags = Vec::with_capacity(b.items.len());
+        while flags.len() < b.items.len() {
+            let chunk = &b.items[flags.len()..b.items.len().min(flags.len() + per_call)];
             let mut args = head.clone();
             for item in chunk {
                 let h = ItemHash::of(item);
@@ -120,7 +107,7 @@ impl RedisStore {
                 LayersReply::Flags(f) => flags.extend(f),
                 LayersReply::Grow(layer, f) => {
                     flags.extend(f);
-                    self.grow_layer(filter, params, layer, policy).await?;
+                    self.grow_layer(b.filter, b.params, layer, b.policy).await?;
                 }
                 LayersReply::Absent => return Ok(Step::Absent),
                 LayersReply::Stored(p, e) => return Ok(Step::Stored(p, e)),

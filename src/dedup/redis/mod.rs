@@ -46,6 +46,27 @@ pub(super) enum Step<T> {
     Stored(Params, Engine),
 }
 
+/// A batch to add or check, on a filter with the parameters the gateway believes it has.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Batch<'a> {
+    filter: &'a Name,
+    params: Params,
+    /// Adding: whether an absent filter may be created. `None`: checking.
+    may_create: Option<bool>,
+    items: &'a [String],
+    policy: Policy,
+}
+
+impl RedisStore {
+    /// Adds or checks the batch on the filter's engine.
+    async fn run(&self, engine: Engine, batch: Batch<'_>) -> Result<Step<Added>, StoreError> {
+        match engine {
+            Engine::Lua => self.lua_run(batch).await,
+            _ => self.native_run(batch).await,
+        }
+    }
+}
+
 impl DedupStore for RedisStore {
     async fn dedup_reserve(
         &self,
@@ -86,17 +107,15 @@ impl DedupStore for RedisStore {
             &meta,
             policy,
             || None,
-            |params, engine, may_create| async move {
-                match engine {
-                    Engine::Lua => {
-                        self.lua_run(filter, params, Some(may_create), items, policy)
-                            .await
-                    }
-                    _ => {
-                        self.native_add(filter, params, may_create, items, policy)
-                            .await
-                    }
-                }
+            |params, engine, may_create| {
+                let batch = Batch {
+                    filter,
+                    params,
+                    may_create: Some(may_create),
+                    items,
+                    policy,
+                };
+                self.run(engine, batch)
             },
         )
         .await
@@ -114,11 +133,15 @@ impl DedupStore for RedisStore {
                 &meta,
                 policy,
                 || Some(Added::Flags(vec![false; items.len()])),
-                |params, engine, _| async move {
-                    match engine {
-                        Engine::Lua => self.lua_run(filter, params, None, items, policy).await,
-                        _ => self.native_check(filter, params, items, policy).await,
-                    }
+                |params, engine, _| {
+                    let batch = Batch {
+                        filter,
+                        params,
+                        may_create: None,
+                        items,
+                        policy,
+                    };
+                    self.run(engine, batch)
                 },
             )
             .await?;
@@ -209,7 +232,7 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn a_filters_keys_share_a_slot() {

@@ -415,7 +415,7 @@ mod tests {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
-    use crate::types::test_values::name;
+    use crate::types::testing::name;
 
     #[test]
     fn a_pages_day_keys_and_scratch_share_a_slot() {
