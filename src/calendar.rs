@@ -77,10 +77,7 @@ pub(crate) fn days_between(from: Day, to: Day, max_days: i64) -> Result<Vec<Day>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn day(s: &str) -> Day {
-        Day::parse(s).unwrap()
-    }
+    use crate::types::testing::day;
 
     #[test]
     fn retention_window() {

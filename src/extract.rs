@@ -122,29 +122,18 @@ fn from_status(status: StatusCode, text: String) -> ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
+/// Each of axum's rejections becomes the [`ApiError`] of its status, with its text.
+macro_rules! from_rejections {
+    ($($rejection:ty),*) => {
+        $(impl From<$rejection> for ApiError {
+            fn from(r: $rejection) -> Self {
+                from_status(r.status(), r.body_text())
+            }
+        })*
+    };
 }
 
-impl From<BytesRejection> for ApiError {
-    fn from(r: BytesRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
-
-impl From<PathRejection> for ApiError {
-    fn from(r: PathRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> Self {
-        from_status(r.status(), r.body_text())
-    }
-}
+from_rejections!(JsonRejection, BytesRejection, PathRejection, QueryRejection);
 
 /// The one batch rule of every route that takes a batch (docs/api.md "Conventions"): an empty
 /// batch is `400 invalid_argument`, one over `cap` (`GATEWAY_MAX_BATCH`) is
@@ -160,6 +149,15 @@ pub fn batch_size(len: usize, cap: usize, what: &str) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+/// What the OpenAPI document says of the `Idempotency-Key` header on a route whose retries it
+/// makes safe. A macro, not a `const`, so that `concat!` can add a route's own words.
+macro_rules! idempotency_key_doc {
+    () => {
+        "1-128 visible ASCII characters; makes a retry safe for 24 h"
+    };
+}
+pub(crate) use idempotency_key_doc;
 
 /// The `Idempotency-Key` header (README "Retries"): absent, or 1–128 visible ASCII characters
 /// (else 400). Carries the SHA-256 of the caller's namespace and the key, which is all the

@@ -414,6 +414,41 @@ impl fmt::Display for Month {
     }
 }
 
+/// Shorthands for unit tests: values from text known to be valid, and waiting for what
+/// other tasks do.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use super::{Day, Name};
+
+    /// The [`Day`] `YYYY-MM-DD`.
+    pub(crate) fn day(text: &str) -> Day {
+        Day::parse(text).expect("a valid day")
+    }
+
+    /// The [`Name`] `text`.
+    pub(crate) fn name(text: &str) -> Name {
+        Name::try_from(text.to_owned()).expect("a valid name")
+    }
+
+    /// Waits until `done` answers true, asking every 5 ms; after 10 s, panics saying `what`.
+    pub(crate) async fn eventually<F, Fut>(what: &str, mut done: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !done().await {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect(what);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

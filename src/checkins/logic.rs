@@ -69,10 +69,7 @@ pub fn window(today: Day, oldest: Day) -> Vec<Month> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn day(s: &str) -> Day {
-        Day::parse(s).unwrap()
-    }
+    use crate::types::testing::day;
 
     #[test]
     fn bytes_follow_setbit_order() {

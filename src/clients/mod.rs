@@ -18,12 +18,12 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::types::Name;
+use crate::types::{name_rule, Name};
 
 /// One registered client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Client {
-    /// Its name in logs, metrics and limiter keys (a name: 1–128 of `[A-Za-z0-9._:@-]`).
+    /// Its name in logs, metrics and limiter keys (a [`Name`]).
     pub id: Name,
     /// Its own global-limiter budget; `None`: the global settings.
     pub limits: Option<Limits>,
@@ -99,7 +99,7 @@ fn parse(text: &str, global: Limits) -> Result<Table, String> {
     for (n, entry) in file.client.into_iter().enumerate() {
         let at = format!("client #{} ({:?})", n + 1, entry.id);
         let id = Name::try_from(entry.id.clone())
-            .map_err(|_| format!("{at}: id must be 1-128 of [A-Za-z0-9._:@-]"))?;
+            .map_err(|_| format!(concat!("{}: id must be ", name_rule!()), at))?;
         if !ids.insert(entry.id.clone()) {
             return Err(format!("{at}: the id is used twice"));
         }

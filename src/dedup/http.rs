@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoResponses, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -91,16 +91,31 @@ fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
-fn full(filter: &Name) -> ApiError {
-    ApiError::Conflict {
-        code: "filter_full",
-        detail: format!(
-            "filter {filter} would grow past {} MiB; nothing was added",
-            logic::MAX_FILTER_BITS / (8 << 20)
-        ),
-        extra: None,
+/// Adds `items` to `filter`: per item, whether it was definitely new; `409 filter_full` when
+/// the batch could grow the filter past its largest size (nothing added then).
+async fn add_items(state: &AppState, filter: &Name, items: &[String]) -> ApiResult<Vec<bool>> {
+    match state.store.dedup_add(filter, items, policy(state)).await? {
+        Added::Flags(flags) => Ok(flags),
+        Added::Full => Err(ApiError::Conflict {
+            code: "filter_full",
+            detail: format!(
+                "filter {filter} would grow past {} MiB; nothing was added",
+                logic::MAX_FILTER_BITS / (8 << 20)
+            ),
+            extra: None,
+        }),
     }
 }
+
+/// `filter_full`, as the document describes it (see [`add_items`]).
+#[allow(dead_code)]
+#[derive(Debug, IntoResponses)]
+#[response(
+    status = 409,
+    content_type = "application/problem+json",
+    description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"
+)]
+struct FilterFull(Problem);
 
 /// Parameters of a filter.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -267,8 +282,7 @@ struct AddReply {
     request_body = ItemsBody,
     responses(
         (status = 200, body = AddReply),
-        (status = 409, body = Problem, content_type = "application/problem+json",
-            description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
+        FilterFull,
         StoreErrors,
         TooLarge,
     )
@@ -279,14 +293,7 @@ async fn add(
     ApiJson(body): ApiJson<ItemsBody>,
 ) -> ApiResult<Json<AddReply>> {
     validate_items(&state, &body.items)?;
-    let flags = match state
-        .store
-        .dedup_add(&filter, &body.items, policy(&state))
-        .await?
-    {
-        Added::Flags(flags) => flags,
-        Added::Full => return Err(full(&filter)),
-    };
+    let flags = add_items(&state, &filter, &body.items).await?;
     let results = body
         .items
         .into_iter()
@@ -378,8 +385,7 @@ struct FilterReply {
     request_body = FilterBody,
     responses(
         (status = 200, body = FilterReply),
-        (status = 409, body = Problem, content_type = "application/problem+json",
-            description = "`filter_full`: the filter would grow past 512 MiB; nothing was added"),
+        FilterFull,
         StoreErrors,
         TooLarge,
     )
@@ -390,13 +396,9 @@ async fn filter(
     ApiJson(body): ApiJson<FilterBody>,
 ) -> ApiResult<Json<FilterReply>> {
     validate_items(&state, &body.items)?;
-    let policy = policy(&state);
     let unseen = if body.mark_seen {
         // Adding in order marks a repeat as not new: its first occurrence set its bits.
-        let flags = match state.store.dedup_add(&filter, &body.items, policy).await? {
-            Added::Flags(flags) => flags,
-            Added::Full => return Err(full(&filter)),
-        };
+        let flags = add_items(&state, &filter, &body.items).await?;
         body.items
             .into_iter()
             .zip(flags)
@@ -405,7 +407,7 @@ async fn filter(
     } else {
         let seen = state
             .store
-            .dedup_check(&filter, &body.items, policy)
+            .dedup_check(&filter, &body.items, policy(&state))
             .await?;
         logic::first_occurrences(&body.items)
             .into_iter()

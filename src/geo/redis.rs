@@ -413,10 +413,11 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
+    use crate::types::testing::name;
 
     #[test]
     fn a_layer_is_one_key() {
-        let layer = Name::try_from("cafes:bj".to_owned()).unwrap();
+        let layer = name("cafes:bj");
         let key = Keys::new("gw:").geo(&layer);
         assert_eq!(key, "gw:geo:{cafes:bj}");
         assert_eq!(hash_tag(&key), "cafes:bj");

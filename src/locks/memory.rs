@@ -143,6 +143,7 @@ mod tests {
 
     use super::*;
     use crate::locks::acquire;
+    use crate::types::testing::{eventually, name};
 
     /// This backend, counting the acquisition attempts that reach it; an attempt can be made to
     /// stall until its task is aborted (a client that goes away while its acquisition tries).
@@ -205,13 +206,7 @@ mod tests {
         }
 
         async fn until_tries(&self, n: usize) {
-            tokio::time::timeout(Duration::from_secs(10), async {
-                while self.tries() < n {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            })
-            .await
-            .expect("the acquisitions tried");
+            eventually("the acquisitions tried", || async { self.tries() >= n }).await;
         }
 
         async fn take(&self, lock: &Name, owner: &str, ttl_ms: u64) -> Lock {
@@ -220,10 +215,6 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-    }
-
-    fn name(s: &str) -> Name {
-        Name::try_from(s.to_owned()).unwrap()
     }
 
     type Waiter = tokio::task::JoinHandle<Attempt>;
@@ -253,13 +244,10 @@ mod tests {
     }
 
     async fn until_answered(waiters: &[Waiter], n: usize) {
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while answered(waiters) < n {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        eventually("the acquisitions answered", || async {
+            answered(waiters) >= n
         })
-        .await
-        .expect("the acquisitions answered");
+        .await;
     }
 
     /// Time for any other acquisition that was woken to try (a woken one tries at once).
@@ -337,13 +325,10 @@ mod tests {
             .await
             .unwrap());
         // The woken acquisition is stuck in its attempt; its client goes away.
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while store.stall_next.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        eventually("an acquisition was woken", || async {
+            !store.stall_next.load(Ordering::SeqCst)
         })
-        .await
-        .expect("an acquisition was woken");
+        .await;
         first.abort();
         // Another one tries in its place, well before the 10 s waits end, and only one.
         until_answered(&others, 1).await;

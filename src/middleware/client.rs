@@ -113,6 +113,7 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
+    use crate::types::testing::name;
     use axum::http::HeaderValue;
 
     use super::*;
@@ -137,7 +138,7 @@ mod tests {
     fn a_configured_client_wins_over_the_address() {
         let k = behind(&[]);
         let web = Client {
-            id: crate::types::Name::try_from("web".to_owned()).unwrap(),
+            id: name("web"),
             limits: None,
         };
         let h = headers(&[("x-api-key", "abc~!{}"), ("x-forwarded-for", "192.0.2.9")]);

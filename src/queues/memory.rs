@@ -370,6 +370,7 @@ mod tests {
 
     use super::*;
     use crate::queues::{claim_waiting, Claimed, MAX_WAITING_CLAIMS};
+    use crate::types::testing::{eventually, name};
 
     /// This backend, counting the claims that reach it; a look can be made to stall until its
     /// task is aborted (a client that goes away while its claim looks).
@@ -443,13 +444,7 @@ mod tests {
         }
 
         async fn until_looks(&self, n: usize) {
-            tokio::time::timeout(Duration::from_secs(10), async {
-                while self.looks() < n {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            })
-            .await
-            .expect("the claims looked");
+            eventually("the claims looked", || async { self.looks() >= n }).await;
         }
 
         async fn enqueue(&self, queue: &Name, id: usize, due: Due) {
@@ -462,10 +457,6 @@ mod tests {
             let done = self.queue_enqueue(queue, &job, 1000, None).await.unwrap();
             assert!(matches!(done, Once::Now(Enqueued::Created { .. })));
         }
-    }
-
-    fn name(s: &str) -> Name {
-        Name::try_from(s.to_owned()).unwrap()
     }
 
     type Waiter = tokio::task::JoinHandle<Vec<Claimed>>;
@@ -488,13 +479,10 @@ mod tests {
     }
 
     async fn until_answered(waiters: &[Waiter], n: usize) {
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while waiters.iter().filter(|w| w.is_finished()).count() < n {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        eventually("the claims answered", || async {
+            waiters.iter().filter(|w| w.is_finished()).count() >= n
         })
-        .await
-        .expect("the claims answered");
+        .await;
     }
 
     /// Time for any other claim that was woken to look (a woken claim looks at once).
@@ -559,13 +547,10 @@ mod tests {
         store.stall_next.store(true, Ordering::SeqCst);
         store.enqueue(&queue, 1, Due::In(0)).await;
         // The woken claim is stuck in its look; its client goes away.
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while store.stall_next.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        eventually("a claim was woken", || async {
+            !store.stall_next.load(Ordering::SeqCst)
         })
-        .await
-        .expect("a claim was woken");
+        .await;
         first.abort();
         // Another claim looks in its place, well before the 20 s waits end, and only one.
         until_answered(&others, 1).await;
@@ -593,13 +578,10 @@ mod tests {
         let other = waiters(&store, &name("other"), 1).await;
         assert!(!other[0].is_finished());
         seated[0].abort();
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while bell_waiting(&store, &queue).await >= MAX_WAITING_CLAIMS {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+        eventually("the seat is given back", || async {
+            bell_waiting(&store, &queue).await < MAX_WAITING_CLAIMS
         })
-        .await
-        .expect("the seat is given back");
+        .await;
         let again = waiters(&store, &queue, 1).await;
         settle().await;
         assert!(!again[0].is_finished(), "waits again");

@@ -413,11 +413,12 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
+    use crate::types::testing::name;
 
     #[test]
     fn a_queues_keys_share_a_slot() {
         let keys = Keys::new("gw:");
-        let q = Name::try_from("mail".to_owned()).unwrap();
+        let q = name("mail");
         let all = keys.queue(&q);
         assert_eq!(all[0], "gw:q:{mail}:due");
         assert!(all.iter().all(|k| hash_tag(k) == "mail"));

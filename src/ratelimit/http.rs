@@ -13,7 +13,7 @@ use super::{Bucket, RateLimitStore};
 use crate::clients::Namespace;
 use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{replayed, ApiJson, IdempotencyKey};
+use crate::extract::{idempotency_key_doc, replayed, ApiJson, IdempotencyKey};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Idempotency, Name, Once};
@@ -143,7 +143,7 @@ struct RateLimitDecision {
     path = "/v1/ratelimit/check",
     operation_id = "ratelimitCheck",
     tag = "ratelimit",
-    params(("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h")),
+    params(("Idempotency-Key" = Option<String>, Header, description = idempotency_key_doc!())),
     request_body = RateLimitCheck,
     responses(
         (status = 200, body = RateLimitDecision, description = "The decision, allowed or denied"),

@@ -222,11 +222,12 @@ impl Keys {
 #[cfg(test)]
 mod key_tests {
     use super::*;
+    use crate::types::testing::name;
 
     #[test]
     fn check_keys_and_global_clients_never_collide() {
         let keys = Keys::new("gw:");
-        let name = crate::types::Name::try_from("k:abc".to_owned()).unwrap();
+        let name = name("k:abc");
         let check = keys.ratelimit(&Bucket::Key(name));
         let client = keys.ratelimit(&Bucket::Client("k:abc".to_owned()));
         assert_eq!(check, "gw:rl:{k:abc}");

@@ -408,11 +408,12 @@ impl Keys {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
+    use crate::types::testing::name;
 
     #[test]
     fn a_vouchers_keys_share_a_slot() {
         let keys = Keys::new("gw:");
-        let v = Name::try_from("v1".to_owned()).unwrap();
+        let v = name("v1");
         let all = [
             keys.voucher(&v),
             keys.voucher_buyers(&v),

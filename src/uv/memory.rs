@@ -186,11 +186,12 @@ impl UvStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::testing::name;
 
     #[test]
     fn days_expire_with_retention() {
         let mut s = State::default();
-        let page = Name::try_from("home".to_owned()).unwrap();
+        let page = name("home");
         let day = Day::parse("2026-11-21").unwrap();
         let e = s.entry(&page, day, 100, 200);
         e.visitors.add(b"v");

@@ -109,10 +109,8 @@ pub(crate) fn retention(today: Day, retention_days: u32) -> Retention {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn day(s: &str) -> Day {
-        Day::parse(s).unwrap()
-    }
+    use crate::types::testing::day;
+    use crate::types::testing::name;
 
     #[test]
     fn ranges_are_inclusive_and_bounded() {
@@ -127,7 +125,7 @@ mod tests {
 
     #[test]
     fn merge_is_reserved() {
-        assert!(page(Name::try_from("merge".to_owned()).unwrap()).is_err());
-        assert!(page(Name::try_from("Merge".to_owned()).unwrap()).is_ok());
+        assert!(page(name("merge")).is_err());
+        assert!(page(name("Merge")).is_ok());
     }
 }

@@ -1,4 +1,4 @@
-//! Dedup on RedisBloom's `BF.*` commands, for servers that have the module (see `dedup.rs`
+//! Dedup on RedisBloom's `BF.*` commands, for servers that have the module (see `params.rs`
 //! for the engine choice and the metadata both engines share).
 
 use std::collections::HashMap;
@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::Step;
+use super::{Batch, Step};
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::dedup::logic::Params;
@@ -87,60 +87,42 @@ impl RedisStore {
         self.pool.custom(cmd, args).await.map_err(map_err)
     }
 
-    pub(super) async fn native_add(
-        &self,
-        filter: &Name,
-        params: Params,
-        may_create: bool,
-        items: &[String],
-        policy: Policy,
-    ) -> Result<Step<Added>, StoreError> {
-        if let Some(step) = self.native_meta(filter, params, may_create, policy).await? {
+    /// `BF.INSERT` when `may_create` is given (adding; whether an absent filter may be
+    /// created), else `BF.MEXISTS` (checking), [`NATIVE_ITEMS_PER_CALL`] items per call, in
+    /// order.
+    pub(super) async fn native_run(&self, b: Batch<'_>) -> Result<Step<Added>, StoreError> {
+        let meta = self.native_meta(b.filter, b.params, b.may_create.unwrap_or(false), b.policy);
+        if let Some(step) = meta.await? {
             return Ok(step);
         }
-        let key = self.keys.dedup_native(filter);
-        // BF.INSERT creates the filter with these parameters if it is missing, so a lost race
-        // with a reservation can never leave RedisBloom's defaults behind.
-        let mut added = Vec::with_capacity(items.len());
-        for part in items.chunks(NATIVE_ITEMS_PER_CALL) {
-            let mut args = vec![
-                Value::from(key.clone()),
-                Value::from("CAPACITY"),
-                Value::from(params.capacity as i64),
-                Value::from("ERROR"),
-                Value::from(native_error_rate(params)),
-                Value::from("EXPANSION"),
-                Value::from(2),
-                Value::from("ITEMS"),
-            ];
+        let key = self.keys.dedup_native(b.filter);
+        let (command, head) = match b.may_create {
+            // BF.INSERT creates the filter with these parameters if it is missing, so a lost
+            // race with a reservation can never leave RedisBloom's defaults behind.
+            Some(_) => (
+                "BF.INSERT",
+                vec![
+                    Value::from(key.clone()),
+                    Value::from("CAPACITY"),
+                    Value::from(b.params.capacity as i64),
+                    Value::from("ERROR"),
+                    Value::from(native_error_rate(b.params)),
+                    Value::from("EXPANSION"),
+                    Value::from(2),
+                    Value::from("ITEMS"),
+                ],
+            ),
+            None => ("BF.MEXISTS", vec![Value::from(key.clone())]),
+        };
+        let mut out = Vec::with_capacity(b.items.len());
+        for part in b.items.chunks(NATIVE_ITEMS_PER_CALL) {
+            let mut args = head.clone();
             args.extend(part.iter().map(|i| Value::from(i.as_str())));
-            let reply = self.native("BF.INSERT", args).await?;
-            added.extend(flags(reply, part.len())?);
+            let reply = self.native(command, args).await?;
+            out.extend(flags(reply, part.len())?);
         }
-        self.touch_native(&key, policy).await?;
-        Ok(Step::Done(Added::Flags(added)))
-    }
-
-    pub(super) async fn native_check(
-        &self,
-        filter: &Name,
-        params: Params,
-        items: &[String],
-        policy: Policy,
-    ) -> Result<Step<Added>, StoreError> {
-        if let Some(step) = self.native_meta(filter, params, false, policy).await? {
-            return Ok(step);
-        }
-        let key = self.keys.dedup_native(filter);
-        let mut seen = Vec::with_capacity(items.len());
-        for part in items.chunks(NATIVE_ITEMS_PER_CALL) {
-            let mut args = vec![Value::from(key.clone())];
-            args.extend(part.iter().map(|i| Value::from(i.as_str())));
-            let reply = self.native("BF.MEXISTS", args).await?;
-            seen.extend(flags(reply, part.len())?);
-        }
-        self.touch_native(&key, policy).await?;
-        Ok(Step::Done(Added::Flags(seen)))
+        self.touch_native(&key, b.policy).await?;
+        Ok(Step::Done(Added::Flags(out)))
     }
 
     async fn touch_native(&self, key: &str, policy: Policy) -> Result<(), StoreError> {

@@ -476,22 +476,26 @@ mod tests {
     use crate::config::Settings;
     use crate::store::memory::MemoryStore;
 
-    /// A router with one limited route and a probe mounted (wrongly) under the limiter.
-    fn router(fail: FailPolicy) -> Router {
-        let settings = Settings::defaults();
-        let policy = GlobalLimit {
+    /// One request a minute, no burst.
+    fn policy(fail: FailPolicy) -> GlobalLimit {
+        GlobalLimit {
             enabled: true,
             shadow: false,
             max_burst: 0,
             count_per_period: 1,
             period: 60,
             fail,
-        };
+        }
+    }
+
+    /// A router with one limited route and a probe mounted (wrongly) under the limiter.
+    fn router(fail: FailPolicy) -> Router {
+        let settings = Settings::defaults();
         let store = Store::Memory(MemoryStore::new(&settings));
         Router::new()
             .route("/x", get(|| async { "x" }))
             .route("/healthz", get(|| async { "ok" }))
-            .layer(GlobalRateLimitLayer::new(store, &policy))
+            .layer(GlobalRateLimitLayer::new(store, &policy(fail)))
             .layer(MockConnectInfo(SocketAddr::from(([192, 0, 2, 1], 4711))))
     }
 
@@ -516,17 +520,9 @@ mod tests {
         settings.store_timeout = std::time::Duration::from_millis(100);
         let store = Store::open(&settings).await.unwrap();
         for (fail, status) in [(FailPolicy::Open, 200), (FailPolicy::Closed, 503)] {
-            let policy = GlobalLimit {
-                enabled: true,
-                shadow: false,
-                max_burst: 0,
-                count_per_period: 1,
-                period: 60,
-                fail,
-            };
             let app = Router::new()
                 .route("/x", get(|| async { "x" }))
-                .layer(GlobalRateLimitLayer::new(store.clone(), &policy));
+                .layer(GlobalRateLimitLayer::new(store.clone(), &policy(fail)));
             for _ in 0..2 {
                 let response = call(&app, "/x").await;
                 assert_eq!(response.status(), status);

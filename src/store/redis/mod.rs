@@ -2,7 +2,7 @@
 //! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
 //! this module tree: errors become [`StoreError`] here.
 
-/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`,
+/// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`, `dedup_common.lua`,
 /// `checkin_common.lua`: the functions a family of scripts shares, since Redis scripts cannot
 /// import) and one script's own body, built once.
 #[allow(unused_macros)]
@@ -36,7 +36,7 @@ use crate::config::Settings;
 /// Cheap-clone handle to the Redis clients.
 #[derive(Debug, Clone)]
 pub struct RedisStore {
-    /// Standalone: one pool; Cluster: one client per master (see `route.rs`).
+    /// Standalone: one pool; Cluster: one client per master (see `route/`).
     pub(crate) pool: route::Route,
     pub(crate) keys: Keys,
     pub(crate) cluster: bool,

@@ -415,11 +415,12 @@ mod tests {
 mod key_tests {
     use super::*;
     use crate::store::keys::hash_tag;
+    use crate::types::testing::name;
 
     #[test]
     fn a_pages_day_keys_and_scratch_share_a_slot() {
         let keys = Keys::new("gw:");
-        let page = Name::try_from("home".to_owned()).unwrap();
+        let page = name("home");
         let day = Day::parse("2026-11-21").unwrap();
         let uv = keys.uv_day(&page, day);
         assert_eq!(uv, "gw:uv:{home}:2026-11-21");

@@ -1,32 +1,17 @@
-//! Where each Redis command goes (issue 21).
-//!
-//! Standalone: auto-pipelining fred `Pool`s — the one made at start-up, and one per worker
-//! thread (`workers.rs`) — whose connected clients take the commands (none connected:
-//! [`StoreError::Unavailable`] at once). Cluster: one fred client per master and the
-//! gateway's own slot table. fred's clustered client re-syncs the whole topology when any one
-//! node fails, and that sync fails as long as a dead master is still listed as a slot owner, so
-//! every command of that client, whichever node it is for, waited for the store timeout. Here a
-//! failing master stops only the requests for its own slots, and they fail at once:
-//!
-//! - a node whose connection is down (refused, closed), or which timed out
-//!   [`TIMEOUTS_DOWN`] times in a row (a hung node), is *down*: requests for its slots answer
-//!   [`StoreError::Unavailable`] without being sent, until a probe or a new topology shows its
-//!   slots served;
-//! - the slot table is re-read on the first `MOVED`, `ASK`, `CLUSTERDOWN`, `TRYAGAIN`, refused
-//!   connection or request for a down node (at most every [`REFRESH_EVERY`]), never on a timer.
-//!
-//! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
+//! A Redis Cluster: one fred client per master and the gateway's own slot table. A node that
+//! fails or hangs is marked down and probed; the slot table is re-read on the signs of a
+//! change (see `mod.rs`), never on a timer.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use fred::prelude::*;
 use fred::types::config::Server;
-use fred::types::scripts::Script;
-use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::MakeClient;
 
 /// Timeouts in a row after which a node counts as hung (down).
 const TIMEOUTS_DOWN: u32 = 3;
@@ -35,83 +20,6 @@ const REFRESH_EVERY: Duration = Duration::from_millis(100);
 /// How often a down node is pinged.
 const PROBE_EVERY: Duration = Duration::from_millis(200);
 const NO_OWNER: u16 = u16::MAX;
-
-/// Builds one fred client for one server (the store's settings: timeouts, one attempt,
-/// reconnect policy).
-pub(super) type MakeClient = Arc<dyn Fn(Config) -> Result<Client, Error> + Send + Sync>;
-
-/// Builds a standalone pool of this many connections (the store's settings).
-pub(super) type MakePool = Arc<dyn Fn(usize) -> Result<Pool, Error> + Send + Sync>;
-
-#[derive(Clone)]
-pub(crate) enum Route {
-    Single(Arc<Single>),
-    Cluster(Arc<Cluster>),
-}
-
-impl std::fmt::Debug for Route {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Route::Single(_) => f.write_str("Route::Single"),
-            Route::Cluster(_) => f.write_str("Route::Cluster"),
-        }
-    }
-}
-
-/// A standalone server: the pool made at start-up, and the pools worker threads attached
-/// (kept in a thread-local, so picking one takes no lock).
-pub(crate) struct Single {
-    shared: Pool,
-    /// Builds a worker's own pool, with the settings the shared one was built with.
-    make: MakePool,
-    id: u64,
-}
-
-thread_local! {
-    /// This thread's own pools, by the id of the [`Single`] they serve.
-    static OWN: RefCell<Vec<(u64, Pool)>> = const { RefCell::new(Vec::new()) };
-}
-
-impl Single {
-    pub(super) fn make_pool(&self, size: usize) -> Result<Pool, Error> {
-        (self.make)(size)
-    }
-
-    /// Makes `pool` the calling thread's own for this server.
-    pub(super) fn attach(&self, pool: Pool) {
-        OWN.with(|own| {
-            let mut own = own.borrow_mut();
-            own.retain(|(id, _)| *id != self.id);
-            own.push((self.id, pool));
-        });
-    }
-
-    /// A connected client: the thread's own pool first, else the shared one, else an error at
-    /// once. A command handed to a reconnecting client waits the whole store timeout, and
-    /// while Redis refuses connections every request would (issue 21's fail-fast, for the
-    /// standalone server too).
-    fn pick(&self) -> Result<Client, Error> {
-        let own = OWN.with(|own| {
-            own.borrow()
-                .iter()
-                .find(|(id, _)| *id == self.id)
-                .and_then(|(_, pool)| connected(pool))
-        });
-        own.or_else(|| connected(&self.shared))
-            .ok_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
-    }
-}
-
-fn connected(pool: &Pool) -> Option<Client> {
-    let next = pool.next();
-    if next.state() == ClientState::Connected {
-        return Some(next.clone());
-    }
-    pool.clients()
-        .iter()
-        .find(|c| c.state() == ClientState::Connected)
-        .cloned()
-}
 
 /// The slot table and the refresh stamp sit behind std locks, not Tokio's: they are held only
 /// to read or swap a few fields, never across an `.await`.
@@ -136,7 +44,7 @@ struct Topo {
 
 pub(crate) struct Node {
     addr: String,
-    client: Client,
+    pub(super) client: Client,
     timeouts: AtomicU32,
     hung: AtomicBool,
     probing: AtomicBool,
@@ -171,17 +79,8 @@ fn gauge(addr: &str, up: bool) {
     });
 }
 
-impl Route {
-    pub(super) fn single(shared: Pool, make: MakePool) -> Self {
-        static IDS: AtomicU64 = AtomicU64::new(0);
-        Route::Single(Arc::new(Single {
-            shared,
-            make,
-            id: IDS.fetch_add(1, Ordering::Relaxed),
-        }))
-    }
-
-    pub(super) fn cluster(base: Config, make: MakeClient, timeout: Duration) -> Arc<Cluster> {
+impl Cluster {
+    pub(super) fn new(base: Config, make: MakeClient, timeout: Duration) -> Arc<Self> {
         let seeds = base.server.hosts();
         Arc::new(Cluster {
             base,
@@ -197,105 +96,35 @@ impl Route {
         })
     }
 
-    /// The client for a command whose first key is `key` (`None`: any serving node).
-    fn pick(&self, key: Option<&[u8]>) -> Result<(Client, Option<Arc<Node>>), Error> {
-        match self {
-            Route::Single(single) => Ok((single.pick()?, None)),
-            Route::Cluster(c) => {
-                let node = c.node_for(slot_of(key))?;
-                Ok((node.client.clone(), Some(node)))
-            }
-        }
+    /// The node serving the slot of a command whose first key is `key` (`None`: any serving
+    /// node).
+    pub(super) fn pick(self: &Arc<Self>, key: Option<&[u8]>) -> Result<Arc<Node>, Error> {
+        self.node_for(slot_of(key))
     }
 
-    fn observe<T>(&self, node: Option<Arc<Node>>, result: &Result<T, Error>) {
-        if let (Route::Cluster(c), Some(node)) = (self, node) {
-            c.observe(&node, result);
-        }
-    }
-
-    pub(crate) async fn eval<R, K, V>(&self, script: &Script, keys: K, args: V) -> Result<R, Error>
-    where
-        R: FromValue,
-        K: Into<MultipleKeys> + Send,
-        V: TryInto<MultipleValues> + Send,
-        V::Error: Into<Error> + Send,
-    {
-        // Unwrapped rather than cloned to read the first key: cloning copied every key.
-        let keys = keys.into().inner();
-        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
-        let result = script.evalsha_with_reload(&client, keys, args).await;
-        self.observe(node, &result);
-        result
-    }
-
-    /// MGET of keys sharing one slot.
-    pub(crate) async fn mget<R: FromValue>(&self, keys: Vec<String>) -> Result<R, Error> {
-        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
-        let result = client.mget(keys).await;
-        self.observe(node, &result);
-        result
-    }
-
-    pub(crate) async fn get<R: FromValue>(&self, key: &str) -> Result<R, Error> {
-        let (client, node) = self.pick(Some(key.as_bytes()))?;
-        let result = client.get(key).await;
-        self.observe(node, &result);
-        result
-    }
-
-    /// A command routed by its first argument (`ClusterHash::FirstKey`) or sent to any node.
-    pub(crate) async fn custom<R, T>(&self, cmd: CustomCommand, args: Vec<T>) -> Result<R, Error>
-    where
-        R: FromValue,
-        T: TryInto<Value> + Send,
-        T::Error: Into<Error> + Send,
-    {
-        let args: Vec<Value> = args
-            .into_iter()
-            .map(|a| a.try_into().map_err(Into::into))
-            .collect::<Result<_, Error>>()?;
-        let key = match cmd.cluster_hash {
-            ClusterHash::FirstKey => args.first().and_then(|v| v.as_bytes()),
-            _ => None,
-        };
-        let (client, node) = self.pick(key)?;
-        let result = client.custom(cmd, args).await;
-        self.observe(node, &result);
-        result
-    }
-
-    /// `INFO server` from any serving node: readiness holds while one master answers (a read,
-    /// so asking the next node after a failure is safe).
-    pub(crate) async fn info(&self) -> Result<String, Error> {
-        let kind = || Some(fred::types::InfoKind::Server);
-        let Route::Cluster(c) = self else {
-            let (client, _) = self.pick(None)?;
-            return client.info(kind()).await;
-        };
+    /// `INFO server` from any serving node (a read, so asking the next node after a failure
+    /// is safe).
+    pub(super) async fn info(self: &Arc<Self>) -> Result<String, Error> {
         let nodes: Vec<Arc<Node>> = {
-            let topo = c.topo.read().unwrap();
+            let topo = self.topo.read().unwrap();
             topo.owners.iter().filter(|n| n.usable()).cloned().collect()
         };
         let mut last = Error::new(ErrorKind::IO, "no Redis node serves");
         for node in nodes {
-            let result = node.client.info(kind()).await;
-            c.observe(&node, &result);
+            let result = node.client.info(Some(fred::types::InfoKind::Server)).await;
+            self.observe(&node, &result);
             match result {
                 Ok(text) => return Ok(text),
                 Err(e) => last = e,
             }
         }
-        c.refresh();
+        self.refresh();
         Err(last)
     }
 
-    /// Cluster only: the masters that do not serve now, with their slot ranges.
-    pub(crate) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
-        let Route::Cluster(c) = self else {
-            return Vec::new();
-        };
-        let topo = c.topo.read().unwrap();
+    /// The masters that do not serve now, with their slot ranges.
+    pub(super) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
+        let topo = self.topo.read().unwrap();
         let mut out: Vec<(String, Vec<(u16, u16)>)> = Vec::new();
         let mut run: Option<(u16, u16, u16)> = None; // (owner, start, end)
         let close = |run: Option<(u16, u16, u16)>, out: &mut Vec<(String, Vec<(u16, u16)>)>| {
@@ -327,9 +156,7 @@ impl Route {
         close(run, &mut out);
         out
     }
-}
 
-impl Cluster {
     fn new_node(&self, host: &str, port: u16) -> Result<Arc<Node>, Error> {
         let mut config = self.base.clone();
         config.server = ServerConfig::new_centralized(host, port);
@@ -347,7 +174,7 @@ impl Cluster {
     }
 
     /// Connects to the seeds and reads the slot table once (waiting up to `wait`).
-    pub(super) async fn start(self: &Arc<Self>, wait: Duration) -> bool {
+    pub(in crate::store::redis) async fn start(self: &Arc<Self>, wait: Duration) -> bool {
         {
             let mut topo = self.topo.write().unwrap();
             for s in &self.seeds {
@@ -407,7 +234,7 @@ impl Cluster {
         }
     }
 
-    fn observe<T>(self: &Arc<Self>, node: &Arc<Node>, result: &Result<T, Error>) {
+    pub(super) fn observe<T>(self: &Arc<Self>, node: &Arc<Node>, result: &Result<T, Error>) {
         match result {
             Ok(_) => {
                 node.timeouts.store(0, Ordering::Relaxed);
@@ -575,12 +402,5 @@ impl Cluster {
         topo.owners = owners;
         topo.slots = slots;
         true
-    }
-}
-
-impl Route {
-    /// The client serving `key`'s slot, for a plain command. A down node is an error at once.
-    pub(crate) fn at(&self, key: &str) -> Result<Client, Error> {
-        self.pick(Some(key.as_bytes())).map(|(client, _)| client)
     }
 }

@@ -1,0 +1,124 @@
+//! What the library runs on: the validated [`Settings`] that [`Config::settings`] makes of the
+//! command line and environment (see `validate.rs`), and their parts (the store, the global
+//! limiter, end-user JWTs).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use ipnet::IpNet;
+
+use super::{Config, FailPolicy};
+
+/// Which backend holds the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The embedded in-memory backend: state lives and dies with the process.
+    Memory,
+    /// Redis (standalone, TLS or Cluster) at this URL.
+    Redis(String),
+}
+
+/// The global limiter's policy.
+#[derive(Debug, Clone)]
+pub struct GlobalLimit {
+    pub enabled: bool,
+    /// Decide but never refuse (`GATEWAY_GLOBAL_LIMIT=shadow`).
+    pub shadow: bool,
+    pub max_burst: u64,
+    pub count_per_period: u64,
+    pub period: u64,
+    pub fail: FailPolicy,
+}
+
+/// Validated settings the library runs on.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub store: StoreChoice,
+    /// `None` means: generate one at start-up.
+    pub admin_token: Option<String>,
+    pub key_prefix: String,
+    pub tz: chrono_tz::Tz,
+    pub store_timeout: Duration,
+    pub global: GlobalLimit,
+    pub trusted_proxies: Vec<IpNet>,
+    pub cors_origins: Vec<String>,
+    pub body_limit: usize,
+    pub max_batch: usize,
+    pub checkin_retention_days: u32,
+    pub request_timeout: Duration,
+    pub connections: crate::serve::Guards,
+    pub access_log: bool,
+    pub clients_file: Option<std::path::PathBuf>,
+    /// With a clients file, anonymous callers may use rate-limit checks, locks and queues.
+    pub anonymous_backend_routes: bool,
+    /// `GATEWAY_RATELIMIT_MAX_TTL_S`.
+    pub ratelimit_max_ttl_s: u64,
+    pub jwt: Option<JwtSettings>,
+    pub redis_pool_size: usize,
+    /// Serving threads of the binary (`GATEWAY_WORKERS`; see `workers.rs`).
+    pub workers: usize,
+    pub uv_retention_days: u32,
+    pub geo_max_places: u64,
+    pub geo_retention_days: u32,
+    pub seckill_max_orders: u64,
+    pub dedup_capacity: u64,
+    pub dedup_error_rate: f64,
+    pub dedup_retention_days: u32,
+    pub max_item_bytes: usize,
+    pub queue_max_jobs: u64,
+    /// `None`: the order ledger is off.
+    pub database_url: Option<String>,
+    pub ledger_claim_idle: Duration,
+}
+
+/// How end-user JWTs are verified (docs/api.md "Clients and abuse").
+#[derive(Clone)]
+pub struct JwtSettings {
+    pub key: JwtKey,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+    /// Clock leeway for `exp` and `nbf`, seconds.
+    pub leeway_s: u64,
+}
+
+/// The verification key of end-user JWTs.
+#[derive(Clone)]
+pub enum JwtKey {
+    /// HS256 with this shared secret.
+    Secret(String),
+    /// RS256 or ES256 with this PEM public key (its type picks the algorithm).
+    PublicKeyPem(Vec<u8>),
+}
+
+// By hand, so the secret never reaches a log line through `{:?}`.
+impl std::fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = match self.key {
+            JwtKey::Secret(_) => "HS256 secret",
+            JwtKey::PublicKeyPem(_) => "PEM public key",
+        };
+        f.debug_struct("JwtSettings")
+            .field("key", &key)
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("leeway_s", &self.leeway_s)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for JwtKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JwtKey(..)")
+    }
+}
+
+impl Settings {
+    /// Settings as the binary would have them with no flags and no environment: handy in tests.
+    pub fn defaults() -> Self {
+        Config::parse_from(["redis-gateway"])
+            .settings()
+            .expect("the defaults are valid")
+    }
+}

@@ -1,0 +1,176 @@
+//! The checks of the parsed configuration: ranges, formats and combinations, each refusal
+//! naming the setting it is about, and the making of [`Settings`] from what passed.
+
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use super::{Config, GlobalLimit, JwtKey, JwtSettings, LimitMode, OnOff, Settings, StoreChoice};
+
+impl Config {
+    /// Checks the parsed configuration and turns it into [`Settings`].
+    pub fn settings(&self) -> Result<Settings, String> {
+        let store = match self.redis_url.as_deref().map(str::trim) {
+            None | Some("") => StoreChoice::Memory,
+            Some(url) => StoreChoice::Redis(url.to_owned()),
+        };
+        if self.key_prefix.len() > 64
+            || self
+                .key_prefix
+                .chars()
+                .any(|c| c == '{' || c == '}' || c.is_whitespace() || c.is_control())
+        {
+            return Err(
+                "GATEWAY_KEY_PREFIX: at most 64 characters, no braces or spaces".to_owned(),
+            );
+        }
+        let trusted_proxies = self
+            .trusted_proxies
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<IpNet>()
+                    .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                    .map_err(|_| format!("GATEWAY_TRUSTED_PROXIES: {s:?} is not a CIDR"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cors_origins = self
+            .cors_origins
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if self.global_count == 0 || self.global_period == 0 {
+            return Err(
+                "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
+            );
+        }
+        if self.header_timeout_ms == 0
+            || self.idle_timeout_ms == 0
+            || self.max_connections == 0
+            || self.max_connections_per_address == 0
+        {
+            return Err(
+                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_CONNECTIONS and \
+                 GATEWAY_MAX_CONNECTIONS_PER_ADDRESS must be at least 1"
+                    .to_owned(),
+            );
+        }
+        if self.store_timeout_ms == 0 || self.request_timeout_ms == 0 {
+            return Err("timeouts must be at least 1 ms".to_owned());
+        }
+        if self.max_batch == 0 || self.body_limit == 0 || self.redis_pool_size == 0 {
+            return Err("GATEWAY_MAX_BATCH, GATEWAY_BODY_LIMIT and GATEWAY_REDIS_POOL_SIZE must be positive".to_owned());
+        }
+        if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
+            return Err("GATEWAY_CHECKIN_RETENTION_DAYS must be within 1..=3660".to_owned());
+        }
+        if self.uv_retention_days == 0
+            || self.dedup_retention_days == 0
+            || self.geo_retention_days == 0
+        {
+            return Err("retention settings must be at least 1 day".to_owned());
+        }
+        if !(self.dedup_error_rate > 0.0 && self.dedup_error_rate < 1.0) || self.dedup_capacity == 0
+        {
+            return Err(
+                "GATEWAY_DEDUP_ERROR_RATE must be in (0, 1) and GATEWAY_DEDUP_CAPACITY positive"
+                    .to_owned(),
+            );
+        }
+        if self.seckill_max_orders == 0 || self.max_item_bytes == 0 {
+            return Err(
+                "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),
+            );
+        }
+        if self.ratelimit_max_ttl_s == 0 {
+            return Err("GATEWAY_RATELIMIT_MAX_TTL_S must be at least 1".to_owned());
+        }
+        if self.queue_max_jobs == 0 {
+            return Err("GATEWAY_QUEUE_MAX_JOBS must be at least 1".to_owned());
+        }
+        Ok(Settings {
+            listen: self.listen,
+            store,
+            admin_token: self.admin_token.clone().filter(|t| !t.is_empty()),
+            key_prefix: self.key_prefix.clone(),
+            tz: self.tz,
+            store_timeout: Duration::from_millis(self.store_timeout_ms),
+            global: GlobalLimit {
+                enabled: self.global_limit != LimitMode::Off,
+                shadow: self.global_limit == LimitMode::Shadow,
+                max_burst: self.global_burst,
+                count_per_period: self.global_count,
+                period: self.global_period,
+                fail: self.global_fail,
+            },
+            trusted_proxies,
+            cors_origins,
+            body_limit: self.body_limit,
+            max_batch: self.max_batch,
+            checkin_retention_days: self.checkin_retention_days,
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            access_log: self.access_log == OnOff::On,
+            clients_file: self.clients_file.clone(),
+            anonymous_backend_routes: self.anonymous_backend_routes == OnOff::On,
+            ratelimit_max_ttl_s: self.ratelimit_max_ttl_s,
+            jwt: self.jwt()?,
+            connections: crate::serve::Guards {
+                header_timeout: Duration::from_millis(self.header_timeout_ms),
+                idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+                max_connections: self.max_connections,
+                max_per_address: self.max_connections_per_address,
+            },
+            redis_pool_size: self.redis_pool_size,
+            workers: match self.workers {
+                Some(0) => return Err("GATEWAY_WORKERS must be at least 1".to_owned()),
+                Some(n) => n,
+                None => std::thread::available_parallelism().map_or(1, usize::from),
+            },
+            uv_retention_days: self.uv_retention_days,
+            geo_max_places: self.geo_max_places.max(1),
+            geo_retention_days: self.geo_retention_days,
+            seckill_max_orders: self.seckill_max_orders,
+            dedup_capacity: self.dedup_capacity,
+            dedup_error_rate: self.dedup_error_rate,
+            dedup_retention_days: self.dedup_retention_days,
+            max_item_bytes: self.max_item_bytes,
+            queue_max_jobs: self.queue_max_jobs,
+            database_url: self
+                .database_url
+                .as_deref()
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned),
+            ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
+        })
+    }
+}
+
+impl Config {
+    fn jwt(&self) -> Result<Option<JwtSettings>, String> {
+        let key = match (&self.jwt_secret, &self.jwt_public_key_file) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => {
+                return Err(
+                    "set GATEWAY_JWT_SECRET or GATEWAY_JWT_PUBLIC_KEY_FILE, not both".to_owned(),
+                )
+            }
+            (Some(secret), None) if secret.len() < 32 => {
+                return Err("GATEWAY_JWT_SECRET: at least 32 bytes".to_owned())
+            }
+            (Some(secret), None) => JwtKey::Secret(secret.clone()),
+            (None, Some(file)) => JwtKey::PublicKeyPem(
+                std::fs::read(file)
+                    .map_err(|e| format!("GATEWAY_JWT_PUBLIC_KEY_FILE {}: {e}", file.display()))?,
+            ),
+        };
+        Ok(Some(JwtSettings {
+            key,
+            issuer: self.jwt_issuer.clone(),
+            audience: self.jwt_audience.clone(),
+            leeway_s: self.jwt_leeway_s,
+        }))
+    }
+}

@@ -1,0 +1,84 @@
+//! Geo routes (docs/api.md "Nearby search").
+//!
+//! Here: the router, the routes' costs and what they share; `places.rs`: writing and reading
+//! places; `queries.rs`: nearby search and distance.
+
+mod places;
+mod queries;
+
+use axum::routing::put;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::LayerBound;
+use crate::error::ApiError;
+use crate::extract::ApiPath;
+use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
+use crate::state::AppState;
+use crate::types::Name;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
+    // reserved-name 400, not a 405.
+    let reserved = || put(reserved_member).delete(reserved_member);
+    places::routes()
+        .merge(queries::routes())
+        .route("/v1/geo/{layer}/nearby", reserved())
+        .route("/v1/geo/{layer}/distance", reserved())
+}
+
+/// What these routes cost the global limiter beyond 1 (README "Route costs").
+pub const TERMS: &[RouteTerms] = &[
+    // A member longer than 64 bytes turns a layer's sorted set from a listpack into a skip
+    // list and a hash table (~1.3 KB for a new 128-character layer holding one): a body under
+    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (README "Abuse
+    // budget"). A 1,000-place batch with short names still fits the default burst.
+    RouteTerms::new(
+        "POST",
+        "/v1/geo/{layer}",
+        Rule::PerBody {
+            base: 2,
+            divisor: 512,
+            cap: Cap::Uncapped,
+        },
+        "2 + body bytes / 512 (a body costing more than the caller's burst is refused with 413)",
+    ),
+    RouteTerms::new(
+        "GET",
+        "/v1/geo/{layer}/nearby",
+        Rule::Query(nearby_cost),
+        "1 + count / 100",
+    ),
+];
+
+fn nearby_cost(q: &Query<'_>) -> u64 {
+    1 + q.number("count", 20) / 100
+}
+
+fn not_found(layer: &Name, member: &Name) -> ApiError {
+    ApiError::NotFound(format!("no member {member} in layer {layer}"))
+}
+
+/// PUT or DELETE on `/v1/geo/{layer}/nearby|distance`: those names are reserved.
+async fn reserved_member(ApiPath(_layer): ApiPath<Name>) -> ApiError {
+    ApiError::invalid("member names `nearby` and `distance` are reserved (they are routes)")
+}
+
+/// A layer's bound for a write made now: the configured cap, kept for the retention from now.
+fn layer_bound(state: &AppState) -> LayerBound {
+    LayerBound {
+        max_places: state.settings.geo_max_places,
+        expire_at: chrono::Utc::now().timestamp()
+            + i64::from(state.settings.geo_retention_days) * 86_400,
+    }
+}
+
+fn layer_full(layer: &Name, state: &AppState) -> ApiError {
+    ApiError::Conflict {
+        code: "layer_full",
+        detail: format!(
+            "layer {layer} holds its most places ({}); remove some first",
+            state.settings.geo_max_places
+        ),
+        extra: None,
+    }
+}

@@ -1,0 +1,201 @@
+//! The socket of one connection ([`Watched`]): it tells the connection's [`Traffic`] when
+//! bytes go either way, and writes a problem document in place of each of hyper's own empty
+//! refusals.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use super::clock::Traffic;
+use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
+use crate::error::{ApiError, Problem};
+
+/// A socket that notes when bytes last went either way (hyper has an HTTP/2 keep-alive but no
+/// HTTP/1 idle timeout, hence this), and that turns hyper's own refusals into problem
+/// documents.
+///
+/// A request hyper refuses to parse (a malformed request line or header field, bad framing
+/// headers, a head over `MAX_HEAD_BYTES` or `MAX_HEADER_FIELDS`) never reaches the service:
+/// hyper answers it itself, `400` or `431` (`414` past its own 64 KiB target bound, which the
+/// head bound makes unreachable) with an empty body, and closes. Hyper has no hook for those
+/// answers, so they are recognised here, as the first write after a request's bytes that is
+/// exactly such a head, and a problem document is written instead. The service's own error
+/// responses never match: every one has a problem body. Costs a 3-byte compare per response.
+#[derive(Debug)]
+pub(super) struct Watched {
+    inner: TcpStream,
+    traffic: Arc<Traffic>,
+    /// A refusal being written in place of hyper's, and how much of it is written.
+    refusal: Option<(Vec<u8>, usize)>,
+}
+
+impl Watched {
+    pub(super) fn new(inner: TcpStream, traffic: Arc<Traffic>) -> Self {
+        Self {
+            inner,
+            traffic,
+            refusal: None,
+        }
+    }
+}
+
+impl Watched {
+    /// Writes the refusal, then tells hyper its own `claimed` bytes went out.
+    fn poll_refusal(
+        &mut self,
+        cx: &mut Context<'_>,
+        claimed: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        let Some((bytes, written)) = &mut self.refusal else {
+            return Poll::Ready(Ok(0));
+        };
+        while *written < bytes.len() {
+            match Pin::new(&mut self.inner).poll_write(cx, &bytes[*written..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
+                }
+                Poll::Ready(Ok(n)) => *written += n,
+                other => return other,
+            }
+        }
+        Poll::Ready(Ok(claimed))
+    }
+}
+
+/// The response to send instead of `head` when `head` is one of hyper's own refusals (a whole
+/// `HTTP/1.1` 400, 414 or 431 head with `content-length: 0`): the same head, with the length
+/// of a problem document, and the document. `None` for anything else.
+fn problem_for(head: &[u8]) -> Option<Vec<u8>> {
+    const EMPTY: &[u8] = b"\r\ncontent-length: 0\r\n";
+    // Called on the first write of every response: most leave at the status.
+    let status = head.strip_prefix(b"HTTP/1.1 ")?.get(..3)?;
+    if !matches!(status, b"400" | b"414" | b"431") || !head.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    let at = head.windows(EMPTY.len()).position(|w| w == EMPTY)?;
+    let error = match status {
+        b"400" => ApiError::invalid(
+            "the request could not be parsed: a malformed request line or header field, or \
+             invalid framing (Content-Length, Transfer-Encoding)",
+        ),
+        b"414" => ApiError::UriTooLong("the request target is too long".to_owned()),
+        _ => ApiError::HeadersTooLarge(format!(
+            "the request head is over {MAX_HEAD_BYTES} bytes or has more than \
+             {MAX_HEADER_FIELDS} header fields"
+        )),
+    };
+    let status = error.status();
+    let problem = Problem {
+        kind: "about:blank".to_owned(),
+        title: status.canonical_reason().unwrap_or("Error").to_owned(),
+        status: status.as_u16(),
+        detail: error.to_string(),
+        code: error.code().to_owned(),
+        trace_id: None,
+        extra: serde_json::Map::new(),
+    };
+    let body = serde_json::to_vec(&problem).ok()?;
+    // Hyper's head with its empty length replaced: its status line, `connection: close` and
+    // date stay.
+    let mut out = Vec::with_capacity(head.len() + body.len() + 64);
+    out.extend_from_slice(&head[..at]);
+    out.extend_from_slice(b"\r\ncontent-type: application/problem+json\r\ncontent-length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&head[at + EMPTY.len()..]);
+    out.extend_from_slice(&body);
+    Some(out)
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.traffic.read();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        if this.traffic.wrote() && this.refusal.is_none() {
+            this.refusal = problem_for(buf).map(|p| (p, 0));
+        }
+        if this.refusal.is_some() {
+            return this.poll_refusal(cx, buf.len());
+        }
+        Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        if this.traffic.wrote() && this.refusal.is_none() {
+            // A refusal has no body: its head is the whole write.
+            if let [head] = bufs {
+                this.refusal = problem_for(head).map(|p| (p, 0));
+            }
+        }
+        if this.refusal.is_some() {
+            return this.poll_refusal(cx, bufs.iter().map(|b| b.len()).sum());
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hyper_refusals_become_problems_and_nothing_else_does() {
+        let head = b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\n\
+                     content-length: 0\r\ndate: Wed, 25 Nov 2026 21:52:45 GMT\r\n\r\n";
+        let out = String::from_utf8(problem_for(head).unwrap()).unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 431 "), "{head}");
+        assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+        assert!(head.contains("\r\ncontent-type: application/problem+json\r\n"));
+        assert!(head.contains(&format!("\r\ncontent-length: {}\r\n", body.len())));
+        assert!(head.contains("\r\ndate: "), "{head}");
+        let problem: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(problem["code"], "headers_too_large");
+        assert_eq!(problem["status"], 431);
+
+        // A response with a body, another status, or half a head is left alone.
+        let ok = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/problem+json\r\n\
+                   content-length: 12\r\n\r\n";
+        assert!(problem_for(ok).is_none());
+        assert!(problem_for(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").is_none());
+        assert!(problem_for(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n").is_none());
+    }
+}

@@ -1,0 +1,159 @@
+//! Where each Redis command goes (issue 21).
+//!
+//! Standalone: auto-pipelining fred `Pool`s — the one made at start-up, and one per worker
+//! thread (`workers.rs`) — whose connected clients take the commands (none connected:
+//! [`StoreError::Unavailable`] at once). Cluster: one fred client per master and the
+//! gateway's own slot table. fred's clustered client re-syncs the whole topology when any one
+//! node fails, and that sync fails as long as a dead master is still listed as a slot owner, so
+//! every command of that client, whichever node it is for, waited for the store timeout. Here a
+//! failing master stops only the requests for its own slots, and they fail at once:
+//!
+//! - a node whose connection is down (refused, closed), or which timed out
+//!   [`cluster::TIMEOUTS_DOWN`] times in a row (a hung node), is *down*: requests for its
+//!   slots answer [`StoreError::Unavailable`] without being sent, until a probe or a new
+//!   topology shows its slots served;
+//! - the slot table is re-read on the first `MOVED`, `ASK`, `CLUSTERDOWN`, `TRYAGAIN`, refused
+//!   connection or request for a down node (at most every [`cluster::REFRESH_EVERY`]), never
+//!   on a timer.
+//!
+//! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
+//!
+//! Here: the [`Route`] every command goes through; [`single`]: the standalone pools;
+//! [`cluster`]: the nodes, their health and the slot table.
+
+mod cluster;
+mod single;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::prelude::*;
+use fred::types::scripts::Script;
+use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
+
+use cluster::{Cluster, Node};
+use single::Single;
+
+/// Builds one fred client for one server (the store's settings: timeouts, one attempt,
+/// reconnect policy).
+pub(super) type MakeClient = Arc<dyn Fn(Config) -> Result<Client, Error> + Send + Sync>;
+
+/// Builds a standalone pool of this many connections (the store's settings).
+pub(super) type MakePool = Arc<dyn Fn(usize) -> Result<Pool, Error> + Send + Sync>;
+
+#[derive(Clone)]
+pub(crate) enum Route {
+    Single(Arc<Single>),
+    Cluster(Arc<Cluster>),
+}
+
+impl std::fmt::Debug for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Route::Single(_) => f.write_str("Route::Single"),
+            Route::Cluster(_) => f.write_str("Route::Cluster"),
+        }
+    }
+}
+
+impl Route {
+    pub(super) fn single(shared: Pool, make: MakePool) -> Self {
+        Route::Single(Arc::new(Single::new(shared, make)))
+    }
+
+    pub(super) fn cluster(base: Config, make: MakeClient, timeout: Duration) -> Arc<Cluster> {
+        Cluster::new(base, make, timeout)
+    }
+
+    /// The client for a command whose first key is `key` (`None`: any serving node).
+    fn pick(&self, key: Option<&[u8]>) -> Result<(Client, Option<Arc<Node>>), Error> {
+        match self {
+            Route::Single(single) => Ok((single.pick()?, None)),
+            Route::Cluster(c) => {
+                let node = c.pick(key)?;
+                Ok((node.client.clone(), Some(node)))
+            }
+        }
+    }
+
+    fn observe<T>(&self, node: Option<Arc<Node>>, result: &Result<T, Error>) {
+        if let (Route::Cluster(c), Some(node)) = (self, node) {
+            c.observe(&node, result);
+        }
+    }
+
+    pub(crate) async fn eval<R, K, V>(&self, script: &Script, keys: K, args: V) -> Result<R, Error>
+    where
+        R: FromValue,
+        K: Into<MultipleKeys> + Send,
+        V: TryInto<MultipleValues> + Send,
+        V::Error: Into<Error> + Send,
+    {
+        // Unwrapped rather than cloned to read the first key: cloning copied every key.
+        let keys = keys.into().inner();
+        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
+        let result = script.evalsha_with_reload(&client, keys, args).await;
+        self.observe(node, &result);
+        result
+    }
+
+    /// MGET of keys sharing one slot.
+    pub(crate) async fn mget<R: FromValue>(&self, keys: Vec<String>) -> Result<R, Error> {
+        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
+        let result = client.mget(keys).await;
+        self.observe(node, &result);
+        result
+    }
+
+    pub(crate) async fn get<R: FromValue>(&self, key: &str) -> Result<R, Error> {
+        let (client, node) = self.pick(Some(key.as_bytes()))?;
+        let result = client.get(key).await;
+        self.observe(node, &result);
+        result
+    }
+
+    /// A command routed by its first argument (`ClusterHash::FirstKey`) or sent to any node.
+    pub(crate) async fn custom<R, T>(&self, cmd: CustomCommand, args: Vec<T>) -> Result<R, Error>
+    where
+        R: FromValue,
+        T: TryInto<Value> + Send,
+        T::Error: Into<Error> + Send,
+    {
+        let args: Vec<Value> = args
+            .into_iter()
+            .map(|a| a.try_into().map_err(Into::into))
+            .collect::<Result<_, Error>>()?;
+        let key = match cmd.cluster_hash {
+            ClusterHash::FirstKey => args.first().and_then(|v| v.as_bytes()),
+            _ => None,
+        };
+        let (client, node) = self.pick(key)?;
+        let result = client.custom(cmd, args).await;
+        self.observe(node, &result);
+        result
+    }
+
+    /// `INFO server` from any serving node: readiness holds while one master answers.
+    pub(crate) async fn info(&self) -> Result<String, Error> {
+        match self {
+            Route::Single(_) => {
+                let (client, _) = self.pick(None)?;
+                client.info(Some(fred::types::InfoKind::Server)).await
+            }
+            Route::Cluster(c) => c.info().await,
+        }
+    }
+
+    /// Cluster only: the masters that do not serve now, with their slot ranges.
+    pub(crate) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
+        match self {
+            Route::Single(_) => Vec::new(),
+            Route::Cluster(c) => c.degraded(),
+        }
+    }
+
+    /// The client serving `key`'s slot, for a plain command. A down node is an error at once.
+    pub(crate) fn at(&self, key: &str) -> Result<Client, Error> {
+        self.pick(Some(key.as_bytes())).map(|(client, _)| client)
+    }
+}

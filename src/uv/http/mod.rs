@@ -1,0 +1,93 @@
+//! Unique-visitor routes (docs/api.md "Unique visitors").
+//!
+//! Here: the router, the routes' costs and the reserved page; `record.rs`: recording visits;
+//! `counts.rs`: reading a page's counts and unions of pages; `merge.rs`: folding pages.
+
+mod counts;
+mod merge;
+mod record;
+
+use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::RESERVED_PAGE;
+use crate::error::ApiError;
+use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    record::routes()
+        .merge(counts::routes())
+        .merge(merge::routes())
+        // `GET /v1/uv/merge` would read the reserved page: say so instead of a bare 405.
+        .route("/v1/uv/merge", get(reserved_page))
+}
+
+/// What these routes cost the global limiter beyond 1 (README "Route costs").
+pub const TERMS: &[RouteTerms] = &[
+    RouteTerms::new(
+        "POST",
+        "/v1/uv/{page}",
+        Rule::PerBody {
+            base: 1,
+            divisor: 384,
+            cap: Cap::Capped,
+        },
+        "1 + body bytes / 384",
+    ),
+    RouteTerms::new(
+        "GET",
+        "/v1/uv/{page}",
+        Rule::Query(range_cost),
+        "1, or 1 + days / 31 for a from..to range",
+    ),
+    RouteTerms::new(
+        "GET",
+        "/v1/uv",
+        Rule::Query(union_cost),
+        "1 + pages × days / 366",
+    ),
+    // A day can write one dense HyperLogLog into `into`: 12 KiB, ~15 KiB with the allocator's
+    // rounding and the key.
+    RouteTerms::new(
+        "POST",
+        "/v1/uv/merge",
+        Rule::Body(merge_cost, Cap::Uncapped),
+        "1 + 12 × days from..to (more than the caller's burst is refused with 413: merge fewer days per request)",
+    ),
+];
+
+fn range_cost(q: &Query<'_>) -> u64 {
+    if q.get("from").is_some() || q.get("to").is_some() {
+        1 + q.days() / 31
+    } else {
+        1
+    }
+}
+
+fn union_cost(q: &Query<'_>) -> u64 {
+    let pages = q.get("pages").map_or(1, |p| {
+        1 + p.matches(',').count() as u64
+            + p.matches("%2C").count() as u64
+            + p.matches("%2c").count() as u64
+    });
+    1 + pages * q.days() / 366
+}
+
+fn merge_cost(body: &[u8]) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct Range {
+        from: Option<chrono::NaiveDate>,
+        to: Option<chrono::NaiveDate>,
+    }
+    let days = serde_json::from_slice::<Range>(body)
+        .ok()
+        .and_then(|r| Some((r.to? - r.from?).num_days() + 1))
+        .filter(|d| (1..=366).contains(d))
+        .unwrap_or(0) as u64;
+    1 + 12 * days
+}
+
+async fn reserved_page() -> ApiError {
+    ApiError::invalid(format!("page name {RESERVED_PAGE:?} is reserved"))
+}
