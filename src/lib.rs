@@ -23,7 +23,7 @@
 //!   [`store::Store`] to the backend
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
 //!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
-//!   [`healthcheck`]
+//!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
 //!
 //! Adding a domain is its folder plus one line in `openapi.rs`, where the routers and their
 //! route terms are composed.
@@ -43,6 +43,7 @@ pub mod locks;
 pub mod middleware;
 pub mod openapi;
 pub mod ops;
+pub mod paging;
 pub mod queues;
 pub mod ratelimit;
 pub mod readiness;
@@ -114,7 +115,11 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
     };
-    let ledger = ledger::Ledger::start(&settings, &store).map_err(StartError::Ledger)?;
+    // The ingester is spawned here, where the store's type is concrete (`Ledger::start`).
+    let ledger = ledger::Ledger::start(&settings, &store, |ingester| {
+        tokio::spawn(ingester.run()).abort_handle()
+    })
+    .map_err(StartError::Ledger)?;
     Ok(AppState::new(state::Shared {
         store,
         settings: Arc::new(settings),

@@ -50,6 +50,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(crate::uv::router())
         .merge(crate::geo::router())
         .merge(crate::seckill::router())
+        .merge(crate::ledger::router())
         .merge(crate::ratelimit::router())
         .merge(crate::dedup::router())
         .merge(crate::locks::router())
@@ -69,6 +70,7 @@ pub fn route_terms() -> &'static crate::middleware::costs::Terms {
                     crate::checkins::TERMS,
                     crate::uv::TERMS,
                     crate::geo::TERMS,
+                    crate::ledger::TERMS,
                     crate::ratelimit::TERMS,
                     crate::dedup::TERMS,
                     crate::locks::TERMS,

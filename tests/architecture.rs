@@ -34,26 +34,11 @@ const DOMAINS: [&str; 9] = [
 const COMPOSITION: [&str; 5] = ["lib.rs", "openapi.rs", "ops.rs", "readiness.rs", "state.rs"];
 
 /// Shared code that names a domain on purpose, with the reason. Keep it short.
-const EXCEPTIONS: [(&str, &str, &str); 3] = [
-    (
-        "middleware/ratelimit/",
-        "ratelimit",
-        "the global layer spends the rate-limit domain's GCRA buckets on every request",
-    ),
-    (
-        "store/redis/ledger.rs",
-        "ledger",
-        "the ledger's Redis side, still to move into src/ledger/",
-    ),
-    (
-        "store/redis/ledger.rs",
-        "seckill",
-        "the ledger's Redis side reads the order streams, still to move into src/ledger/",
-    ),
-];
-
-/// Domains not yet in the shape, checked as composition until they are.
-const NOT_YET: [&str; 1] = ["ledger"];
+const EXCEPTIONS: [(&str, &str, &str); 1] = [(
+    "middleware/ratelimit/",
+    "ratelimit",
+    "the global layer spends the rate-limit domain's GCRA buckets on every request",
+)];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Place {
@@ -76,9 +61,6 @@ fn place(rel: &Path) -> Place {
         } else {
             Place::Shared
         };
-    }
-    if NOT_YET.contains(&parts[0].as_str()) {
-        return Place::Composition;
     }
     if !DOMAINS.contains(&parts[0].as_str()) {
         return Place::Shared;
@@ -250,7 +232,7 @@ fn the_code_keeps_the_shape() {
 #[test]
 fn every_domain_has_its_backends_in_its_folder() {
     let src = src();
-    for domain in DOMAINS.iter().filter(|d| **d != "ledger") {
+    for domain in DOMAINS {
         let dir = src.join(domain);
         assert!(dir.join("mod.rs").exists(), "src/{domain}/mod.rs");
         assert!(dir.join("memory.rs").exists(), "src/{domain}/memory.rs");

@@ -1,5 +1,6 @@
-//! The ledger's SQL (PostgreSQL through sqlx): migrations, the idempotent insert, and the
-//! classification of what went wrong by SQLSTATE.
+//! The ledger's [`Sink`] in PostgreSQL (through sqlx): migrations, the idempotent insert, the
+//! request path's lookup of which orders are in, and the classification of what went wrong by
+//! SQLSTATE.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+use super::sink::{Fault, Sink, SinkError};
 use super::Row;
 
 /// Embedded `migrations/`, applied at start-up.
@@ -17,33 +19,6 @@ const WRITE_CONNECTIONS: u32 = 4;
 /// Connections of the request-path pool (listings asking which orders are in): its own, so a
 /// flood of listings waits on itself and never on the ingester's connections.
 const READ_CONNECTIONS: u32 = 2;
-
-/// What a failed statement says about whom: one order's data, or the database as a whole.
-/// Only [`Fault::Row`] may ever dead-letter an order; the others stall every order alike, so
-/// they are waited out, however long they last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Fault {
-    /// The row's own data is refused (SQLSTATE class 22 data exception, 23 integrity).
-    #[error("row refused: {0}")]
-    Row(&'static str),
-    /// The database cannot be reached (connection refused or cut, server starting or
-    /// shutting down, authentication): the ledger is `backing_off`.
-    #[error("database unreachable: {0}")]
-    Unreachable(&'static str),
-    /// The database answers but refuses writes as a whole (read-only, missing table, out of
-    /// resources, timeouts, internal errors, anything not the row's fault): `failing`.
-    #[error("database refusing writes: {0}")]
-    Refusing(&'static str),
-}
-
-impl Fault {
-    /// The stable snake_case reason code (what `/readyz` and dead letters carry).
-    pub fn reason(self) -> &'static str {
-        match self {
-            Self::Row(r) | Self::Unreachable(r) | Self::Refusing(r) => r,
-        }
-    }
-}
 
 /// Classifies a SQLSTATE. Only classes 22 and 23 belong to the row; every other class is the
 /// database's (an unknown one too: wrongly waiting is recoverable, wrongly dead-lettering a
@@ -101,35 +76,20 @@ fn fault(e: &sqlx::Error) -> Fault {
     }
 }
 
-/// A failed statement: its [`Fault`] (what the ledger acts on and reports), and the server's
-/// text, which may name hosts, users and SQL and so goes to the log only.
-#[derive(Debug, thiserror::Error)]
-#[error("{fault}: {detail}")]
-pub(crate) struct DbError {
-    pub fault: Fault,
-    detail: String,
-}
-
-impl From<sqlx::Error> for DbError {
+impl From<sqlx::Error> for SinkError {
     fn from(e: sqlx::Error) -> Self {
-        Self {
-            fault: fault(&e),
-            detail: e.to_string(),
-        }
+        Self::new(fault(&e), e.to_string())
     }
 }
 
-impl From<sqlx::migrate::MigrateError> for DbError {
+impl From<sqlx::migrate::MigrateError> for SinkError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         use sqlx::migrate::MigrateError::{Execute, ExecuteMigration};
         let fault = match &e {
             Execute(inner) | ExecuteMigration(inner, _) => fault(inner),
             _ => Fault::Refusing("migration_failed"),
         };
-        Self {
-            fault,
-            detail: e.to_string(),
-        }
+        Self::new(fault, e.to_string())
     }
 }
 
@@ -179,10 +139,22 @@ impl Db {
         })
     }
 
+    /// Which of `order_ids` are in the ledger (request path: the read pool).
+    pub async fn present(&self, order_ids: &[String]) -> Result<Vec<String>, SinkError> {
+        Ok(
+            sqlx::query_scalar("SELECT order_id FROM seckill_orders WHERE order_id = ANY($1)")
+                .bind(order_ids)
+                .fetch_all(&self.reads)
+                .await?,
+        )
+    }
+}
+
+impl Sink for Db {
     /// Applies pending migrations (sqlx takes an advisory lock, so concurrent instances agree),
     /// through a one-connection pool of its own without the statement timeout: a migration may
     /// take long. It is closed afterwards.
-    pub async fn migrate(&self) -> Result<(), DbError> {
+    async fn migrate(&self) -> Result<(), SinkError> {
         let pool = PgPoolOptions::new()
             .max_connections(1)
             .acquire_timeout(self.timeout)
@@ -192,10 +164,9 @@ impl Db {
         Ok(done?)
     }
 
-    /// Inserts `rows` in one statement, skipping order ids already there; committed on return.
-    /// Returns how many rows were new. With no rows it is a probe that the database would take
-    /// a write (it parses, plans and checks writability and privileges, inserting nothing).
-    pub async fn insert(&self, rows: &[Row]) -> Result<u64, DbError> {
+    /// With no rows the statement still parses, plans and checks writability and privileges,
+    /// inserting nothing: the probe the ingester runs before it takes orders.
+    async fn insert(&self, rows: &[Row]) -> Result<u64, SinkError> {
         let mut ids = Vec::with_capacity(rows.len());
         let mut vouchers = Vec::with_capacity(rows.len());
         let mut users = Vec::with_capacity(rows.len());
@@ -228,21 +199,11 @@ impl Db {
         // stopped answering altogether.
         match tokio::time::timeout(self.timeout + Duration::from_secs(1), insert).await {
             Ok(done) => Ok(done?.rows_affected()),
-            Err(_) => Err(DbError {
-                fault: Fault::Refusing("timeout"),
-                detail: "insert timed out".to_owned(),
-            }),
+            Err(_) => Err(SinkError::new(
+                Fault::Refusing("timeout"),
+                "insert timed out",
+            )),
         }
-    }
-
-    /// Which of `order_ids` are in the ledger (request path: the read pool).
-    pub async fn present(&self, order_ids: &[String]) -> Result<Vec<String>, DbError> {
-        Ok(
-            sqlx::query_scalar("SELECT order_id FROM seckill_orders WHERE order_id = ANY($1)")
-                .bind(order_ids)
-                .fetch_all(&self.reads)
-                .await?,
-        )
     }
 }
 

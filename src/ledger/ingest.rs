@@ -1,15 +1,15 @@
-//! The ingester: take a batch per voucher, insert, ack; back off while the database as a whole
-//! fails; measure the backlog on its own timer.
+//! The ingester: take a batch per voucher, insert, ack; back off while the sink as a whole
+//! fails; measure the backlog on its own timer. It holds the store and the sink through their
+//! traits ([`LedgerStore`], [`Sink`]), so its rules run in unit tests on the memory backend
+//! and an in-memory sink.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::db::{Db, DbError, Fault};
-use super::{LedgerState, LedgerStatus, Row, Taken, BATCH, MAX_ATTEMPTS};
-use crate::config::Settings;
+use super::sink::{Fault, Sink, SinkError};
+use super::{LedgerState, LedgerStatus, LedgerStore, Row, Taken, BATCH, MAX_ATTEMPTS};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
-use crate::store::redis::RedisStore;
 use crate::types::Name;
 
 /// Pause after a round that found nothing to do.
@@ -28,7 +28,7 @@ enum RoundError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Db(#[from] DbError),
+    Sink(#[from] SinkError),
 }
 
 impl RoundError {
@@ -36,7 +36,7 @@ impl RoundError {
     fn state(&self) -> (LedgerState, &'static str) {
         match self {
             Self::Store(_) => (LedgerState::BackingOff, "store_unavailable"),
-            Self::Db(e) => match e.fault {
+            Self::Sink(e) => match e.fault {
                 Fault::Unreachable(_) => (LedgerState::BackingOff, e.fault.reason()),
                 Fault::Refusing(_) | Fault::Row(_) => (LedgerState::Failing, e.fault.reason()),
             },
@@ -45,9 +45,9 @@ impl RoundError {
 }
 
 #[derive(Debug)]
-pub(super) struct Ingester {
-    store: RedisStore,
-    db: Db,
+pub(crate) struct Ingester<S, K> {
+    store: S,
+    sink: K,
     /// This instance's consumer name: unique per process, so a restarted instance's
     /// leftovers are recognised as stale and claimed.
     consumer: String,
@@ -55,20 +55,15 @@ pub(super) struct Ingester {
     status: Arc<Mutex<LedgerStatus>>,
 }
 
-impl Ingester {
-    pub fn new(
-        store: RedisStore,
-        db: Db,
-        settings: &Settings,
-        status: Arc<Mutex<LedgerStatus>>,
-    ) -> Self {
+impl<S: LedgerStore, K: Sink> Ingester<S, K> {
+    /// An ingester taking over entries left pending `claim_idle` or longer.
+    pub fn new(store: S, sink: K, claim_idle: Duration, status: Arc<Mutex<LedgerStatus>>) -> Self {
         let consumer = format!("gw-{}-{:08x}", std::process::id(), rand::random::<u32>());
         Self {
             store,
-            db,
+            sink,
             consumer,
-            claim_idle_ms: u64::try_from(settings.ledger_claim_idle.as_millis())
-                .unwrap_or(u64::MAX),
+            claim_idle_ms: u64::try_from(claim_idle.as_millis()).unwrap_or(u64::MAX),
             status,
         }
     }
@@ -99,7 +94,7 @@ impl Ingester {
 
     async fn ingest_forever(&self) {
         let mut backoff = BACKOFF_MIN;
-        while let Err(e) = self.db.migrate().await {
+        while let Err(e) = self.sink.migrate().await {
             let e = RoundError::from(e);
             let (state, reason) = e.state();
             tracing::warn!(
@@ -153,7 +148,7 @@ impl Ingester {
     /// One pass over every voucher; returns how many entries were handled.
     async fn round(&self, probe: bool) -> Result<usize, RoundError> {
         if probe {
-            self.db.insert(&[]).await?;
+            self.sink.insert(&[]).await?;
         }
         let mut done = 0;
         for voucher in self.store.ledger_vouchers().await? {
@@ -186,7 +181,7 @@ impl Ingester {
             return Ok(());
         }
         let rows: Vec<Row> = good.iter().filter_map(|t| t.order.clone()).collect();
-        match self.db.insert(&rows).await {
+        match self.sink.insert(&rows).await {
             Ok(new) => {
                 let ids: Vec<Seq> = good.iter().map(|t| t.id).collect();
                 self.store.ledger_ack(voucher, &ids).await?;
@@ -194,7 +189,7 @@ impl Ingester {
                 Ok(())
             }
             // The batch holds at least one row the database refuses: find which, one by one.
-            Err(DbError {
+            Err(SinkError {
                 fault: Fault::Row(_),
                 ..
             }) => self.one_by_one(voucher, &good).await,
@@ -205,7 +200,7 @@ impl Ingester {
     async fn one_by_one(&self, voucher: &Name, taken: &[Taken]) -> Result<(), RoundError> {
         for t in taken {
             let Some(row) = &t.order else { continue };
-            match self.db.insert(std::slice::from_ref(row)).await {
+            match self.sink.insert(std::slice::from_ref(row)).await {
                 Ok(new) => {
                     self.store.ledger_ack(voucher, &[t.id]).await?;
                     self.ingested(new);
@@ -214,7 +209,7 @@ impl Ingester {
                 // row's own data. Left pending below the limit, claimed again after the idle
                 // time.
                 Err(
-                    e @ DbError {
+                    e @ SinkError {
                         fault: Fault::Row(reason),
                         ..
                     },
@@ -245,7 +240,7 @@ impl Ingester {
         }
     }
 
-    /// Reads the backlog from Redis alone, so it is true while PostgreSQL is down.
+    /// Reads the backlog from the store alone, so it is true while PostgreSQL is down.
     async fn measure(&self) -> Result<(), StoreError> {
         let mut total = super::Backlog::default();
         for voucher in self.store.ledger_vouchers().await? {
@@ -269,5 +264,154 @@ impl Ingester {
     fn ingested(&self, new: u64) {
         self.update(|s| s.ingested += new);
         metrics::counter!("gateway_ledger_ingested_total").increment(new);
+    }
+}
+
+/// The ingester's rules on the memory backend's ledger (`memory.rs`, draining the memory flash
+/// sale's orders) and an in-memory sink: exactly once, attempts only for the row's own faults,
+/// dead letters after [`MAX_ATTEMPTS`], replay.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::ledger::sink::memory::MemorySink;
+    use crate::ledger::{dead_letters, replay, ReplayError};
+    use crate::seckill::{Bought, SeckillStore, Spec};
+    use crate::store::memory::MemoryStore;
+    use crate::types::UserId;
+
+    type Tested = Ingester<MemoryStore, MemorySink>;
+
+    /// A voucher `v1` with an order for each of `buyers` (users 0, 1, ...), and an ingester
+    /// that takes over pending entries at once (claim idle 0).
+    async fn sold(buyers: u32) -> (Tested, Name) {
+        let store = MemoryStore::new(&Settings::defaults());
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        let spec = Spec {
+            stock: 100,
+            begin_ms: now - 60_000,
+            end_ms: now + 3_600_000,
+            per_user_limit: 1,
+        };
+        store.seckill_put(&v, spec, 1000).await.unwrap();
+        for u in 0..buyers {
+            let bought = store.seckill_buy(&v, UserId(u), 1000, None).await.unwrap();
+            assert!(matches!(bought, Bought::Now(Ok(_))), "{bought:?}");
+        }
+        let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
+        let ingester = Ingester::new(store, MemorySink::default(), Duration::ZERO, status);
+        (ingester, v)
+    }
+
+    /// The order ids of `v`, in sale order.
+    async fn order_ids(ing: &Tested, v: &Name) -> Vec<String> {
+        let orders = ing.store.seckill_orders(v, None, 1000).await.unwrap();
+        orders
+            .unwrap()
+            .iter()
+            .map(|o| format!("{v}/{}", o.seq))
+            .collect()
+    }
+
+    async fn backlog(ing: &Tested, v: &Name) -> (u64, u64, u64) {
+        let b = ing.store.ledger_backlog(v).await.unwrap();
+        (b.pending, b.lag, b.dead_lettered)
+    }
+
+    #[tokio::test]
+    async fn every_order_lands_once_in_one_batch() {
+        let (ing, v) = sold(5).await;
+        assert_eq!(backlog(&ing, &v).await, (0, 5, 0));
+        assert_eq!(ing.round(true).await.unwrap(), 5);
+        assert_eq!(ing.sink.ids(), order_ids(&ing, &v).await);
+        assert_eq!(ing.sink.inserts(), 1);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+        assert_eq!(ing.round(false).await.unwrap(), 0, "all acknowledged");
+        ing.measure().await.unwrap();
+        let status = ing.status.lock().unwrap().clone();
+        assert_eq!((status.ingested, status.lag, status.pending), (5, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_crash_between_insert_and_ack_lands_each_order_once() {
+        let (ing, v) = sold(3).await;
+        // Another instance took the orders and committed them, then died before its ack.
+        let taken = ing.store.ledger_take(&v, "gone", 0, BATCH).await.unwrap();
+        let rows: Vec<Row> = taken.iter().filter_map(|t| t.order.clone()).collect();
+        assert_eq!(ing.sink.insert(&rows).await.unwrap(), 3);
+        assert_eq!(backlog(&ing, &v).await, (3, 0, 0));
+        // Taken over once idle: the insert is a no-op, the entries are acknowledged.
+        assert_eq!(ing.round(false).await.unwrap(), 3);
+        assert_eq!(ing.sink.ids(), order_ids(&ing, &v).await);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+        assert_eq!(ing.status.lock().unwrap().ingested, 0, "nothing was new");
+    }
+
+    #[tokio::test]
+    async fn the_database_failing_as_a_whole_counts_no_attempt() {
+        let (ing, v) = sold(3).await;
+        // Until a write is proven, nothing is handed out.
+        ing.sink.set_down(Some(Fault::Unreachable("unavailable")));
+        let e = ing.round(true).await.unwrap_err();
+        assert_eq!(e.state(), (LedgerState::BackingOff, "unavailable"));
+        assert_eq!(backlog(&ing, &v).await, (0, 3, 0));
+        // Failing after the take: the entries stay pending, however many rounds it lasts.
+        for fault in [
+            Fault::Unreachable("unavailable"),
+            Fault::Refusing("read_only"),
+        ] {
+            ing.sink.set_down(Some(fault));
+            for _ in 0..2 * MAX_ATTEMPTS {
+                let e = ing.round(false).await.unwrap_err();
+                assert_eq!(e.state().1, fault.reason());
+            }
+        }
+        assert_eq!(backlog(&ing, &v).await, (3, 0, 0));
+        let taken = ing.store.ledger_take(&v, "look", 0, BATCH).await.unwrap();
+        assert!(taken.iter().all(|t| t.attempts == 0), "{taken:?}");
+        ing.sink.set_down(None);
+        assert_eq!(ing.round(true).await.unwrap(), 3);
+        assert_eq!(ing.sink.ids().len(), 3);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_refused_row_is_dead_lettered_after_its_attempts_and_replayed() {
+        let (ing, v) = sold(3).await;
+        let ids = order_ids(&ing, &v).await;
+        ing.sink.refuse(&ids[1], "unique_violation");
+        // The batch fails on the one row; the others land one by one.
+        assert_eq!(ing.round(false).await.unwrap(), 3);
+        assert_eq!(ing.sink.ids(), [ids[0].clone(), ids[2].clone()]);
+        for refused in 2..MAX_ATTEMPTS {
+            assert_eq!(ing.round(false).await.unwrap(), 1);
+            // An outage in between counts nothing.
+            ing.sink.set_down(Some(Fault::Refusing("read_only")));
+            ing.round(false).await.unwrap_err();
+            ing.sink.set_down(None);
+            let dead = dead_letters(&ing.store, &v, None, 10).await.unwrap();
+            assert!(dead.is_empty(), "after {refused} refusals: {dead:?}");
+        }
+        assert_eq!(ing.round(false).await.unwrap(), 1);
+        let dead = dead_letters(&ing.store, &v, None, 10).await.unwrap();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!(dead[0].reason, "unique_violation");
+        assert_eq!(dead[0].attempts, Some(MAX_ATTEMPTS));
+        assert_eq!(dead[0].order.as_ref().unwrap().order_id, ids[1]);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 1));
+        assert_eq!(ing.round(false).await.unwrap(), 0, "no longer pending");
+
+        // Replay: still refused, it stays; the database down stops it; fixed, it lands once.
+        assert_eq!(replay(&ing.sink, &ing.store, &v).await.unwrap(), 0);
+        ing.sink.set_down(Some(Fault::Unreachable("unavailable")));
+        let e = replay(&ing.sink, &ing.store, &v).await.unwrap_err();
+        assert!(matches!(e, ReplayError::Database("unavailable")), "{e:?}");
+        ing.sink.set_down(None);
+        ing.sink.forgive(&ids[1]);
+        assert_eq!(replay(&ing.sink, &ing.store, &v).await.unwrap(), 1);
+        assert_eq!(ing.sink.ids(), ids);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+        assert_eq!(replay(&ing.sink, &ing.store, &v).await.unwrap(), 0);
     }
 }

@@ -1,7 +1,7 @@
 //! The order ledger: every flash-sale order made durable in PostgreSQL, exactly once.
 //!
 //! Redis decides who gets the stock; each voucher's order stream is then drained by a
-//! background ingester inside every gateway instance that has `DATABASE_URL`:
+//! background ingester ([`ingest`]) inside every gateway instance that has `DATABASE_URL`:
 //! - vouchers are found through a registry set written on create (no `KEYS`/`SCAN`), and each
 //!   stream is read on its own, so it works on a Cluster where streams live in many slots;
 //! - one consumer group ([`GROUP`]) per stream: several instances share the work, each entry
@@ -11,24 +11,42 @@
 //!   no-op: each order lands exactly once;
 //! - entries left pending longer than the claim idle time (a crashed instance, a failed
 //!   attempt) are taken over with `XAUTOCLAIM`;
-//! - failures are classified by SQLSTATE (`db::Fault`): only an error of the row's own data
-//!   (class 22, 23) counts as an attempt on that order, and an order refused [`MAX_ATTEMPTS`]
-//!   times goes to the voucher's dead-letter stream with the reason code. The database being
-//!   unreachable, read-only, missing a table, out of resources or timing out stalls every
-//!   order alike: the ingester backs off and waits it out, counting nothing, for however long;
+//! - failures are classified by SQLSTATE ([`sink::Fault`]): only an error of the row's own
+//!   data (class 22, 23) counts as an attempt on that order, and an order refused
+//!   [`MAX_ATTEMPTS`] times goes to the voucher's dead-letter stream with the reason code. The
+//!   database being unreachable, read-only, missing a table, out of resources or timing out
+//!   stalls every order alike: the ingester backs off and waits it out, counting nothing, for
+//!   however long;
 //! - attempts are counted explicitly (a hash per voucher), not taken from the stream's
 //!   delivery counter, which also grows when an entry is merely handed out in a round where
 //!   the database then turned out to be down;
 //! - the backlog (`lag`, `pending`, dead letters) is measured from Redis on its own timer, so
 //!   it stays true while PostgreSQL is down;
-//! - dead letters can be listed and replayed (`Ledger::replay`): each order is inserted
-//!   like the ingester does (a no-op when it is there already, so it lands once).
+//! - dead letters can be listed and replayed ([`replay`]): each order is inserted like the
+//!   ingester does (a no-op when it is there already, so it lands once).
 //!
-//! The ledger needs Redis: on the memory backend, or without `DATABASE_URL`, it is off and the
-//! gateway says so at start-up.
+//! The domain's parts: this core (its types, [`LedgerStore`] — what the ingester and the
+//! dead-letter routes need of the store — and [`Ledger`], the handle the app state keeps),
+//! [`sink::Sink`] (where orders are written: PostgreSQL in [`db`]), the ingester, the
+//! dead-letter routes (`http.rs`, under the flash sale's paths and tag), and the store's two
+//! backends: `redis.rs` with its scripts, and `memory.rs`, which drains the memory backend's
+//! orders the same way.
+//!
+//! The ledger runs on Redis only: on the memory backend, or without `DATABASE_URL`, it is off
+//! and the gateway says so at start-up (docs/operations.md "Order ledger"; the OpenAPI
+//! document says the dead-letter listing is always empty on the memory backend). The memory
+//! backend's side is complete all the same — a consumer group over the memory flash sale's
+//! orders — so the ingester's rules are unit-tested on it with an in-memory sink, and turning
+//! the ledger on there would take only the check in [`Ledger::start`].
 
 mod db;
+mod http;
 mod ingest;
+mod memory;
+mod redis;
+mod sink;
+
+pub use http::{router, TERMS};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -40,8 +58,9 @@ use utoipa::ToSchema;
 use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
-use crate::store::Store;
 use crate::types::{Name, UserId};
+use ingest::Ingester;
+use sink::{Sink, SinkError};
 
 /// The consumer group every gateway instance reads the order streams with.
 pub const GROUP: &str = "ledger";
@@ -92,6 +111,49 @@ pub(crate) struct DeadLetter {
     pub reason: String,
     /// Times the database refused the row (`None` in dead letters of older versions).
     pub attempts: Option<u64>,
+}
+
+crate::store::store_trait! {
+    /// What the ledger needs of the store: the voucher registry, and per voucher a consumer
+    /// group over its order stream (take, ack, refuse), its backlog and its dead letters. Each
+    /// method is one step on the voucher's slot.
+    pub(crate) trait LedgerStore {
+        /// Every voucher ever created (the registry may name one whose creation was refused).
+        async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> = "ledger.vouchers";
+        /// Up to `count` entries of `voucher`'s order stream for `consumer`: entries any
+        /// consumer left pending `claim_idle_ms` or longer first, then new ones (the group is
+        /// made on first use, from the start of the stream, so no order is skipped).
+        async fn ledger_take(
+            &self,
+            voucher: &Name,
+            consumer: &str,
+            claim_idle_ms: u64,
+            count: usize,
+        ) -> Result<Vec<Taken>, StoreError> = "ledger.take";
+        /// Acknowledges entries whose rows are committed, and forgets their refusal counts.
+        async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> = "ledger.ack";
+        /// Counts one refusal of each entry's row (`reason` is a code); an entry refused
+        /// `max_attempts` times is copied to the dead-letter stream and acked, in one step.
+        /// Returns how many were dead-lettered.
+        async fn ledger_refuse(
+            &self,
+            voucher: &Name,
+            ids: &[Seq],
+            reason: &str,
+            max_attempts: u64,
+        ) -> Result<u64, StoreError> = "ledger.refuse";
+        /// Pending, undelivered and dead-lettered entries of one voucher.
+        async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> = "ledger.backlog";
+        /// Up to `limit` dead letters of `voucher` after `after`, oldest first.
+        async fn ledger_dead_letters(
+            &self,
+            voucher: &Name,
+            after: Option<Seq>,
+            limit: usize,
+        ) -> Result<Vec<DeadLetter>, StoreError> = "ledger.dead_letters";
+        /// Removes dead letters (by their dead-letter ids) once their orders are in the ledger.
+        async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> = "ledger.forget_dead";
+    }
 }
 
 /// Why a replay stopped.
@@ -177,9 +239,17 @@ impl Drop for AbortOnDrop {
 }
 
 impl Ledger {
-    /// Starts the ingester when `DATABASE_URL` is set and the store is Redis; otherwise the
-    /// ledger is off, and the log says why.
-    pub fn start(settings: &Settings, store: &Store) -> Result<Self, String> {
+    /// Starts the ingester on `store` when `DATABASE_URL` is set and the store is Redis;
+    /// otherwise the ledger is off, and the log says why.
+    ///
+    /// `spawn` runs the ingester as a task: the composition passes it, since only where the
+    /// store's concrete type is known can the compiler see that the ingester's future (made of
+    /// the store's `async fn`s) may move between threads.
+    pub(crate) fn start<S: LedgerStore + Clone>(
+        settings: &Settings,
+        store: &S,
+        spawn: impl FnOnce(Ingester<S, db::Db>) -> tokio::task::AbortHandle,
+    ) -> Result<Self, String> {
         let off = || Self {
             status: Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Off))),
             db: None,
@@ -189,7 +259,7 @@ impl Ledger {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
             return Ok(off());
         };
-        let (Store::Redis(redis), StoreChoice::Redis(_)) = (store, &settings.store) else {
+        let StoreChoice::Redis(_) = &settings.store else {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
             return Ok(off());
         };
@@ -199,13 +269,18 @@ impl Ledger {
             settings.store_timeout,
         )?;
         let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
-        let ingester = ingest::Ingester::new(redis.clone(), db.clone(), settings, status.clone());
-        let task = tokio::spawn(ingester.run());
+        let ingester = Ingester::new(
+            store.clone(),
+            db.clone(),
+            settings.ledger_claim_idle,
+            status.clone(),
+        );
+        let task = spawn(ingester);
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");
         Ok(Self {
             status,
             db: Some(db),
-            _task: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
+            _task: Some(Arc::new(AbortOnDrop(task))),
         })
     }
 
@@ -235,69 +310,79 @@ impl Ledger {
         }
     }
 
-    /// Up to `limit` dead letters of `voucher` after `after`; none when the ledger is not on
-    /// Redis (it never dead-letters anything then).
-    pub(crate) async fn dead_letters(
-        store: &Store,
+    /// Hands every dead letter of `voucher` back to the ledger ([`replay`]); 0 while the
+    /// ledger is off.
+    pub(crate) async fn replay(
+        &self,
+        store: &impl LedgerStore,
         voucher: &Name,
-        after: Option<Seq>,
-        limit: usize,
-    ) -> Result<Vec<DeadLetter>, StoreError> {
-        let mut letters = match store {
-            Store::Redis(redis) => redis.ledger_dead_letters(voucher, after, limit).await?,
-            Store::Memory(_) => Vec::new(),
-        };
-        // Dead letters of older versions carried the server's raw text: never shown.
-        for d in &mut letters {
-            if !is_code(&d.reason) {
-                d.reason = "unknown".to_owned();
-            }
+    ) -> Result<u64, ReplayError> {
+        match &self.db {
+            Some(db) => replay(db, store, voucher).await,
+            None => Ok(0),
         }
-        Ok(letters)
     }
+}
 
-    /// Hands every dead letter of `voucher` back to the ledger: each order is inserted (a no-op
-    /// when it is there already, so it lands once) and its dead letter removed; an order the
-    /// database still refuses for its own data stays dead-lettered. Returns how many were
-    /// handed back; stops with [`ReplayError::Database`] when the database as a whole cannot
-    /// take orders (nothing is lost: replay again later).
-    pub(crate) async fn replay(&self, store: &Store, voucher: &Name) -> Result<u64, ReplayError> {
-        let (Some(db), Store::Redis(redis)) = (&self.db, store) else {
-            return Ok(0);
-        };
-        let mut replayed = 0;
-        let mut after = None;
-        loop {
-            let page = redis.ledger_dead_letters(voucher, after, BATCH).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.dead_id);
-            for dead in &page {
-                let Some(row) = &dead.order else { continue };
-                match db.insert(std::slice::from_ref(row)).await {
-                    Ok(_) => {
-                        redis.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
-                        replayed += 1;
-                    }
-                    Err(
-                        e @ db::DbError {
-                            fault: db::Fault::Row(_),
-                            ..
-                        },
-                    ) => {
-                        tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
-                        return Err(ReplayError::Database(e.fault.reason()));
-                    }
+/// Up to `limit` dead letters of `voucher` after `after`, reason codes only: dead letters of
+/// older versions carried the server's raw text, which is never shown.
+pub(crate) async fn dead_letters(
+    store: &impl LedgerStore,
+    voucher: &Name,
+    after: Option<Seq>,
+    limit: usize,
+) -> Result<Vec<DeadLetter>, StoreError> {
+    let mut letters = store.ledger_dead_letters(voucher, after, limit).await?;
+    for d in &mut letters {
+        if !is_code(&d.reason) {
+            d.reason = "unknown".to_owned();
+        }
+    }
+    Ok(letters)
+}
+
+/// Hands every dead letter of `voucher` back to `sink`: each order is inserted (a no-op when it
+/// is there already, so it lands once) and its dead letter removed; an order the sink still
+/// refuses for its own data stays dead-lettered. Returns how many were handed back; stops with
+/// [`ReplayError::Database`] when the sink as a whole cannot take orders (nothing is lost:
+/// replay again later).
+pub(crate) async fn replay(
+    sink: &impl Sink,
+    store: &impl LedgerStore,
+    voucher: &Name,
+) -> Result<u64, ReplayError> {
+    let mut replayed = 0;
+    let mut after = None;
+    loop {
+        let page = store.ledger_dead_letters(voucher, after, BATCH).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.dead_id);
+        for dead in &page {
+            let Some(row) = &dead.order else { continue };
+            match sink.insert(std::slice::from_ref(row)).await {
+                Ok(_) => {
+                    store.ledger_forget_dead(voucher, &[dead.dead_id]).await?;
+                    replayed += 1;
+                }
+                Err(
+                    e @ SinkError {
+                        fault: sink::Fault::Row(_),
+                        ..
+                    },
+                ) => {
+                    tracing::warn!(error = %e, order_id = %row.order_id, "dead letter still refused");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "dead-letter replay stopped: the database cannot take orders");
+                    return Err(ReplayError::Database(e.fault.reason()));
                 }
             }
         }
-        if replayed > 0 {
-            tracing::info!(%voucher, replayed, "dead letters replayed into the ledger");
-        }
-        Ok(replayed)
     }
+    if replayed > 0 {
+        tracing::info!(%voucher, replayed, "dead letters replayed into the ledger");
+    }
+    Ok(replayed)
 }
 
 /// A snake_case reason code, as opposed to free text.

@@ -22,11 +22,9 @@ use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLa
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey, OptionalJson};
 use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
+use crate::paging::Page;
 use crate::state::AppState;
 use crate::types::{name_rule, sha256_hex, Name};
-
-const DEFAULT_LIMIT: usize = 100;
-const MAX_LIMIT: usize = 1000;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -544,33 +542,14 @@ async fn dead(
     ApiPath(queue): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> ApiResult<Json<DeadPage>> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::invalid(format!(
-            "limit must be within 1..={MAX_LIMIT}, got {limit}"
-        )));
-    }
-    let after = q
-        .after
-        .as_deref()
-        .filter(|a| !a.is_empty())
-        .map(|a| {
-            a.parse::<u64>()
-                .map_err(|_| ApiError::invalid(format!("after: not a cursor: {a:?}")))
-        })
-        .transpose()?;
-    // One more than asked tells whether another page exists.
+    let page = Page::<u64>::parse(q.after.as_deref(), q.limit)?;
     let mut jobs: Vec<DeadJob> = state
         .store
-        .queue_dead(&namespace.scope(&queue), after, limit + 1)
+        .queue_dead(&namespace.scope(&queue), page.after, page.fetch())
         .await?;
     // A page the store ended at its byte budget may have a next page too (at worst empty).
     let bytes: u64 = jobs.iter().map(|j| j.payload.len() as u64).sum();
-    let more = jobs.len() > limit || bytes >= super::CLAIM_BYTES;
-    jobs.truncate(limit);
-    let next = more
-        .then(|| jobs.last().map(|j| j.seq.to_string()))
-        .flatten();
+    let next = page.next(&mut jobs, bytes >= super::CLAIM_BYTES, |j| j.seq);
     Ok(Json(DeadPage {
         jobs: jobs
             .into_iter()

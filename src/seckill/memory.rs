@@ -255,6 +255,45 @@ impl SeckillStore for MemoryStore {
     }
 }
 
+/// What the order ledger reads of this backend (`src/ledger/memory.rs`), as on Redis it reads
+/// the voucher registry and the order streams: the ledger keeps its consumer group, attempts
+/// and dead letters in a slot of its own, and only reads the orders here.
+impl MemoryStore {
+    /// Every voucher ever created (as on Redis, possibly one whose creation was refused).
+    pub(crate) fn seckill_voucher_ids(&self) -> Vec<Name> {
+        self.state(&STATE).vouchers.keys().cloned().collect()
+    }
+
+    /// Up to `limit` orders of `voucher` from `from` on (inclusive, as `XRANGE` starts), each
+    /// with its place among its buyer's orders (1 for their first: the `nth` of the Redis order
+    /// stream), and how many orders there are from `from` on in all.
+    pub(crate) fn seckill_order_log(
+        &self,
+        voucher: &Name,
+        from: Option<Seq>,
+        limit: usize,
+    ) -> (Vec<(Order, u32)>, u64) {
+        let Some(sale) = self.sale(voucher, false) else {
+            return (Vec::new(), 0);
+        };
+        let sale = lock(&sale);
+        let start = from.map_or(0, |f| sale.orders.partition_point(|o| o.seq < f));
+        let log = sale.orders[start..]
+            .iter()
+            .take(limit)
+            .map(|o| {
+                let nth = sale
+                    .buyers
+                    .get(&o.user.0)
+                    .and_then(|seqs| seqs.binary_search(&o.seq).ok())
+                    .map_or(0, |i| u32::try_from(i + 1).unwrap_or(u32::MAX));
+                (*o, nth)
+            })
+            .collect();
+        (log, (sale.orders.len() - start) as u64)
+    }
+}
+
 /// The purchase itself, under the voucher's lock.
 fn sell(sale: &mut Sale, spec: Spec, user: UserId) -> Result<Order, Refusal> {
     let now = now_ms();

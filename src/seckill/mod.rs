@@ -6,7 +6,7 @@
 //! Replacing a voucher (PUT on an existing one) sets its stock left, window and per-user limit
 //! but keeps what was sold: `sold`, the buyers and their orders stay.
 
-mod http;
+pub(crate) mod http;
 pub mod logic;
 mod memory;
 mod redis;

@@ -64,6 +64,19 @@ fn tag(reply: &[Value]) -> String {
 }
 
 impl RedisStore {
+    /// Adds `voucher` to the registry through which the ledger finds every order stream
+    /// (idempotent; `src/ledger/redis.rs` reads it).
+    async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
+        let _: i64 = self
+            .pool
+            .at(&self.keys.voucher_registry())
+            .map_err(map_err)?
+            .sadd(self.keys.voucher_registry(), voucher.as_str())
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
     fn voucher_keys(&self, voucher: &Name) -> [String; 4] {
         [
             self.keys.voucher(voucher),
@@ -386,17 +399,6 @@ impl Keys {
         format!("{}sk:{{{voucher}}}:idem:{digest}", self.prefix)
     }
 
-    /// Order entries the ledger gave up on: a stream of copies with the reason.
-    pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {
-        format!("{}sk:{{{voucher}}}:dead", self.prefix)
-    }
-
-    /// How often the database refused each pending order entry's row (entry id → count):
-    /// only these refusals, not deliveries, bring an entry to the dead-letter stream.
-    pub(crate) fn voucher_ledger_attempts(&self, voucher: &Name) -> String {
-        format!("{}sk:{{{voucher}}}:attempts", self.prefix)
-    }
-
     /// The set of every voucher id ever created, so the ledger finds each order stream
     /// without `KEYS`/`SCAN` (one small key; the streams themselves stay in their own slots).
     pub(crate) fn voucher_registry(&self) -> String {
@@ -419,8 +421,6 @@ mod key_tests {
             keys.voucher_buyers(&v),
             keys.voucher_user_orders(&v),
             keys.voucher_orders(&v),
-            keys.voucher_dead_letters(&v),
-            keys.voucher_ledger_attempts(&v),
         ];
         assert_eq!(all[0], "gw:sk:{v1}");
         assert!(all.iter().all(|k| hash_tag(k) == "v1"));

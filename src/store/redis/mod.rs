@@ -19,7 +19,6 @@ macro_rules! script_after {
 
 pub(crate) use script_after;
 
-mod ledger;
 pub(crate) mod route;
 
 use std::sync::Arc;

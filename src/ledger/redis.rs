@@ -1,15 +1,19 @@
-//! The order ledger's Redis side: the voucher registry, and per-voucher consumer-group reads,
-//! acks, refusals, dead letters and backlog, each a single-slot call on the voucher's hash tag.
+//! The order ledger on Redis: per-voucher consumer-group reads, acks, refusals, dead letters
+//! and backlog, each a single-slot call on the voucher's hash tag (its order stream, its
+//! dead-letter stream and its attempts hash share it), and the read of the voucher registry.
+//! The order stream and the registry are the flash sale's (`src/seckill/redis.rs` writes them);
+//! the dead-letter stream and the attempts hash are the ledger's own keys, spelled below.
 
 use std::sync::LazyLock;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use super::{map_err, RedisStore};
-use crate::ledger::{Backlog, DeadLetter, Row, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Taken, GROUP};
 use crate::seckill::logic::Seq;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
+use crate::store::keys::Keys;
+use crate::store::redis::{map_err, RedisStore};
 use crate::types::{Name, UserId};
 
 static TAKE: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("ledger_take.lua")));
@@ -23,21 +27,8 @@ static BACKLOG: LazyLock<Script> =
 /// to an instance that stopped (a live one is simply recreated by its next read).
 const RETIRE_CONSUMER_MS: u64 = 60 * 60 * 1000;
 
-impl RedisStore {
-    /// Adds `voucher` to the registry the ledger reads (idempotent).
-    pub(crate) async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
-        let _: i64 = self
-            .pool
-            .at(&self.keys.voucher_registry())
-            .map_err(map_err)?
-            .sadd(self.keys.voucher_registry(), voucher.as_str())
-            .await
-            .map_err(map_err)?;
-        Ok(())
-    }
-
-    /// Every voucher ever created.
-    pub(crate) async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
+impl LedgerStore for RedisStore {
+    async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
         let ids: Vec<String> = self
             .pool
             .at(&self.keys.voucher_registry())
@@ -52,8 +43,7 @@ impl RedisStore {
             .collect())
     }
 
-    /// Up to `count` entries for `consumer`: stale pending ones first, then new ones.
-    pub(crate) async fn ledger_take(
+    async fn ledger_take(
         &self,
         voucher: &Name,
         consumer: &str,
@@ -80,8 +70,7 @@ impl RedisStore {
         reply.iter().map(|e| taken(voucher, e)).collect()
     }
 
-    /// Acknowledges entries whose rows are committed.
-    pub(crate) async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
+    async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -102,10 +91,7 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Counts one refusal of each entry's row (`reason` is a code); an entry refused
-    /// `max_attempts` times is moved to the dead-letter stream and acked. Returns how many
-    /// were dead-lettered.
-    pub(crate) async fn ledger_refuse(
+    async fn ledger_refuse(
         &self,
         voucher: &Name,
         ids: &[Seq],
@@ -137,8 +123,7 @@ impl RedisStore {
         Ok(n.max(0) as u64)
     }
 
-    /// Up to `limit` dead letters of `voucher` after `after`, oldest first.
-    pub(crate) async fn ledger_dead_letters(
+    async fn ledger_dead_letters(
         &self,
         voucher: &Name,
         after: Option<Seq>,
@@ -160,13 +145,7 @@ impl RedisStore {
         reply.iter().map(|e| dead_letter(voucher, e)).collect()
     }
 
-    /// Removes dead letters (by their dead-letter stream ids) once their orders are in the
-    /// ledger.
-    pub(crate) async fn ledger_forget_dead(
-        &self,
-        voucher: &Name,
-        ids: &[Seq],
-    ) -> Result<(), StoreError> {
+    async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -183,9 +162,9 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Pending, undelivered and dead-lettered entries of one voucher (and housekeeping of
-    /// long-gone consumers).
-    pub(crate) async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
+    // The script also retires long-gone consumers (RETIRE_CONSUMER_MS): every restarted
+    // instance leaves one behind.
+    async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = self
             .pool
             .eval(
@@ -269,4 +248,38 @@ fn dead_letter(voucher: &Name, value: &Value) -> Result<DeadLetter, StoreError> 
         reason: field(fields, "reason").unwrap_or_default(),
         attempts: field(fields, "attempts").and_then(|a| a.parse().ok()),
     })
+}
+
+/// The ledger's keys, under the voucher's hash tag beside its order stream (`sk:{voucher}`,
+/// spelled in `src/seckill/redis.rs`), so each script is single-slot on a Cluster.
+impl Keys {
+    /// Order entries the ledger gave up on: a stream of copies with the reason.
+    pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// How often the database refused each pending order entry's row (entry id → count):
+    /// only these refusals, not deliveries, bring an entry to the dead-letter stream.
+    pub(crate) fn voucher_ledger_attempts(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:attempts", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use crate::store::keys::hash_tag;
+
+    #[test]
+    fn the_ledgers_keys_share_the_order_streams_slot() {
+        let keys = Keys::new("gw:");
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let all = [
+            keys.voucher_orders(&v),
+            keys.voucher_dead_letters(&v),
+            keys.voucher_ledger_attempts(&v),
+        ];
+        assert_eq!(all[1], "gw:sk:{v1}:dead");
+        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
+    }
 }

@@ -1,0 +1,179 @@
+//! The ledger's admin routes: a voucher's dead letters, listed and replayed (docs/api.md
+//! "Flash sale (seckill)"). They sit under the voucher's path and the `seckill` tag, where an
+//! admin finds them, and show each order as the flash sale's listings do.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, SecondsFormat};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{dead_letters as list_dead_letters, ReplayError};
+use crate::auth::Admin;
+use crate::error::responses::{NotFound, StoreErrors, Unauthorized};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiPath, ApiQuery};
+use crate::middleware::costs::RouteTerms;
+use crate::paging::Page;
+use crate::seckill::http::{not_found, OrderView};
+use crate::seckill::logic::Seq;
+use crate::seckill::SeckillStore;
+use crate::state::AppState;
+use crate::store::error::StoreError;
+use crate::types::{name_rule, Name};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(dead_letters))
+        .routes(routes!(replay_dead_letters))
+}
+
+/// What these routes declare to the shared layers (README "Route costs"): nothing, so each
+/// costs 1. A page of dead letters is at most 1,000 small entries, and a replay is an admin's
+/// rare act, paced by the database.
+pub const TERMS: &[RouteTerms] = &[];
+
+fn rfc3339(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct DeadLettersQuery {
+    /// The `next` of the previous page; absent or empty means from the first order.
+    after: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    limit: Option<usize>,
+}
+
+/// One order the ledger gave up on.
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterView {
+    /// The order as sold (absent fields when the stream entry could not be read).
+    #[serde(flatten)]
+    order: Option<OrderView>,
+    /// Why the ledger gave up: `unique_violation`, `data_exception`, `unreadable_entry`, …
+    #[schema(example = "unique_violation")]
+    reason: String,
+    /// Times the database refused the order's row (absent in dead letters of older versions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u64>,
+    /// When the ledger gave up on it.
+    #[schema(value_type = String, format = DateTime)]
+    dead_lettered_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct DeadLetterPage {
+    /// Oldest first.
+    dead_letters: Vec<DeadLetterView>,
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page.
+    next: Option<String>,
+}
+/// Orders the ledger gave up on (admin), paged, each with its reason code.
+///
+/// Only an order the database refused for its own data ends here (a duplicate, a bad value);
+/// fix the cause, then replay them. Always empty on the memory backend (no ledger).
+#[utoipa::path(
+    get,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters",
+    operation_id = "seckillDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = name_rule!()), DeadLettersQuery),
+    responses(
+        (status = 200, body = DeadLetterPage),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+    ApiQuery(q): ApiQuery<DeadLettersQuery>,
+) -> ApiResult<Json<DeadLetterPage>> {
+    let page = Page::<Seq>::parse(q.after.as_deref(), q.limit)?;
+    state
+        .store
+        .seckill_voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let mut dead = list_dead_letters(&state.store, &voucher, page.after, page.fetch()).await?;
+    let next = page.next(&mut dead, false, |d| d.dead_id);
+    let dead_letters = dead
+        .into_iter()
+        .map(|d| DeadLetterView {
+            order: d.order.map(|row| {
+                let seq = row
+                    .order_id
+                    .rsplit('/')
+                    .next()
+                    .and_then(|s| s.parse::<Seq>().ok())
+                    .unwrap_or(Seq {
+                        ms: row.created_at_ms,
+                        n: 0,
+                    });
+                OrderView::new(&voucher, seq, row.user)
+            }),
+            reason: d.reason,
+            attempts: d.attempts,
+            dead_lettered_at: rfc3339(i64::try_from(d.dead_id.ms).unwrap_or(i64::MAX)),
+        })
+        .collect();
+    Ok(Json(DeadLetterPage { dead_letters, next }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ReplayReply {
+    /// Dead letters handed back to the ledger (each order lands once).
+    replayed: u64,
+}
+
+/// Hand every dead letter of a voucher back to the ledger (admin).
+///
+/// Each order is inserted (a no-op when it is there already, so it lands once) and its dead
+/// letter removed; one the database still refuses stays. 0 while the ledger is off; 503 when
+/// the database as a whole cannot take orders (nothing is lost: replay again later).
+#[utoipa::path(
+    post,
+    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
+    operation_id = "seckillReplayDeadLetters",
+    tag = "seckill",
+    security(("admin" = [])),
+    params(("voucher_id" = String, Path, description = name_rule!())),
+    responses(
+        (status = 200, body = ReplayReply),
+        StoreErrors,
+        Unauthorized,
+        NotFound,
+    )
+)]
+async fn replay_dead_letters(
+    _: Admin,
+    State(state): State<AppState>,
+    ApiPath(voucher): ApiPath<Name>,
+) -> ApiResult<Json<ReplayReply>> {
+    state
+        .store
+        .seckill_voucher(&voucher)
+        .await?
+        .ok_or_else(|| not_found(&voucher))?;
+    let replayed = state
+        .ledger
+        .replay(&state.store, &voucher)
+        .await
+        .map_err(|e| match e {
+            ReplayError::Store(e) => ApiError::from(e),
+            ReplayError::Database(reason) => ApiError::BackendUnavailable(StoreError::Unavailable(
+                format!("ledger database: {reason}"),
+            )),
+        })?;
+    Ok(Json(ReplayReply { replayed }))
+}

@@ -1,0 +1,46 @@
+//! Flash-sale routes (docs/api.md "Flash sale (seckill)"): vouchers (define, restock, read) in
+//! [`vouchers`], purchases and order listings in [`orders`]. The ledger's dead-letter routes
+//! share the paths and the tag but live with the ledger (`src/ledger/http.rs`), which takes
+//! [`OrderView`] and [`not_found`] from here.
+
+mod orders;
+mod vouchers;
+
+use chrono::{DateTime, SecondsFormat};
+use utoipa_axum::router::OpenApiRouter;
+
+use super::logic::Seq;
+use crate::error::ApiError;
+use crate::paging::Cursor;
+use crate::state::AppState;
+use crate::types::Name;
+
+pub(crate) use orders::OrderView;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(vouchers::router())
+        .merge(orders::router())
+}
+
+/// An order id's sequence is the cursor of the order listings (and of the dead-letter
+/// listing, whose ids are minted alike); the largest id there can be is refused, since
+/// nothing can follow it.
+impl Cursor for Seq {
+    fn parse_cursor(s: &str) -> Result<Self, String> {
+        let seq: Seq = s.parse()?;
+        seq.successor()
+            .map(|_| seq)
+            .ok_or_else(|| "out of range".to_owned())
+    }
+}
+
+fn rfc3339(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub(crate) fn not_found(voucher: &Name) -> ApiError {
+    ApiError::NotFound(format!("no voucher {voucher}"))
+}
