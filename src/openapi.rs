@@ -1,10 +1,13 @@
-//! The OpenAPI document: info, tags and the admin security scheme here; every path comes from
-//! the domain routers (`#[utoipa::path]` on each handler), so spec and routes cannot drift.
+//! The composition of the domains ([`DOMAINS`]: their routers, their route terms and their
+//! document tags) and the OpenAPI document: info and the admin security scheme here; every
+//! path comes from the domain routers (`#[utoipa::path]` on each handler), so spec and routes
+//! cannot drift.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::middleware::costs::{RouteTerms, Terms};
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -13,18 +16,6 @@ use crate::state::AppState;
         title = "redis-gateway",
         description = "A stateless HTTP/JSON gateway for six classic Redis patterns. Errors are \
                        RFC 9457 problem documents (application/problem+json) with a stable `code`.",
-    ),
-    tags(
-        (name = "checkins", description = "Daily check-ins on bitmaps"),
-        (name = "uv", description = "Unique visitors on HyperLogLog"),
-        (name = "geo", description = "Nearby search on geo sets"),
-        (name = "seckill", description = "Flash sales: atomic stock and orders"),
-        (name = "ratelimit", description = "GCRA rate-limit checks, CL.THROTTLE-equivalent"),
-        (name = "dedup", description = "News dedup on scalable Bloom filters"),
-        (name = "locks", description = "Distributed locks with fencing tokens"),
-        (name = "queues", description = "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts"),
-        (name = "clients", description = "API clients: who the caller is and its limiter budget"),
-        (name = "ops", description = "Liveness, readiness and metrics; never rate limited"),
     ),
     modifiers(&AdminScheme),
 )]
@@ -43,45 +34,74 @@ impl Modify for AdminScheme {
     }
 }
 
+/// What the composition takes from a domain: its routes (with their documentation), what they
+/// declare to the shared layers, and its tag in the document.
+struct Domain {
+    router: fn() -> OpenApiRouter<AppState>,
+    terms: &'static [RouteTerms],
+    /// The document's tag for the domain's routes (`None`: they use another domain's).
+    tag: Option<(&'static str, &'static str)>,
+}
+
+/// Every domain, in the document's order: a new domain is one line here (and its `mod` in
+/// lib.rs).
+#[rustfmt::skip]
+const DOMAINS: [Domain; 9] = [
+    Domain { router: crate::checkins::router, terms: crate::checkins::TERMS, tag: Some(("checkins", "Daily check-ins on bitmaps")) },
+    Domain { router: crate::uv::router, terms: crate::uv::TERMS, tag: Some(("uv", "Unique visitors on HyperLogLog")) },
+    Domain { router: crate::geo::router, terms: crate::geo::TERMS, tag: Some(("geo", "Nearby search on geo sets")) },
+    Domain { router: crate::seckill::router, terms: &[], tag: Some(("seckill", "Flash sales: atomic stock and orders")) },
+    Domain { router: crate::ledger::router, terms: crate::ledger::TERMS, tag: None },
+    Domain { router: crate::ratelimit::router, terms: crate::ratelimit::TERMS, tag: Some(("ratelimit", "GCRA rate-limit checks, CL.THROTTLE-equivalent")) },
+    Domain { router: crate::dedup::router, terms: crate::dedup::TERMS, tag: Some(("dedup", "News dedup on scalable Bloom filters")) },
+    Domain { router: crate::locks::router, terms: crate::locks::TERMS, tag: Some(("locks", "Distributed locks with fencing tokens")) },
+    Domain { router: crate::queues::router, terms: crate::queues::TERMS, tag: Some(("queues", "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts")) },
+];
+
+/// The tags of the edges, after the domains'.
+const EDGE_TAGS: [(&str, &str); 2] = [
+    (
+        "clients",
+        "API clients: who the caller is and its limiter budget",
+    ),
+    ("ops", "Liveness, readiness and metrics; never rate limited"),
+];
+
 /// Every API route with its documentation.
 pub fn api_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(crate::checkins::router())
-        .merge(crate::uv::router())
-        .merge(crate::geo::router())
-        .merge(crate::seckill::router())
-        .merge(crate::ledger::router())
-        .merge(crate::ratelimit::router())
-        .merge(crate::dedup::router())
-        .merge(crate::locks::router())
-        .merge(crate::queues::router())
+    let mut document = ApiDoc::openapi();
+    document.tags = Some(
+        DOMAINS
+            .iter()
+            .filter_map(|d| d.tag)
+            .chain(EDGE_TAGS)
+            .map(|(name, description)| {
+                utoipa::openapi::tag::TagBuilder::new()
+                    .name(name)
+                    .description(Some(description))
+                    .build()
+            })
+            .collect(),
+    );
+    DOMAINS
+        .iter()
+        .fold(OpenApiRouter::with_openapi(document), |api, d| {
+            api.merge((d.router)())
+        })
         .merge(crate::clients::router())
+}
+
+/// What every route declares of itself to the shared layers (its limiter cost, how long it may
+/// wait): the domains' own terms, put together once per process (they are constants).
+pub fn route_terms() -> &'static Terms {
+    static TERMS: std::sync::LazyLock<Terms> = std::sync::LazyLock::new(|| {
+        Terms::new(DOMAINS.iter().flat_map(|d| d.terms).cloned().collect())
+    });
+    &TERMS
 }
 
 /// The routers and the whole document: the API routes (which the global limiter wraps, so
 /// their operations get its 429) and the ops routes (exempt, so theirs do not).
-/// What every route declares of itself to the shared layers (its limiter cost, how long it may
-/// wait): the domains' own terms, put together once per process (they are constants).
-pub fn route_terms() -> &'static crate::middleware::costs::Terms {
-    static TERMS: std::sync::LazyLock<crate::middleware::costs::Terms> =
-        std::sync::LazyLock::new(|| {
-            crate::middleware::costs::Terms::new(
-                [
-                    crate::checkins::TERMS,
-                    crate::uv::TERMS,
-                    crate::geo::TERMS,
-                    crate::ledger::TERMS,
-                    crate::ratelimit::TERMS,
-                    crate::dedup::TERMS,
-                    crate::locks::TERMS,
-                    crate::queues::TERMS,
-                ]
-                .concat(),
-            )
-        });
-    &TERMS
-}
-
 pub fn split() -> (
     axum::Router<AppState>,
     axum::Router<AppState>,

@@ -9,6 +9,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::params::stored;
+use super::LAYER_PIECE_BYTES;
 use super::{Batch, Step};
 use crate::store::redis::{map_err, script_after, RedisStore};
 
@@ -34,11 +35,6 @@ fn items_per_call(params: Params) -> usize {
         .unwrap_or(1);
     (BITS_PER_CALL / hashes.max(1)).clamp(4, 32)
 }
-
-/// Most bytes of a layer one call allocates: a layer of tens of MiB in one SETBIT held Redis
-/// ~30 ms, and growing one string in steps reallocates (copies) it, so a bigger layer is kept
-/// as piece keys of this size, each built by one call of ~1 ms (`dedup_grow.lua`).
-pub(super) const LAYER_PIECE_BYTES: u64 = 2 << 20;
 
 static ADD: LazyLock<Script> = script_after!("dedup_common.lua", "dedup_add.lua");
 static CHECK: LazyLock<Script> = script_after!("dedup_common.lua", "dedup_check.lua");

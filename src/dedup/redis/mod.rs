@@ -13,7 +13,7 @@
 //!
 //! No call holds Redis for long (README "Redis time per request"): a batch goes
 //! [`lua::items_per_call`] items per script (fewer for tighter error rates), and a layer bigger
-//! than [`lua::LAYER_PIECE_BYTES`] is kept as piece keys `bf:{filter}:<i>:<n>`, built one per
+//! than [`LAYER_PIECE_BYTES`] is kept as piece keys `bf:{filter}:<i>:<n>`, built one per
 //! call by `dedup_grow.lua` before a script may use it (the add script stops and says which
 //! layer it needs). The RedisBloom engine's `BF.RESERVE` allocates a filter in one call, which
 //! the module does itself.
@@ -36,6 +36,11 @@ use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
 use crate::types::Name;
 use params::{stored, MetaReply, DEDUP};
+
+/// Most bytes of a layer one call allocates: a layer of tens of MiB in one SETBIT held Redis
+/// ~30 ms, and growing one string in steps reallocates (copies) it, so a bigger layer is kept
+/// as piece keys of this size, each built by one call of ~1 ms (`dedup_grow.lua`).
+const LAYER_PIECE_BYTES: u64 = 2 << 20;
 
 /// One attempt at an operation, given the parameters the gateway believed in.
 pub(super) enum Step<T> {

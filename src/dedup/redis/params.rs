@@ -10,8 +10,8 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::lua::LAYER_PIECE_BYTES;
 use super::Step;
+use super::LAYER_PIECE_BYTES;
 use crate::store::redis::{map_err, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
