@@ -335,6 +335,9 @@ pub struct Settings {
     /// `None`: the order ledger is off.
     pub database_url: Option<String>,
     pub ledger_claim_idle: Duration,
+    /// The clock the memory backend and the HTTP layers read "now" from: the wall clock, but
+    /// in tests (never a setting of the binary).
+    pub clock: crate::clock::Clock,
 }
 
 impl Config {
@@ -474,6 +477,7 @@ impl Config {
                 .filter(|u| !u.is_empty())
                 .map(str::to_owned),
             ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
+            clock: crate::clock::Clock::system(),
         })
     }
 }
