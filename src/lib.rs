@@ -32,6 +32,7 @@ pub mod auth;
 mod calendar;
 pub mod checkins;
 pub mod clients;
+pub mod clock;
 pub mod config;
 pub mod dedup;
 pub mod error;

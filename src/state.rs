@@ -55,7 +55,10 @@ pub struct Shared {
 impl Shared {
     /// Today in the configured time zone.
     pub fn today(&self) -> Day {
-        Day(chrono::Utc::now()
+        Day(self
+            .settings
+            .clock
+            .now_utc()
             .with_timezone(&self.settings.tz)
             .date_naive())
     }

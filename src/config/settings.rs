@@ -71,6 +71,9 @@ pub struct Settings {
     /// `None`: the order ledger is off.
     pub database_url: Option<String>,
     pub ledger_claim_idle: Duration,
+    /// The clock the memory backend and the HTTP layers read "now" from: the wall clock, but
+    /// in tests (never a setting of the binary).
+    pub clock: crate::clock::Clock,
 }
 
 /// How end-user JWTs are verified (docs/api.md "Clients and abuse").

@@ -144,6 +144,7 @@ impl Config {
                 .filter(|u| !u.is_empty())
                 .map(str::to_owned),
             ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
+            clock: crate::clock::Clock::system(),
         })
     }
 }

@@ -126,12 +126,8 @@ impl Filter {
     }
 }
 
-fn now() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
-fn expiry(policy: Policy) -> i64 {
-    now().saturating_add(i64::try_from(policy.retention_secs).unwrap_or(i64::MAX))
+fn expiry(now: i64, policy: Policy) -> i64 {
+    now.saturating_add(i64::try_from(policy.retention_secs).unwrap_or(i64::MAX))
 }
 
 impl DedupStore for MemoryStore {
@@ -141,16 +137,17 @@ impl DedupStore for MemoryStore {
         params: Params,
         policy: Policy,
     ) -> Result<Reserved, StoreError> {
+        let now = self.clock().now_s();
         let mut s = self.state(&STATE);
-        if let Some(existing) = s.live(filter, now()) {
+        if let Some(existing) = s.live(filter, now) {
             if existing.params != params {
                 return Ok(Reserved::Conflict(existing.params));
             }
-            existing.expires_at = expiry(policy);
+            existing.expires_at = expiry(now, policy);
             return Ok(Reserved::Unchanged);
         }
         let mut created = Filter::new(params);
-        created.expires_at = expiry(policy);
+        created.expires_at = expiry(now, policy);
         s.filters.insert(filter.clone(), created);
         Ok(Reserved::Created)
     }
@@ -163,13 +160,14 @@ impl DedupStore for MemoryStore {
     ) -> Result<Added, StoreError> {
         // Hash outside the lock: it is the expensive part.
         let hashes: Vec<ItemHash> = items.iter().map(|i| ItemHash::of(i)).collect();
+        let now = self.clock().now_s();
         let mut s = self.state(&STATE);
-        if s.live(filter, now()).is_none() {
+        if s.live(filter, now).is_none() {
             s.filters
                 .insert(filter.clone(), Filter::new(policy.defaults));
         }
         let f = s.filters.get_mut(filter).expect("just ensured");
-        f.expires_at = expiry(policy);
+        f.expires_at = expiry(now, policy);
         if hashes.len() as u64 > f.room() {
             return Ok(Added::Full);
         }
@@ -183,11 +181,12 @@ impl DedupStore for MemoryStore {
         policy: Policy,
     ) -> Result<Vec<bool>, StoreError> {
         let hashes: Vec<ItemHash> = items.iter().map(|i| ItemHash::of(i)).collect();
+        let now = self.clock().now_s();
         let mut s = self.state(&STATE);
-        let Some(f) = s.live(filter, now()) else {
+        let Some(f) = s.live(filter, now) else {
             return Ok(vec![false; items.len()]);
         };
-        f.expires_at = expiry(policy);
+        f.expires_at = expiry(now, policy);
         Ok(hashes.into_iter().map(|h| f.contains(h)).collect())
     }
 
@@ -197,7 +196,7 @@ impl DedupStore for MemoryStore {
 
     async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> {
         let mut s = self.state(&STATE);
-        Ok(s.live(filter, now()).map(|f| f.info()))
+        Ok(s.live(filter, self.clock().now_s()).map(|f| f.info()))
     }
 }
 

@@ -47,8 +47,9 @@ struct Pending {
     order: Row,
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0)
+/// The store's clock in ms.
+fn now_ms(store: &MemoryStore) -> u64 {
+    u64::try_from(store.clock().now_ms()).unwrap_or(0)
 }
 
 /// The row an order of `voucher` is stored as.
@@ -83,7 +84,7 @@ impl LedgerStore for MemoryStore {
         claim_idle_ms: u64,
         count: usize,
     ) -> Result<Vec<Taken>, StoreError> {
-        let now = now_ms();
+        let now = now_ms(self);
         let mut state = self.state(&STATE);
         let group = state.groups.entry(voucher.clone()).or_default();
         let mut out = Vec::new();
@@ -147,7 +148,7 @@ impl LedgerStore for MemoryStore {
         reason: &str,
         max_attempts: u64,
     ) -> Result<u64, StoreError> {
-        let now = now_ms();
+        let now = now_ms(self);
         let mut state = self.state(&STATE);
         let group = state.groups.entry(voucher.clone()).or_default();
         let mut dead = 0;

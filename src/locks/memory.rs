@@ -2,7 +2,6 @@
 //! expiries, and one waiter woken directly on each release.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::locks::logic::{next_token, FENCE_GRACE_MS};
 use crate::locks::wake::Wakeups;
@@ -38,11 +37,9 @@ impl Purge for State {
     }
 }
 
-/// The wall clock in µs, as Redis `TIME` reports it.
-fn now_us() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i128)
+/// The store's clock in µs, as Redis `TIME` reports it.
+fn now_us(store: &MemoryStore) -> i128 {
+    i128::from(store.clock().now_us())
 }
 
 fn lease(owner: &Name, token: u64, end: i128) -> Lock {
@@ -61,7 +58,7 @@ impl LockStore for MemoryStore {
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_us();
+        let now = now_us(self);
         let end = now + i128::from(ttl_ms) * 1_000;
         let fence_end = end + i128::from(FENCE_GRACE_MS) * 1_000;
         let token = match s.holder(name, now) {
@@ -93,7 +90,7 @@ impl LockStore for MemoryStore {
         ttl_ms: u64,
     ) -> Result<Option<Lock>, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_us();
+        let now = now_us(self);
         if s.holder(name, now).map(|(o, t, _)| (o, *t)) != Some((owner, token)) {
             return Ok(None);
         }
@@ -112,7 +109,7 @@ impl LockStore for MemoryStore {
         token: u64,
     ) -> Result<bool, StoreError> {
         let mut s = self.state(&STATE);
-        if s.holder(name, now_us()).map(|(o, t, _)| (o, *t)) != Some((owner, token)) {
+        if s.holder(name, now_us(self)).map(|(o, t, _)| (o, *t)) != Some((owner, token)) {
             return Ok(false);
         }
         s.held.remove(name);
@@ -122,7 +119,7 @@ impl LockStore for MemoryStore {
 
     async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
         let s = self.state(&STATE);
-        Ok(s.holder(name, now_us())
+        Ok(s.holder(name, now_us(self))
             .map(|(owner, token, end)| lease(owner, *token, *end)))
     }
 
@@ -291,6 +288,28 @@ mod tests {
             tokens.push(holder.token);
         }
         assert!(tokens.windows(2).all(|t| t[0] < t[1]), "{tokens:?}");
+    }
+
+    /// A lease ends when the store's clock passes it, to the millisecond, with no waiting.
+    #[tokio::test]
+    async fn a_lease_ends_when_the_store_clock_passes_it() {
+        let mut settings = crate::config::Settings::defaults();
+        settings.clock = crate::clock::Clock::manual(std::time::SystemTime::now());
+        let store = MemoryStore::new(&settings);
+        let lock = name("clock");
+        let first = store.lock_acquire(&lock, &name("a"), 1_000).await.unwrap();
+        assert!(matches!(first, Attempt::Acquired(_)), "{first:?}");
+        store.clock().advance(Duration::from_millis(999));
+        assert!(store.lock_inspect(&lock).await.unwrap().is_some());
+        let refused = store.lock_acquire(&lock, &name("b"), 1_000).await.unwrap();
+        assert!(
+            matches!(refused, Attempt::Held { retry_after_ms: 1 }),
+            "{refused:?}"
+        );
+        store.clock().advance(Duration::from_millis(1));
+        assert!(store.lock_inspect(&lock).await.unwrap().is_none());
+        let second = store.lock_acquire(&lock, &name("b"), 1_000).await.unwrap();
+        assert!(matches!(second, Attempt::Acquired(_)), "{second:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

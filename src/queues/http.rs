@@ -195,7 +195,7 @@ async fn enqueue(
                 })
         })
         .transpose()?;
-    let due = logic::due(body.delay_ms, run_at, chrono::Utc::now().timestamp_millis())?;
+    let due = logic::due(body.delay_ms, run_at, state.settings.clock.now_ms())?;
     let max_attempts = logic::max_attempts(body.max_attempts)?;
     let idem = key.map(|key| Idempotency {
         key,

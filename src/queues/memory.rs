@@ -105,8 +105,9 @@ impl Queue {
     }
 }
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+/// The store's clock in ms.
+fn now_ms(store: &MemoryStore) -> i64 {
+    store.clock().now_ms()
 }
 
 impl QueueStore for MemoryStore {
@@ -119,7 +120,7 @@ impl QueueStore for MemoryStore {
     ) -> Result<Once<Enqueued>, StoreError> {
         let (outcome, due_in) = {
             let mut s = self.state(&STATE);
-            let now = now_ms();
+            let now = now_ms(self);
             let q = s.queues.entry(queue.clone()).or_default();
             if q.expires_at <= now && q.expires_at != 0 {
                 *q = Queue::default();
@@ -194,7 +195,7 @@ impl QueueStore for MemoryStore {
         visibility_ms: u64,
     ) -> Result<Claim, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_ms();
+        let now = now_ms(self);
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Claim::default());
         };
@@ -256,7 +257,7 @@ impl QueueStore for MemoryStore {
 
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_ms();
+        let now = now_ms(self);
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Acked::Expired);
         };
@@ -278,7 +279,7 @@ impl QueueStore for MemoryStore {
 
     async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_ms();
+        let now = now_ms(self);
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
             return Ok(Cancelled::NotFound);
         };
@@ -304,7 +305,7 @@ impl QueueStore for MemoryStore {
 
     async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
         let s = self.state(&STATE);
-        let now = now_ms();
+        let now = now_ms(self);
         let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
             return Ok(Stats::default());
         };
@@ -326,7 +327,7 @@ impl QueueStore for MemoryStore {
         limit: usize,
     ) -> Result<Vec<DeadJob>, StoreError> {
         let s = self.state(&STATE);
-        let now = now_ms();
+        let now = now_ms(self);
         let Some(q) = s.queues.get(queue).filter(|q| q.expires_at > now) else {
             return Ok(Vec::new());
         };

@@ -2,7 +2,6 @@
 //! so concurrent checks of one bucket serialise exactly as the Lua script does on Redis.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
@@ -55,11 +54,9 @@ impl Purge for State {
     }
 }
 
-/// The wall clock in µs, as Redis `TIME` reports it.
-fn now_us() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i128)
+/// The store's clock in µs, as Redis `TIME` reports it.
+fn now_us(store: &MemoryStore) -> i128 {
+    i128::from(store.clock().now_us())
 }
 
 impl RateLimitStore for MemoryStore {
@@ -71,7 +68,7 @@ impl RateLimitStore for MemoryStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Decision>, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_us();
+        let now = now_us(self);
         if let Some(idem) = idem {
             let key = (bucket.clone(), idem.key.clone());
             if let Some(first) = s.replies.get(&key).filter(|r| r.expires_at > now) {
@@ -121,7 +118,7 @@ impl RateLimitStore for MemoryStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<WindowSeen>, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now_us();
+        let now = now_us(self);
         if let Some(idem) = idem {
             let at = (key.clone(), window.kind, idem.key.clone());
             if let Some((fp, seen, _)) = s.window_replies.get(&at).filter(|r| r.2 > now) {
@@ -221,7 +218,9 @@ mod tests {
     /// the purge must give their memory back, not only hide them.
     #[tokio::test]
     async fn expired_buckets_are_reclaimed() {
-        let store = MemoryStore::new(&Settings::defaults());
+        let mut settings = Settings::defaults();
+        settings.clock = crate::clock::Clock::manual(std::time::SystemTime::now());
+        let store = MemoryStore::new(&settings);
         let gcra = Gcra::new(1, 1, 1);
         for client in 0..10_000 {
             let bucket = Bucket::Client(format!("ip:10.0.{}.{}", client / 256, client % 256));
@@ -229,7 +228,7 @@ mod tests {
         }
         let peak = store.state(&STATE).buckets.capacity();
         assert!(peak >= 10_000);
-        let now = chrono::Utc::now().timestamp();
+        let now = store.clock().now_s();
         store.state(&STATE).purge(now);
         assert_eq!(
             store.state(&STATE).buckets.len(),

@@ -67,20 +67,16 @@ struct Sale {
 }
 
 impl Sale {
-    fn view(&self, spec: Spec) -> Voucher {
+    fn view(&self, spec: Spec, now_ms: i64) -> Voucher {
         Voucher {
             stock: spec.stock,
             sold: self.sold,
             begin_ms: spec.begin_ms,
             end_ms: spec.end_ms,
             per_user_limit: spec.per_user_limit,
-            now_ms: now_ms(),
+            now_ms,
         }
     }
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }
 
 impl MemoryStore {
@@ -102,7 +98,7 @@ impl SeckillStore for MemoryStore {
             return Ok(Put::OverCap { sold: sale.sold });
         }
         let existed = sale.spec.replace(spec).is_some();
-        let view = sale.view(spec);
+        let view = sale.view(spec, self.clock().now_ms());
         Ok(if existed {
             Put::Replaced(view)
         } else {
@@ -124,7 +120,8 @@ impl SeckillStore for MemoryStore {
         if sale.spec.is_none() {
             return Ok(Once::Now(Restock::NotFound));
         }
-        let now_s = chrono::Utc::now().timestamp();
+        let now_ms = self.clock().now_ms();
+        let now_s = now_ms.div_euclid(1_000);
         if let Some(idem) = idem {
             if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
                 return Ok(match first.outcome {
@@ -145,7 +142,7 @@ impl SeckillStore for MemoryStore {
         } else {
             spec.stock += quantity;
             let spec = *spec;
-            Restock::Done(sale.view(spec))
+            Restock::Done(sale.view(spec, now_ms))
         };
         if let Some(idem) = idem {
             sale.replies.insert(
@@ -165,7 +162,7 @@ impl SeckillStore for MemoryStore {
             return Ok(None);
         };
         let sale = lock(&sale);
-        Ok(sale.spec.map(|spec| sale.view(spec)))
+        Ok(sale.spec.map(|spec| sale.view(spec, self.clock().now_ms())))
     }
 
     async fn seckill_buy(
@@ -182,7 +179,8 @@ impl SeckillStore for MemoryStore {
         let Some(spec) = sale.spec else {
             return Ok(Bought::Now(Err(Refusal::NotFound)));
         };
-        let now_s = chrono::Utc::now().timestamp();
+        let now_ms = self.clock().now_ms();
+        let now_s = now_ms.div_euclid(1_000);
         if let Some(idem) = idem {
             if let Some(first) = sale.replies.get(&idem.key).filter(|r| r.expires_at > now_s) {
                 return Ok(match &first.outcome {
@@ -201,7 +199,7 @@ impl SeckillStore for MemoryStore {
                 });
             }
         }
-        let outcome = sell(&mut sale, spec, user);
+        let outcome = sell(&mut sale, spec, user, now_ms);
         if let Some(idem) = idem {
             sale.replies.insert(
                 idem.key.clone(),
@@ -295,8 +293,7 @@ impl MemoryStore {
 }
 
 /// The purchase itself, under the voucher's lock.
-fn sell(sale: &mut Sale, spec: Spec, user: UserId) -> Result<Order, Refusal> {
-    let now = now_ms();
+fn sell(sale: &mut Sale, spec: Spec, user: UserId, now: i64) -> Result<Order, Refusal> {
     if now < spec.begin_ms {
         return Err(Refusal::NotStarted);
     }

@@ -67,8 +67,9 @@ impl Purge for State {
     }
 }
 
-fn now() -> i64 {
-    chrono::Utc::now().timestamp()
+/// The store's clock in seconds.
+fn now(store: &MemoryStore) -> i64 {
+    store.clock().now_s()
 }
 
 impl UvStore for MemoryStore {
@@ -81,7 +82,7 @@ impl UvStore for MemoryStore {
         idem: Option<&Idempotency>,
     ) -> Result<Once<Recorded>, StoreError> {
         let mut s = self.state(&STATE);
-        let now = now();
+        let now = now(self);
         if let Some(idem) = idem {
             if let Some((fp, first, _)) = s
                 .replies
@@ -121,7 +122,7 @@ impl UvStore for MemoryStore {
 
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         let s = self.state(&STATE);
-        let now = now();
+        let now = now(self);
         let mut all = Hll::new();
         let daily = days
             .iter()
@@ -140,7 +141,7 @@ impl UvStore for MemoryStore {
     }
 
     async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> {
-        let now = now();
+        let now = now(self);
         let mut all = Hll::new();
         // One page per critical section, so a wide union never holds the lock for long.
         for page in pages {
@@ -160,7 +161,7 @@ impl UvStore for MemoryStore {
         into: &Name,
         days: &[FoldDay],
     ) -> Result<u32, StoreError> {
-        let now = now();
+        let now = now(self);
         let mut folded = 0;
         // One day per critical section, for the same reason as in `union`.
         for fold in days {

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use redis_gateway::clock::Clock;
 use redis_gateway::config::{Settings, StoreChoice};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -302,8 +303,13 @@ pub fn unique_prefix() -> String {
 }
 
 /// Settings for a test gateway: given backend, unique prefix, known admin token, limiter off.
+/// On the memory backend the clock is the wall clock moved on by [`Gateway::pass`], so a
+/// scenario lets store time pass without sleeping (a Redis store keeps its own clock).
 pub fn settings(backend: Backend) -> Settings {
     let mut s = Settings::defaults();
+    if backend == Backend::Memory {
+        s.clock = Clock::shifted();
+    }
     s.store = match backend {
         Backend::Memory => StoreChoice::Memory,
         Backend::Redis => StoreChoice::Redis(shared_redis().url()),
@@ -325,6 +331,9 @@ pub fn settings(backend: Backend) -> Settings {
 pub struct Gateway {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
+    /// The store's clock as the test can read and move it: the memory store's own, or the
+    /// wall clock for Redis (whose `TIME` runs on this machine's clock).
+    clock: Clock,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -334,7 +343,12 @@ impl Gateway {
         Self::with_settings(settings(backend)).await
     }
 
-    pub async fn with_settings(settings: Settings) -> Self {
+    pub async fn with_settings(mut settings: Settings) -> Self {
+        // Redis reads its own clock: the HTTP layers' readings must not run ahead of it.
+        if matches!(settings.store, StoreChoice::Redis(_)) {
+            settings.clock = Clock::system();
+        }
+        let clock = settings.clock.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -352,6 +366,7 @@ impl Gateway {
         let gw = Self {
             addr,
             client,
+            clock,
             shutdown: Some(tx),
             task: Some(task),
         };
@@ -369,6 +384,21 @@ impl Gateway {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("gateway did not become ready");
+    }
+
+    /// Lets `d` of store time pass: the memory store's clock moves on at once, a Redis store's
+    /// only by waiting (its clock is Redis's).
+    pub async fn pass(&self, d: Duration) {
+        if self.clock.is_manual() {
+            self.clock.advance(d);
+        } else {
+            tokio::time::sleep(d).await;
+        }
+    }
+
+    /// The store's clock, in ms since the Unix epoch (for Redis, this machine's wall clock).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -197,7 +197,8 @@ async fn unacked_job_comes_back(backend: Backend) {
     enqueue(&gw, "q", json!({"id": "a", "payload": "p"})).await;
     let first = claim(&gw, "q", json!({"visibility_ms": 1000})).await;
     assert_eq!(first[0]["attempts"], 1);
-    // Long poll past the visibility: the lapsed claim is due again.
+    // Past the visibility the lapsed claim is due again (the long poll covers a slow store).
+    gw.pass(Duration::from_millis(1000)).await;
     let second = claim(&gw, "q", json!({"visibility_ms": 1000, "wait_ms": 8000})).await;
     assert_eq!(second.len(), 1, "the job came back");
     assert_eq!(second[0]["id"], "a");
@@ -220,6 +221,7 @@ async fn crash_between_claim_and_ack_loses_nothing(backend: Backend) {
     assert_eq!(lost.len(), 5);
     assert!(claim(&gw, "c", json!({"max": 10})).await.is_empty());
     // Once the claim lapses, another worker gets them all.
+    gw.pass(Duration::from_millis(1000)).await;
     let mut back = Vec::new();
     while back.len() < 5 {
         let jobs = claim(&gw, "c", json!({"max": 10, "wait_ms": 8000})).await;
@@ -257,11 +259,14 @@ async fn nothing_is_claimed_before_it_is_due(backend: Backend) {
         "not due yet"
     );
     for (expect, reply) in [("later", &delayed), ("at", &scheduled)] {
+        // Until it is due by the store's clock (the long poll covers a slow store).
+        let due_in = ms(&reply["run_at"]) - gw.now_ms();
+        gw.pass(Duration::from_millis(due_in.max(0) as u64)).await;
         let jobs = claim(&gw, "d", json!({"wait_ms": 8000})).await;
         assert_eq!(jobs.len(), 1, "{jobs:?}");
         assert_eq!(jobs[0]["id"], expect);
         assert_eq!(jobs[0]["run_at"], reply["run_at"]);
-        let now = Utc::now().timestamp_millis();
+        let now = gw.now_ms();
         assert!(
             now >= ms(&reply["run_at"]),
             "claimed at {now}, before its due time {}",
@@ -320,6 +325,7 @@ async fn used_up_attempts_go_to_the_dead_list(backend: Backend) {
     }
     let one = claim(&gw, "z", json!({"max": 3, "visibility_ms": 1000})).await;
     assert_eq!(one.len(), 3);
+    gw.pass(Duration::from_millis(1000)).await;
     let two = claim(
         &gw,
         "z",
@@ -329,7 +335,8 @@ async fn used_up_attempts_go_to_the_dead_list(backend: Backend) {
     assert_eq!(two.len(), 3, "{two:?}");
     assert!(two.iter().all(|j| j["attempts"] == 2));
     // After the second lapse they are dead, not delivered a third time.
-    let three = claim(&gw, "z", json!({"max": 3, "wait_ms": 2500})).await;
+    gw.pass(Duration::from_millis(1000)).await;
+    let three = claim(&gw, "z", json!({"max": 3})).await;
     assert!(three.is_empty(), "{three:?}");
     assert_eq!(stats(&gw, "z").await, [0, 0, 0, 3]);
 
@@ -604,11 +611,10 @@ async fn the_dead_list_is_capped(backend: Backend) {
         claimed += jobs.len();
     }
     // Once the claims lapse, each claim call sends up to 100 of them to the dead list.
+    gw.pass(Duration::from_millis(1000)).await;
     let mut dead = 0;
     for _ in 0..200 {
-        assert!(claim(&gw, "cap", json!({"max": 100, "wait_ms": 2000}))
-            .await
-            .is_empty());
+        assert!(claim(&gw, "cap", json!({"max": 100})).await.is_empty());
         let [_, ready, in_flight, d] = stats(&gw, "cap").await;
         dead = d;
         if ready + in_flight == 0 {

@@ -10,7 +10,7 @@ use crate::common::{self, Backend, Gateway};
 
 crate::contract_tests!(
     fifteen_thirty_sixty_back_to_back,
-    refill_after_a_real_sleep,
+    refill_after_time_passes,
     zero_one_one,
     five_ten_one,
     quantity_above_and_at_the_limit,
@@ -135,22 +135,22 @@ async fn fifteen_thirty_sixty_back_to_back(backend: Backend) {
     assert!(2000 - ms(elapsed) <= retry && retry <= 2000, "{last}");
 }
 
-async fn refill_after_a_real_sleep(backend: Backend) {
+async fn refill_after_time_passes(backend: Backend) {
     let gw = Gateway::start(backend).await;
     let rate = (15, 30, 60);
     let (key, replies, _) = replay(&gw, rate, &[1; 16], Duration::from_millis(900)).await;
     assert_eq!(cell(&replies[15]), [0, 16, 0, -1, 32]);
     // How long after the first call the store's clock is now, to the millisecond.
-    let first = Instant::now();
+    let first = gw.now_ms();
     let probe = check(&gw, &key, rate, 0).await;
     let spent_before_sleep = 32_000 - probe["reset_after_ms"].as_i64().unwrap();
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    gw.pass(Duration::from_millis(2100)).await;
     let peek = check(&gw, &key, rate, 0).await;
-    let upper = first.elapsed();
-    // The TAT is 32 s after the first call; the store's clock has moved on by the sleep at
+    let upper = gw.now_ms() - first;
+    // The TAT is 32 s after the first call; the store's clock has moved on by the 2.1 s at
     // least and by the time since before the probe (plus what had passed by then) at most.
     let lo = 2100 + spent_before_sleep - 1;
-    let hi = ms(upper) + spent_before_sleep + 1;
+    let hi = upper + 1 + spent_before_sleep + 1;
     let reset_ms = peek["reset_after_ms"].as_i64().unwrap();
     assert!(
         32_000 - hi <= reset_ms && reset_ms <= 32_000 - lo,

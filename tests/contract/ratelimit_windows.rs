@@ -97,7 +97,7 @@ async fn sliding_window_frees_a_unit_once_its_time_is_up(backend: Backend) {
     let wait = n(&denied, "retry_after_ms");
     assert!((1..=1_000).contains(&wait), "{denied}");
     // However long the machine takes, the store's clock has moved at least this far.
-    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+    gw.pass(Duration::from_millis(wait as u64)).await;
     let again = check(&gw, "sliding_window", &key, 2, 1, 1).await;
     assert_eq!(again["allowed"], true, "{again}");
 }
@@ -170,7 +170,7 @@ async fn fixed_window_comes_back_at_the_window_end(backend: Backend) {
     }
     let wait = n(&denied, "retry_after_ms");
     assert!((1..=1_000).contains(&wait), "{denied}");
-    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+    gw.pass(Duration::from_millis(wait as u64)).await;
     // A new window: both units are back at once (a sliding log would free them one by one).
     let again = check(&gw, "fixed_window", &key, 2, 1, 2).await;
     assert_eq!(summary(&again), (true, 2, 0, true), "{again}");

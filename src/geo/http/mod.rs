@@ -67,7 +67,7 @@ async fn reserved_member(ApiPath(_layer): ApiPath<Name>) -> ApiError {
 fn layer_bound(state: &AppState) -> LayerBound {
     LayerBound {
         max_places: state.settings.geo_max_places,
-        expire_at: chrono::Utc::now().timestamp()
+        expire_at: state.settings.clock.now_s()
             + i64::from(state.settings.geo_retention_days) * 86_400,
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use super::error::StoreError;
 use super::slots::{Kept, Slot, Slots};
 use super::ReadyInfo;
+use crate::clock::Clock;
 use crate::config::Settings;
 
 /// Cheap-clone handle to the in-memory state.
@@ -23,9 +24,11 @@ pub struct MemoryStore {
     shared: Arc<Shared>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     slots: Slots,
+    /// What every domain's state reads "now" from (`Settings::clock`).
+    clock: Clock,
 }
 
 /// A domain's in-memory state: its maps and what they expire.
@@ -51,8 +54,11 @@ impl<T: Purge> Kept for Locked<T> {
 const PURGE_EVERY: Duration = Duration::from_secs(10);
 
 impl MemoryStore {
-    pub fn new(_settings: &Settings) -> Self {
-        let shared = Arc::new(Shared::default());
+    pub fn new(settings: &Settings) -> Self {
+        let shared = Arc::new(Shared {
+            slots: Slots::default(),
+            clock: settings.clock.clone(),
+        });
         let weak = Arc::downgrade(&shared);
         tokio::spawn(purge_task(weak));
         Self { shared }
@@ -60,6 +66,11 @@ impl MemoryStore {
 
     pub fn backend(&self) -> &'static str {
         "memory"
+    }
+
+    /// The clock this store's state reads "now" from.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.shared.clock
     }
 
     /// This store's `T`, locked.
@@ -90,7 +101,7 @@ async fn purge_task(shared: Weak<Shared>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let now = chrono::Utc::now().timestamp();
+        let now = shared.clock.now_s();
         shared.slots.purge(now);
     }
 }
