@@ -416,6 +416,13 @@ impl fmt::Display for Month {
 
 /// Shorthands for unit tests: values from text known to be valid, and waiting for what
 /// other tasks do.
+/// A unix time in ms as the API writes instants: RFC 3339 in UTC with milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use std::future::Future;

@@ -4,7 +4,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use chrono::{DateTime, SecondsFormat};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -22,6 +21,7 @@ use crate::seckill::logic::Seq;
 use crate::seckill::SeckillStore;
 use crate::state::AppState;
 use crate::store::error::StoreError;
+use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -34,12 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// costs 1. A page of dead letters is at most 1,000 small entries, and a replay is an admin's
 /// rare act, paced by the database.
 pub const TERMS: &[RouteTerms] = &[];
-
-fn rfc3339(ms: i64) -> String {
-    DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
-use crate::types::{name_rule, Name};
+use crate::types::{name_rule, rfc3339, Name};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -126,18 +126,12 @@ struct LockState {
     expires_at: Option<String>,
 }
 
-fn instant(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 fn view(name: Name, lock: Lock) -> Json<LockView> {
     Json(LockView {
         name,
         owner: lock.owner,
         token: lock.token,
-        expires_at: instant(lock.expires_at_ms),
+        expires_at: rfc3339(lock.expires_at_ms),
     })
 }
 
@@ -308,6 +302,6 @@ async fn inspect_lock(
         name,
         held: lock.is_some(),
         owner: lock.as_ref().map(|l| l.owner.clone()),
-        expires_at: lock.map(|l| instant(l.expires_at_ms)),
+        expires_at: lock.map(|l| rfc3339(l.expires_at_ms)),
     }))
 }

@@ -6,7 +6,6 @@
 mod orders;
 mod vouchers;
 
-use chrono::{DateTime, SecondsFormat};
 use utoipa_axum::router::OpenApiRouter;
 
 use super::logic::Seq;
@@ -33,12 +32,6 @@ impl Cursor for Seq {
             .map(|_| seq)
             .ok_or_else(|| "out of range".to_owned())
     }
-}
-
-fn rfc3339(ms: i64) -> String {
-    DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 pub(crate) fn not_found(voucher: &Name) -> ApiError {

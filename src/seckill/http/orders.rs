@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{not_found, rfc3339};
+use super::not_found;
 use crate::auth::Acting;
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
@@ -20,6 +20,7 @@ use crate::paging::Page;
 use crate::seckill::logic::Seq;
 use crate::seckill::{Bought, Idempotency, Order, Refusal, SeckillStore};
 use crate::state::AppState;
+use crate::types::rfc3339;
 use crate::types::{name_rule, Name, UserId};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {

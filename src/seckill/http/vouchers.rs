@@ -10,13 +10,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{not_found, rfc3339};
+use super::not_found;
 use crate::auth::Admin;
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, IdempotencyKey};
 use crate::seckill::{Idempotency, Once, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::state::AppState;
+use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {

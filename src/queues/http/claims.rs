@@ -1,0 +1,180 @@
+//! Working jobs: `POST /v1/queues/{queue}/claim` (with an optional long poll) and
+//! `POST /v1/queues/{queue}/ack`.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::super::{claim_waiting, logic, Acked, QueueStore};
+use super::json;
+use crate::clients::Namespace;
+use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{ApiJson, ApiPath, OptionalJson};
+use crate::state::AppState;
+use crate::types::rfc3339;
+use crate::types::{name_rule, Name};
+
+/// Claim and ack.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(claim))
+        .routes(routes!(ack))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {
+    /// Most jobs to claim, 1..=100 (default 1). Fewer come back once their payloads pass
+    /// 1 MiB.
+    #[schema(example = 10)]
+    max: Option<u32>,
+    /// How long the claim holds the jobs before they are due again, 1000..=43200000 ms
+    /// (default 30000).
+    #[schema(example = 30000)]
+    visibility_ms: Option<u64>,
+    /// Long poll: when nothing is due, wait up to this many ms (0..=20000, default 0) and answer as soon as a job is.
+    /// Costs one more rate-limit unit per 1000 ms. When 64 claims already wait on the queue in
+    /// this gateway instance, answered at once, as if 0.
+    #[schema(example = 10000)]
+    wait_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ClaimedView {
+    id: String,
+    payload: Value,
+    #[schema(value_type = String, format = DateTime)]
+    run_at: String,
+    /// Claims so far, this one included.
+    attempts: u32,
+    /// Pass it to ack; it is only good for this claim.
+    #[schema(example = "1.42")]
+    receipt: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ClaimReply {
+    /// Oldest due first; empty when nothing was due within `wait_ms`.
+    jobs: Vec<ClaimedView>,
+}
+
+/// Claim due jobs.
+///
+/// One atomic step in the store (whose clock is the queue's): claims whose visibility lapsed
+/// are due again (attempts kept); then due jobs go out oldest first, each to exactly one
+/// claimer, for `visibility_ms`, with `attempts` counting claims; a job whose attempts
+/// reached its `max_attempts` moves to the dead list instead. Ack each job with its receipt
+/// before the visibility ends, or it is delivered again (at-least-once).
+///
+/// With `wait_ms`, a claim that finds nothing due waits for a job: an enqueue wakes one
+/// waiting claim per job it makes due, not all of them. At most 64 claims wait on one queue
+/// in one gateway instance; a claim arriving past that is answered at once (200, with the
+/// jobs due then, often none), as if `wait_ms` were 0: poll again after a pause.
+#[utoipa::path(
+    post,
+    path = "/v1/queues/{queue}/claim",
+    operation_id = "queuesClaim",
+    tag = "queues",
+    params(("queue" = String, Path, description = name_rule!())),
+    request_body(content = Option<ClaimBody>, description = "Optional; an empty body takes the defaults"),
+    responses(
+        (status = 200, body = ClaimReply,
+            description = "Due jobs, oldest first; none when nothing was due within `wait_ms`, or at once when 64 claims already wait on the queue here"),
+        StoreErrors,
+        NeedsApiKey,
+        TooLarge,
+        NotJson,
+    )
+)]
+async fn claim(
+    State(state): State<AppState>,
+    namespace: Namespace,
+    ApiPath(queue): ApiPath<Name>,
+    OptionalJson(body): OptionalJson<ClaimBody>,
+) -> ApiResult<Json<ClaimReply>> {
+    let (max, visibility_ms, wait_ms) = logic::claim(body.max, body.visibility_ms, body.wait_ms)?;
+    // The request timeout of this route is extended by the longest wait (its `TERMS`), so the
+    // whole `wait_ms` is honoured.
+    let wait = Duration::from_millis(wait_ms);
+    let jobs = claim_waiting(
+        &state.store,
+        &namespace.scope(&queue),
+        max,
+        visibility_ms,
+        wait,
+    )
+    .await?;
+    Ok(Json(ClaimReply {
+        jobs: jobs
+            .into_iter()
+            .map(|j| ClaimedView {
+                id: j.id.to_string(),
+                payload: json(&j.payload),
+                run_at: rfc3339(j.run_at),
+                attempts: j.attempts,
+                receipt: j.receipt,
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct AckBody {
+    /// The receipt of the claim.
+    #[schema(example = "1.42")]
+    receipt: String,
+}
+
+/// Ack a claimed job: it is done and gone.
+///
+/// 409 `receipt_expired` when the receipt is not the job's current claim: the claim lapsed
+/// (the job may have gone to another claimer), or the job is gone.
+#[utoipa::path(
+    post,
+    path = "/v1/queues/{queue}/jobs/{id}/ack",
+    operation_id = "queuesAck",
+    tag = "queues",
+    params(
+        ("queue" = String, Path, description = name_rule!()),
+        ("id" = String, Path, description = name_rule!()),
+    ),
+    request_body = AckBody,
+    responses(
+        (status = 204, description = "Acked"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`receipt_expired`: the claim lapsed or is not the job's current one"),
+        StoreErrors,
+        NeedsApiKey,
+        TooLarge,
+        NotJson,
+    )
+)]
+async fn ack(
+    State(state): State<AppState>,
+    namespace: Namespace,
+    ApiPath((queue, id)): ApiPath<(Name, Name)>,
+    ApiJson(body): ApiJson<AckBody>,
+) -> ApiResult<StatusCode> {
+    let receipt = logic::receipt(&body.receipt)?;
+    match state
+        .store
+        .queue_ack(&namespace.scope(&queue), &id, receipt)
+        .await?
+    {
+        Acked::Done => Ok(StatusCode::NO_CONTENT),
+        Acked::Expired => Err(ApiError::Conflict {
+            code: "receipt_expired",
+            detail: format!("the claim of job {id} in queue {queue} with this receipt has lapsed"),
+            extra: None,
+        }),
+    }
+}

@@ -1,0 +1,222 @@
+//! Adding and removing jobs: `POST /v1/queues/{queue}/jobs` (enqueue, with `Idempotency-Key`)
+//! and `DELETE /v1/queues/{queue}/jobs/{id}` (cancel).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::DateTime;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::super::{logic, Cancelled, Enqueued, Idempotency, NewJob, Once, QueueStore};
+use super::present;
+use crate::clients::Namespace;
+use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLarge};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{replayed, ApiJson, ApiPath, IdempotencyKey};
+use crate::state::AppState;
+use crate::types::rfc3339;
+use crate::types::{name_rule, sha256_hex, Name};
+
+/// Enqueue and cancel.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(enqueue))
+        .routes(routes!(cancel))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct EnqueueBody {
+    /// Any JSON value, at most 65536 bytes serialized.
+    #[schema(required = true, example = json!({"to": "a@example.com"}))]
+    #[serde(default, deserialize_with = "present")]
+    payload: Option<Value>,
+    /// Due this many ms after the store's now, 0..=31536000000 (default 0). Not with `run_at`.
+    #[schema(example = 5000)]
+    delay_ms: Option<u64>,
+    /// Due at this instant (RFC 3339; past means now, at most a year ahead). Not with
+    /// `delay_ms`.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    run_at: Option<String>,
+    /// The job's id (a name, 1-128 of [A-Za-z0-9._:@-]); generated when omitted. Enqueueing
+    /// an id that exists changes nothing and answers 200 with that job.
+    #[schema(value_type = Option<String>, example = "mail-42")]
+    id: Option<Name>,
+    /// Claims before the job goes to the dead list, 1..=1000 (default 10).
+    #[schema(example = 10)]
+    max_attempts: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct JobRef {
+    id: String,
+    queue: String,
+    /// When the job is (or was) due, by the store's clock.
+    #[schema(value_type = String, format = DateTime)]
+    run_at: String,
+}
+
+/// Enqueue a job.
+///
+/// `201` for a new job; `200` with the existing job when `id` exists (waiting, in flight or
+/// dead), changing nothing. A queue holding `GATEWAY_QUEUE_MAX_JOBS` live jobs (waiting or in
+/// flight) refuses new ones with 409 `queue_full`. Without `id`, an `Idempotency-Key` makes a
+/// retry safe: the same key and body within 24 h get the first reply again (with
+/// `Idempotency-Replayed: true`) and enqueue nothing. Costs the global limiter
+/// 3 + body bytes / 1024 (its `x-ratelimit-cost`).
+#[utoipa::path(
+    post,
+    path = "/v1/queues/{queue}/jobs",
+    operation_id = "queuesEnqueue",
+    tag = "queues",
+    params(
+        ("queue" = String, Path, description = name_rule!()),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
+    ),
+    request_body = EnqueueBody,
+    responses(
+        (status = 201, body = JobRef, description = "Enqueued"),
+        (status = 200, body = JobRef, description = "A job with this id exists; nothing changed"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`queue_full`: the queue holds GATEWAY_QUEUE_MAX_JOBS live jobs"),
+        StoreErrors,
+        NeedsApiKey,
+        TooLarge,
+        NotJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another request"),
+    )
+)]
+async fn enqueue(
+    State(state): State<AppState>,
+    namespace: Namespace,
+    IdempotencyKey(key): IdempotencyKey,
+    ApiPath(queue): ApiPath<Name>,
+    ApiJson(body): ApiJson<EnqueueBody>,
+) -> Result<Response, ApiError> {
+    let payload = body
+        .payload
+        .as_ref()
+        .ok_or_else(|| ApiError::invalid("payload is required (any JSON value)"))?;
+    let payload = logic::payload(payload)?;
+    let run_at = body
+        .run_at
+        .as_deref()
+        .map(|s| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.timestamp_millis())
+                .map_err(|_| {
+                    ApiError::invalid(format!("run_at must be an RFC 3339 instant, got {s:?}"))
+                })
+        })
+        .transpose()?;
+    let due = logic::due(body.delay_ms, run_at, state.settings.clock.now_ms())?;
+    let max_attempts = logic::max_attempts(body.max_attempts)?;
+    let idem = key.map(|key| Idempotency {
+        key,
+        // The whole request as asked (the payload by digest: the record stays small).
+        fingerprint: sha256_hex(
+            format!(
+                "enqueue|{:?}|{:?}|{:?}|{max_attempts}|{payload}",
+                body.id, body.delay_ms, run_at
+            )
+            .as_bytes(),
+        ),
+    });
+    let id = match body.id {
+        Some(id) => id,
+        None => Name::try_from(format!("{:032x}", rand::random::<u128>())).expect("hex is a name"),
+    };
+    let job = NewJob {
+        id,
+        payload,
+        due,
+        max_attempts,
+    };
+    let reply = |outcome: Enqueued| match outcome {
+        Enqueued::Created { id, run_at } => (
+            StatusCode::CREATED,
+            Json(JobRef {
+                id: id.to_string(),
+                queue: queue.to_string(),
+                run_at: rfc3339(run_at),
+            }),
+        )
+            .into_response(),
+        Enqueued::Existing { id, run_at } => Json(JobRef {
+            id: id.to_string(),
+            queue: queue.to_string(),
+            run_at: rfc3339(run_at),
+        })
+        .into_response(),
+        Enqueued::Full => ApiError::Conflict {
+            code: "queue_full",
+            detail: format!(
+                "queue {queue} holds {} jobs (GATEWAY_QUEUE_MAX_JOBS)",
+                state.settings.queue_max_jobs
+            ),
+            extra: None,
+        }
+        .into_response(),
+    };
+    match state
+        .store
+        .queue_enqueue(
+            &namespace.scope(&queue),
+            &job,
+            state.settings.queue_max_jobs,
+            idem.as_ref(),
+        )
+        .await?
+    {
+        Once::Now(outcome) => Ok(reply(outcome)),
+        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
+        Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
+    }
+}
+
+/// Cancel a job that is not in flight (waiting, delayed, lapsed or dead).
+#[utoipa::path(
+    delete,
+    path = "/v1/queues/{queue}/jobs/{id}",
+    operation_id = "queuesCancel",
+    tag = "queues",
+    params(
+        ("queue" = String, Path, description = name_rule!()),
+        ("id" = String, Path, description = name_rule!()),
+    ),
+    responses(
+        (status = 204, description = "Cancelled"),
+        (status = 409, body = Problem, content_type = "application/problem+json",
+            description = "`conflict`: the job is claimed and its visibility has not ended"),
+        StoreErrors,
+        NeedsApiKey,
+        NotFound,
+    )
+)]
+async fn cancel(
+    State(state): State<AppState>,
+    namespace: Namespace,
+    ApiPath((queue, id)): ApiPath<(Name, Name)>,
+) -> ApiResult<StatusCode> {
+    match state
+        .store
+        .queue_cancel(&namespace.scope(&queue), &id)
+        .await?
+    {
+        Cancelled::Done => Ok(StatusCode::NO_CONTENT),
+        Cancelled::NotFound => Err(ApiError::NotFound(format!("no job {id} in queue {queue}"))),
+        Cancelled::InFlight => Err(ApiError::Conflict {
+            code: "conflict",
+            detail: format!("job {id} is in flight; ack it or wait for its visibility to end"),
+            extra: None,
+        }),
+    }
+}
