@@ -88,7 +88,7 @@ pub enum StartError {
 
 /// Opens the store and settles the admin token.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
-    // Each domain's own checks of its settings, beyond their ranges (config.rs).
+    // Each domain's own checks of its settings, beyond their ranges (`config/validate.rs`).
     dedup::check_settings(&settings).map_err(StartError::Settings)?;
     let store = Store::open(&settings).await?;
     let admin_token: Arc<str> = match &settings.admin_token {
