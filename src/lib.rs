@@ -37,6 +37,7 @@ pub mod config;
 pub mod dedup;
 pub mod error;
 pub mod extract;
+pub mod gcra;
 pub mod geo;
 pub mod healthcheck;
 pub mod ledger;

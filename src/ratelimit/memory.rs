@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
 use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::store::budget::BudgetStore;
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
@@ -206,6 +207,29 @@ impl RateLimitStore for MemoryStore {
             );
         }
         Ok(Once::Now(seen))
+    }
+}
+
+// The global limiter's budgets are GCRA buckets of their own kind.
+impl BudgetStore for MemoryStore {
+    async fn budget_spend(
+        &self,
+        client: &str,
+        gcra: &Gcra,
+        quantity: u64,
+    ) -> Result<Decision, StoreError> {
+        self.ratelimit_throttle(&Bucket::Client(client.to_owned()), gcra, quantity)
+            .await
+    }
+
+    async fn budget_spend_many(
+        &self,
+        client: &str,
+        gcra: &Gcra,
+        quantities: &[u64],
+    ) -> Result<Vec<Decision>, StoreError> {
+        self.ratelimit_throttle_many(&Bucket::Client(client.to_owned()), gcra, quantities)
+            .await
     }
 }
 

@@ -13,6 +13,7 @@ use crate::store::redis::{map_err, RedisStore};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::store::budget::BudgetStore;
 use crate::store::error::StoreError;
 use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
 
@@ -177,6 +178,29 @@ impl RateLimitStore for RedisStore {
         } else {
             Once::Now(seen)
         })
+    }
+}
+
+// The global limiter's budgets are GCRA buckets of their own kind.
+impl BudgetStore for RedisStore {
+    async fn budget_spend(
+        &self,
+        client: &str,
+        gcra: &Gcra,
+        quantity: u64,
+    ) -> Result<Decision, StoreError> {
+        self.ratelimit_throttle(&Bucket::Client(client.to_owned()), gcra, quantity)
+            .await
+    }
+
+    async fn budget_spend_many(
+        &self,
+        client: &str,
+        gcra: &Gcra,
+        quantities: &[u64],
+    ) -> Result<Vec<Decision>, StoreError> {
+        self.ratelimit_throttle_many(&Bucket::Client(client.to_owned()), gcra, quantities)
+            .await
     }
 }
 

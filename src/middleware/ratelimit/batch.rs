@@ -1,6 +1,6 @@
 //! Group commit for the global limiter's store calls (`store::group`): the requests for one
 //! client's bucket that a worker thread takes up in one turn of its event loop go to the store
-//! together, in one call ([`RateLimitStore::ratelimit_throttle_many`], one script run): a busy
+//! together, in one call ([`BudgetStore::budget_spend_many`], one script run): a busy
 //! client costs one round trip per batch instead of one per request — that second round trip
 //! per request was why the global layer halved throughput (issue 19). The decisions stay exact
 //! and shared by every instance: a batch's steps are taken in arrival order, atomically, at one
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::refusals::Refusals;
-use crate::ratelimit::logic::{Decision, Gcra};
-use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::gcra::{Decision, Gcra};
+use crate::store::budget::BudgetStore;
 use crate::store::error::StoreError;
 use crate::store::group::GroupCommit;
 use crate::store::Store;
@@ -78,7 +78,6 @@ impl Batcher {
 async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply> {
     let (client, gcra) = key;
     let store = &to.store;
-    let bucket = Bucket::Client(client);
     let mut replies = Vec::with_capacity(quantities.len());
     // When the last call was sent: its answer is the bucket's newest state.
     let mut asked = None;
@@ -86,11 +85,11 @@ async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply
         asked = Some(Instant::now());
         let decided = if let [one] = part {
             store
-                .ratelimit_throttle(&bucket, &gcra, *one)
+                .budget_spend(&client, &gcra, *one)
                 .await
                 .map(|d| vec![d])
         } else {
-            store.ratelimit_throttle_many(&bucket, &gcra, part).await
+            store.budget_spend_many(&client, &gcra, part).await
         };
         match decided {
             Ok(decisions) if decisions.len() == part.len() => {
@@ -105,9 +104,8 @@ async fn send(to: Arc<Target>, key: QueueKey, quantities: Vec<u64>) -> Vec<Reply
             Err(e) => replies.extend(part.iter().map(|_| Err(e.clone()))),
         }
     }
-    if let (Bucket::Client(client), Some(asked), Some(Ok(last))) = (&bucket, asked, replies.last())
-    {
-        to.refusals.learn(client, &gcra, asked, last);
+    if let (Some(asked), Some(Ok(last))) = (asked, replies.last()) {
+        to.refusals.learn(&client, &gcra, asked, last);
     }
     replies
 }

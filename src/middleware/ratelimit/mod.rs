@@ -36,8 +36,8 @@ use super::FastMap;
 use crate::clients::{BadKey, Caller};
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
+use crate::gcra::{Decision, Gcra};
 use crate::middleware::ClientKey;
-use crate::ratelimit::logic::{Decision, Gcra};
 use crate::store::error::StoreError;
 use crate::store::Store;
 

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use thread_local::ThreadLocal;
 
 use super::super::FastMap;
-use crate::ratelimit::logic::{decide, Decision, Gcra};
+use crate::gcra::{decide, Decision, Gcra};
 
 /// Longest a store reply answers requests here.
 const MAX_AGE: Duration = Duration::from_secs(1);
