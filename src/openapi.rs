@@ -39,23 +39,22 @@ impl Modify for AdminScheme {
 struct Domain {
     router: fn() -> OpenApiRouter<AppState>,
     terms: &'static [RouteTerms],
-    /// The document's tag for the domain's routes (`None`: they use another domain's).
-    tag: Option<(&'static str, &'static str)>,
+    /// The document's tag for the domain's routes: name and description.
+    tag: (&'static str, &'static str),
 }
 
 /// Every domain, in the document's order: a new domain is one line here (and its `mod` in
 /// lib.rs).
 #[rustfmt::skip]
-const DOMAINS: [Domain; 9] = [
-    Domain { router: crate::checkins::router, terms: crate::checkins::TERMS, tag: Some(("checkins", "Daily check-ins on bitmaps")) },
-    Domain { router: crate::uv::router, terms: crate::uv::TERMS, tag: Some(("uv", "Unique visitors on HyperLogLog")) },
-    Domain { router: crate::geo::router, terms: crate::geo::TERMS, tag: Some(("geo", "Nearby search on geo sets")) },
-    Domain { router: crate::seckill::router, terms: &[], tag: Some(("seckill", "Flash sales: atomic stock and orders")) },
-    Domain { router: crate::ledger::router, terms: crate::ledger::TERMS, tag: None },
-    Domain { router: crate::ratelimit::router, terms: crate::ratelimit::TERMS, tag: Some(("ratelimit", "GCRA rate-limit checks, CL.THROTTLE-equivalent")) },
-    Domain { router: crate::dedup::router, terms: crate::dedup::TERMS, tag: Some(("dedup", "News dedup on scalable Bloom filters")) },
-    Domain { router: crate::locks::router, terms: crate::locks::TERMS, tag: Some(("locks", "Distributed locks with fencing tokens")) },
-    Domain { router: crate::queues::router, terms: crate::queues::TERMS, tag: Some(("queues", "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts")) },
+const DOMAINS: [Domain; 8] = [
+    Domain { router: crate::checkins::router, terms: crate::checkins::TERMS, tag: ("checkins", "Daily check-ins on bitmaps") },
+    Domain { router: crate::uv::router, terms: crate::uv::TERMS, tag: ("uv", "Unique visitors on HyperLogLog") },
+    Domain { router: crate::geo::router, terms: crate::geo::TERMS, tag: ("geo", "Nearby search on geo sets") },
+    Domain { router: crate::seckill::router, terms: &[], tag: ("seckill", "Flash sales: atomic stock and orders") },
+    Domain { router: crate::ratelimit::router, terms: crate::ratelimit::TERMS, tag: ("ratelimit", "GCRA rate-limit checks, CL.THROTTLE-equivalent") },
+    Domain { router: crate::dedup::router, terms: crate::dedup::TERMS, tag: ("dedup", "News dedup on scalable Bloom filters") },
+    Domain { router: crate::locks::router, terms: crate::locks::TERMS, tag: ("locks", "Distributed locks with fencing tokens") },
+    Domain { router: crate::queues::router, terms: crate::queues::TERMS, tag: ("queues", "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts") },
 ];
 
 /// The tags of the edges, after the domains'.
@@ -73,7 +72,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
     document.tags = Some(
         DOMAINS
             .iter()
-            .filter_map(|d| d.tag)
+            .map(|d| d.tag)
             .chain(EDGE_TAGS)
             .map(|(name, description)| {
                 utoipa::openapi::tag::TagBuilder::new()

@@ -27,8 +27,7 @@
 //!
 //! The domain's parts: this core (its types, [`LedgerStore`] — what the ingester and the
 //! dead-letter routes need of the store — and [`Ledger`], the handle the app state keeps),
-//! [`sink::Sink`] (where orders are written: PostgreSQL in [`db`]), the ingester, the
-//! dead-letter routes (`http.rs`, under the flash sale's paths and tag), and the store's two
+//! [`sink::Sink`] (where orders are written: PostgreSQL in [`db`]), the ingester, and the store's two
 //! backends: `redis.rs` with its scripts, and `memory.rs`, which drains the memory backend's
 //! orders the same way.
 //!
@@ -40,13 +39,10 @@
 //! the ledger on there would take only the check in [`Ledger::start`].
 
 mod db;
-mod http;
 mod ingest;
 mod memory;
 mod redis;
 mod sink;
-
-pub use http::{router, TERMS};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

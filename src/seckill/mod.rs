@@ -6,7 +6,7 @@
 //! Replacing a voucher (PUT on an existing one) sets its stock left, window and per-user limit
 //! but keeps what was sold: `sold`, the buyers and their orders stay.
 
-pub(crate) mod http;
+mod http;
 pub mod logic;
 mod memory;
 mod redis;

@@ -1,8 +1,8 @@
 //! Flash-sale routes (docs/api.md "Flash sale (seckill)"): vouchers (define, restock, read) in
-//! [`vouchers`], purchases and order listings in [`orders`]. The ledger's dead-letter routes
-//! share the paths and the tag but live with the ledger (`src/ledger/http.rs`), which takes
-//! [`OrderView`] and [`not_found`] from here.
+//! [`vouchers`], purchases and order listings in [`orders`], the orders the ledger gave up on
+//! in [`dead_letters`].
 
+mod dead_letters;
 mod orders;
 mod vouchers;
 
@@ -14,12 +14,13 @@ use crate::paging::Cursor;
 use crate::state::AppState;
 use crate::types::Name;
 
-pub(crate) use orders::OrderView;
+use orders::OrderView;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(vouchers::router())
         .merge(orders::router())
+        .merge(dead_letters::router())
 }
 
 /// An order id's sequence is the cursor of the order listings (and of the dead-letter
@@ -34,6 +35,6 @@ impl Cursor for Seq {
     }
 }
 
-pub(crate) fn not_found(voucher: &Name) -> ApiError {
+fn not_found(voucher: &Name) -> ApiError {
     ApiError::NotFound(format!("no voucher {voucher}"))
 }

@@ -1,6 +1,7 @@
-//! The ledger's admin routes: a voucher's dead letters, listed and replayed (docs/api.md
-//! "Flash sale (seckill)"). They sit under the voucher's path and the `seckill` tag, where an
-//! admin finds them, and show each order as the flash sale's listings do.
+//! A voucher's dead letters, listed and replayed (docs/api.md "Flash sale (seckill)"): the
+//! orders the ledger gave up on, under the voucher's path and the `seckill` tag, where an admin
+//! finds them, shown as the other order listings show orders. What a dead letter is and how a
+//! replay lands once are the ledger's (`crate::ledger`).
 
 use axum::extract::State;
 use axum::Json;
@@ -9,14 +10,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{dead_letters as list_dead_letters, ReplayError};
+use super::{not_found, OrderView};
 use crate::auth::Admin;
 use crate::error::responses::{NotFound, StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
-use crate::middleware::costs::RouteTerms;
+use crate::ledger::{dead_letters as list_dead_letters, ReplayError};
 use crate::paging::Page;
-use crate::seckill::http::{not_found, OrderView};
 use crate::seckill::logic::Seq;
 use crate::seckill::SeckillStore;
 use crate::state::AppState;
@@ -24,16 +24,11 @@ use crate::store::error::StoreError;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(dead_letters))
         .routes(routes!(replay_dead_letters))
 }
-
-/// What these routes declare to the shared layers (README "Route costs"): nothing, so each
-/// costs 1. A page of dead letters is at most 1,000 small entries, and a replay is an admin's
-/// rare act, paced by the database.
-pub const TERMS: &[RouteTerms] = &[];
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
