@@ -211,6 +211,21 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     }
 }
 
+/// The answer to a write made under an optional `Idempotency-Key`: the write's own reply, the
+/// first reply again (marked as replayed), or 422 when the key came with a different request.
+pub fn once_reply<T>(
+    once: crate::types::Once<T>,
+    reply: impl FnOnce(T) -> axum::response::Response,
+) -> Result<axum::response::Response, ApiError> {
+    match once {
+        crate::types::Once::Now(outcome) => Ok(reply(outcome)),
+        crate::types::Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
+        crate::types::Once::KeyReused => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used for a different request".to_owned(),
+        )),
+    }
+}
+
 /// Marks a response as the replay of an earlier one under the same `Idempotency-Key`.
 pub fn replayed(mut response: axum::response::Response) -> axum::response::Response {
     response.headers_mut().insert(

@@ -12,12 +12,12 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::super::{logic, Cancelled, Enqueued, Idempotency, NewJob, Once, QueueStore};
+use super::super::{logic, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
 use crate::clients::Namespace;
 use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLarge};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{replayed, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, sha256_hex, Name};
@@ -164,7 +164,7 @@ async fn enqueue(
         }
         .into_response(),
     };
-    match state
+    let once = state
         .store
         .queue_enqueue(
             &namespace.scope(&queue),
@@ -172,14 +172,8 @@ async fn enqueue(
             state.settings.queue_max_jobs,
             idem.as_ref(),
         )
-        .await?
-    {
-        Once::Now(outcome) => Ok(reply(outcome)),
-        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
-        Once::KeyReused => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used for a different request".to_owned(),
-        )),
-    }
+        .await?;
+    once_reply(once, reply)
 }
 
 /// Cancel a job that is not in flight (waiting, delayed, lapsed or dead).

@@ -14,8 +14,8 @@ use super::not_found;
 use crate::auth::Admin;
 use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{replayed, ApiJson, ApiPath, IdempotencyKey};
-use crate::seckill::{Idempotency, Once, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
+use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
+use crate::seckill::{Idempotency, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
@@ -206,17 +206,11 @@ async fn restock(
         .into_response(),
     }
     };
-    match state
+    let once = state
         .store
         .seckill_restock(&voucher, body.quantity, cap, idem.as_ref())
-        .await?
-    {
-        Once::Now(outcome) => Ok(reply(outcome)),
-        Once::Replayed(outcome) => Ok(replayed(reply(outcome))),
-        Once::KeyReused => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used for a different request".to_owned(),
-        )),
-    }
+        .await?;
+    once_reply(once, reply)
 }
 
 /// A voucher, with its status by the store's clock.

@@ -5,7 +5,6 @@
 /// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`, `dedup_common.lua`,
 /// `checkin_common.lua`: the functions a family of scripts shares, since Redis scripts cannot
 /// import) and one script's own body, built once.
-#[allow(unused_macros)]
 macro_rules! script_after {
     ($head:literal, $file:literal) => {
         std::sync::LazyLock::new(|| {

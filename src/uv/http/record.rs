@@ -12,9 +12,9 @@ use utoipa_axum::routes;
 use super::super::{page, retention, Recorded, UvStore};
 use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{idempotency_key_doc, replayed, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, IdempotencyKey};
 use crate::state::AppState;
-use crate::types::{name_rule, Day, Idempotency, Name, Once};
+use crate::types::{name_rule, Day, Idempotency, Name};
 
 /// `POST /v1/uv/{page}`.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
@@ -121,15 +121,9 @@ async fn record(
         })
         .into_response()
     };
-    match state
+    let once = state
         .store
         .uv_record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
-        .await?
-    {
-        Once::Now(done) => Ok(reply(done)),
-        Once::Replayed(done) => Ok(replayed(reply(done))),
-        Once::KeyReused => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used for a different request".to_owned(),
-        )),
-    }
+        .await?;
+    once_reply(once, reply)
 }
