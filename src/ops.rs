@@ -71,8 +71,8 @@ pub struct Ready {
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     let info = state.ready_probe.check(&state.store).await?;
     Ok(Json(Ready {
-        backend: info.backend,
-        redis_version: info.redis_version,
+        backend: info.store.backend,
+        redis_version: info.store.redis_version,
         bloom_engine: info.bloom_engine,
         ledger: state.ledger.status(),
         // The client's own view of the topology, no store call: shown as of now, so a load
@@ -95,7 +95,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     match state.ready_probe.check(&state.store).await {
         Ok(info) => {
             metrics::gauge!("gateway_store_up").set(1.0);
-            metrics::gauge!("gateway_info", "backend" => info.backend, "bloom_engine" => info.bloom_engine).set(1.0);
+            metrics::gauge!("gateway_info", "backend" => info.store.backend, "bloom_engine" => info.bloom_engine).set(1.0);
         }
         Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
     }

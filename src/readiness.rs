@@ -7,6 +7,13 @@ use tokio::sync::watch;
 
 use crate::store::{ReadyInfo, Store, StoreError};
 
+/// What `/readyz` reports: the store's answer, and the Bloom engine its dedup filters get.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    pub store: ReadyInfo,
+    pub bloom_engine: &'static str,
+}
+
 /// How often the store is probed at most, whatever the callers do (README "Behaviour").
 const PROBE_PERIOD: Duration = Duration::from_secs(1);
 
@@ -23,7 +30,7 @@ pub struct ReadyProbe {
 #[derive(Debug)]
 struct Round {
     started: Instant,
-    answer: watch::Receiver<Option<Result<ReadyInfo, StoreError>>>,
+    answer: watch::Receiver<Option<Result<Ready, StoreError>>>,
 }
 
 impl Round {
@@ -40,16 +47,17 @@ impl Round {
 }
 
 /// The store's readiness, with the Bloom engine its dedup filters get.
-async fn probe(store: &Store) -> Result<ReadyInfo, StoreError> {
+async fn probe(store: &Store) -> Result<Ready, StoreError> {
     use crate::dedup::DedupStore;
-    let mut info = store.ready().await?;
-    info.bloom_engine = store.dedup_engine().await?.as_str();
-    Ok(info)
+    Ok(Ready {
+        store: store.ready().await?,
+        bloom_engine: store.dedup_engine().await?.as_str(),
+    })
 }
 
 impl ReadyProbe {
     /// Whether the store answers, as of at most about a second ago.
-    pub async fn check(&self, store: &Store) -> Result<ReadyInfo, StoreError> {
+    pub async fn check(&self, store: &Store) -> Result<Ready, StoreError> {
         let mut answer = {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
             match &*last {

@@ -31,7 +31,6 @@ use crate::config::{Settings, StoreChoice};
 pub struct ReadyInfo {
     pub backend: &'static str,
     pub redis_version: Option<String>,
-    pub bloom_engine: &'static str,
     /// Cluster masters that do not serve now (the others still do).
     pub degraded: Vec<DownNode>,
 }

@@ -87,8 +87,6 @@ impl MemoryStore {
         Ok(ReadyInfo {
             backend: "memory",
             redis_version: None,
-            // Filled in by the dedup domain (`/readyz`).
-            bloom_engine: "",
             degraded: Vec::new(),
         })
     }

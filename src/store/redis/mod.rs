@@ -169,8 +169,6 @@ impl RedisStore {
         Ok(ReadyInfo {
             backend: self.backend(),
             redis_version,
-            // Filled in by the dedup domain (`/readyz`).
-            bloom_engine: "",
             degraded: self.degraded(),
         })
     }
