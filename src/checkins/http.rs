@@ -40,9 +40,13 @@ fn stats_cost(q: &Query<'_>) -> u64 {
 /// Optional body of a check-in.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+// A whole example without `date`: a fixed day is refused once it leaves the retention, and
+// the date Swagger UI fills in by itself (today in UTC) can be tomorrow in a time zone behind
+// UTC.
+#[schema(example = json!({}))]
 struct CheckInBody {
     /// The day to check in for (default: today in the configured time zone).
-    #[schema(value_type = Option<String>, format = Date, example = "2026-11-21")]
+    #[schema(value_type = Option<String>, format = Date)]
     date: Option<Day>,
 }
 
@@ -68,7 +72,7 @@ struct CheckInReply {
     path = "/v1/checkins/{user_id}",
     operation_id = "checkIn",
     tag = "checkins",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295")),
+    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42)),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
     responses(
         UserAuth,
@@ -130,7 +134,7 @@ struct MonthView {
     path = "/v1/checkins/{user_id}",
     operation_id = "checkinMonth",
     tag = "checkins",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295"), MonthQuery),
+    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42), MonthQuery),
     responses(
         UserAuth,
         (status = 200, body = MonthView),
@@ -182,8 +186,8 @@ struct DayStatus {
     operation_id = "checkinDay",
     tag = "checkins",
     params(
-        ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
-        ("date" = String, Path, format = Date, description = "YYYY-MM-DD"),
+        ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
+        ("date" = String, Path, format = Date, description = "YYYY-MM-DD", example = "2026-11-21"),
     ),
     responses(
         UserAuth,
@@ -211,10 +215,10 @@ async fn day_status(
 #[serde(deny_unknown_fields)]
 struct StatsQuery {
     /// First day, inclusive.
-    #[param(value_type = String, format = Date)]
+    #[param(value_type = String, format = Date, example = "2026-11-01")]
     from: Day,
     /// Last day, inclusive; at most 92 days after `from`.
-    #[param(value_type = String, format = Date)]
+    #[param(value_type = String, format = Date, example = "2026-11-30")]
     to: Day,
 }
 

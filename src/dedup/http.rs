@@ -183,7 +183,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
     operation_id = "dedupReserve",
     tag = "dedup",
     security(("admin" = [])),
-    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ReserveBody,
     responses(
         (status = 201, body = FilterView, description = "Created"),
@@ -231,7 +231,7 @@ async fn reserve(
     path = "/v1/dedup/{filter}",
     operation_id = "dedupInfo",
     tag = "dedup",
-    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     responses(
         (status = 200, body = FilterView),
         StoreErrors,
@@ -278,7 +278,7 @@ struct AddReply {
     path = "/v1/dedup/{filter}/items",
     operation_id = "dedupAdd",
     tag = "dedup",
-    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
     responses(
         (status = 200, body = AddReply),
@@ -323,7 +323,7 @@ struct DedupCheckReply {
     path = "/v1/dedup/{filter}/check",
     operation_id = "dedupCheck",
     tag = "dedup",
-    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
     responses(
         (status = 200, body = DedupCheckReply),
@@ -381,7 +381,7 @@ struct FilterReply {
     path = "/v1/dedup/{filter}/filter",
     operation_id = "dedupFilter",
     tag = "dedup",
-    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()))),
+    params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = FilterBody,
     responses(
         (status = 200, body = FilterReply),

@@ -80,6 +80,7 @@ struct RenewLock {
     #[schema(value_type = String, example = "worker-7")]
     owner: Name,
     /// The fencing token the acquisition returned.
+    #[schema(example = 1_763_725_414_000_001_u64)]
     token: u64,
     /// The new lease from now, 100–3,600,000 ms.
     #[schema(minimum = 100, maximum = 3_600_000, example = 30_000)]
@@ -90,9 +91,10 @@ struct RenewLock {
 #[into_params(parameter_in = Query)]
 struct ReleaseQuery {
     /// The holder.
-    #[param(value_type = String)]
+    #[param(value_type = String, example = "worker-7")]
     owner: Name,
     /// The fencing token of its acquisition.
+    #[param(example = 1_763_725_414_000_001_u64)]
     token: u64,
 }
 
@@ -169,7 +171,7 @@ fn lost(name: &Name) -> ApiError {
     path = "/v1/locks/{name}",
     operation_id = "locksAcquire",
     tag = "locks",
-    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
     request_body = AcquireLock,
     responses(
         (status = 200, body = LockView, description = "Acquired (or extended by its holder)"),
@@ -216,7 +218,7 @@ async fn acquire_lock(
     path = "/v1/locks/{name}/renew",
     operation_id = "locksRenew",
     tag = "locks",
-    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
     request_body = RenewLock,
     responses(
         (status = 200, body = LockView, description = "Extended: the lease now ends `ttl_ms` from now"),
@@ -256,7 +258,7 @@ async fn renew_lock(
     path = "/v1/locks/{name}",
     operation_id = "locksRelease",
     tag = "locks",
-    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!())), ReleaseQuery),
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily"), ReleaseQuery),
     responses(
         (status = 204, description = "Released; waiting acquirers are woken"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
@@ -285,7 +287,7 @@ async fn release_lock(
     path = "/v1/locks/{name}",
     operation_id = "locksInspect",
     tag = "locks",
-    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()))),
+    params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
     responses(
         (status = 200, body = LockState, description = "The holder, if any"),
         StoreErrors,

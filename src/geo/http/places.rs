@@ -90,8 +90,8 @@ struct PutReply {
     operation_id = "geoPutPlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
-        ("member" = String, Path, description = concat!("Member name: ", name_rule!(), "; `nearby` and `distance` are reserved")),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!(), "; `nearby` and `distance` are reserved"), example = "cafe-1"),
     ),
     request_body = PositionBody,
     responses(
@@ -141,8 +141,8 @@ async fn put_place(
     operation_id = "geoGetPlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
-        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!()), example = "cafe-1"),
     ),
     responses(
         (status = 200, body = PlaceView),
@@ -169,8 +169,8 @@ async fn get_place(
     operation_id = "geoDeletePlace",
     tag = "geo",
     params(
-        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!())),
-        ("member" = String, Path, description = concat!("Member name: ", name_rule!())),
+        ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
+        ("member" = String, Path, description = concat!("Member name: ", name_rule!()), example = "cafe-1"),
     ),
     responses(
         (status = 204, description = "Removed"),
@@ -195,12 +195,19 @@ struct PlaceBody {
     /// 1-128 of [A-Za-z0-9._:@-]; `nearby` and `distance` are reserved.
     #[schema(value_type = String, example = "cafe-1")]
     member: Name,
+    #[schema(example = 116.397)]
     lon: f64,
+    #[schema(example = 39.909)]
     lat: f64,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+// Two places, so the example of `GET /v1/geo/{layer}/distance` finds both.
+#[schema(example = json!({"places": [
+    {"member": "cafe-1", "lon": 116.397, "lat": 39.909},
+    {"member": "cafe-2", "lon": 116.404, "lat": 39.915},
+]}))]
 struct PlacesBody {
     /// 1 to `GATEWAY_MAX_BATCH` (default 1000) places. A member sent twice counts once as
     /// added (if new) and then as updated; the last position wins.
@@ -225,7 +232,7 @@ struct PutManyReply {
     path = "/v1/geo/{layer}",
     operation_id = "geoPutPlaces",
     tag = "geo",
-    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()))),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes")),
     request_body = PlacesBody,
     responses(
         (status = 200, body = PutManyReply),

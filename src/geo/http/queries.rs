@@ -29,13 +29,18 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 struct NearbyQuery {
     /// Centre longitude (with `lat`; or give `member`).
+    // Examples on the point and the radius alone: Swagger UI sends every example it is given,
+    // and `member`, `width` or `height` with them is a 400.
+    #[param(example = 116.397)]
     lon: Option<f64>,
     /// Centre latitude (with `lon`).
+    #[param(example = 39.909)]
     lat: Option<f64>,
     /// Search around this member instead of a point; unknown → 404.
     #[param(value_type = Option<String>)]
     member: Option<Name>,
     /// Radius of a circle search (positive; at most 40,000 km).
+    #[param(example = 2)]
     radius: Option<f64>,
     /// `circle` (default, needs `radius`) or `box` (needs `width` and `height`).
     #[param(inline)]
@@ -110,7 +115,7 @@ struct NearbyReply {
     path = "/v1/geo/{layer}/nearby",
     operation_id = "geoNearby",
     tag = "geo",
-    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), NearbyQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"), NearbyQuery),
     responses(
         (status = 200, body = NearbyReply),
         StoreErrors,
@@ -157,10 +162,10 @@ async fn nearby(
 #[serde(deny_unknown_fields)]
 struct DistanceQuery {
     /// A member of the layer.
-    #[param(value_type = String)]
+    #[param(value_type = String, example = "cafe-1")]
     from: Name,
     /// Another member of the layer.
-    #[param(value_type = String)]
+    #[param(value_type = String, example = "cafe-2")]
     to: Name,
     /// Default `km`.
     #[param(inline)]
@@ -182,7 +187,7 @@ struct DistanceReply {
     path = "/v1/geo/{layer}/distance",
     operation_id = "geoDistance",
     tag = "geo",
-    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!())), DistanceQuery),
+    params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"), DistanceQuery),
     responses(
         (status = 200, body = DistanceReply),
         StoreErrors,

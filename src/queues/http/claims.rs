@@ -83,7 +83,7 @@ struct ClaimReply {
     path = "/v1/queues/{queue}/claim",
     operation_id = "queuesClaim",
     tag = "queues",
-    params(("queue" = String, Path, description = name_rule!())),
+    params(("queue" = String, Path, description = name_rule!(), example = "mail")),
     request_body(content = Option<ClaimBody>, description = "Optional; an empty body takes the defaults"),
     responses(
         (status = 200, body = ClaimReply,
@@ -144,8 +144,8 @@ struct AckBody {
     operation_id = "queuesAck",
     tag = "queues",
     params(
-        ("queue" = String, Path, description = name_rule!()),
-        ("id" = String, Path, description = name_rule!()),
+        ("queue" = String, Path, description = name_rule!(), example = "mail"),
+        ("id" = String, Path, description = name_rule!(), example = "mail-42"),
     ),
     request_body = AckBody,
     responses(

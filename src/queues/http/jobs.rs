@@ -31,6 +31,9 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+// A whole example: composed from its fields, Swagger UI's default body would hold both
+// `delay_ms` and `run_at` (400).
+#[schema(example = json!({"payload": {"to": "a@example.com"}, "delay_ms": 5000, "id": "mail-42", "max_attempts": 10}))]
 struct EnqueueBody {
     /// Any JSON value, at most 65536 bytes serialized.
     #[schema(required = true, example = json!({"to": "a@example.com"}))]
@@ -75,7 +78,7 @@ struct JobRef {
     operation_id = "queuesEnqueue",
     tag = "queues",
     params(
-        ("queue" = String, Path, description = name_rule!()),
+        ("queue" = String, Path, description = name_rule!(), example = "mail"),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
     ),
     request_body = EnqueueBody,
@@ -183,8 +186,8 @@ async fn enqueue(
     operation_id = "queuesCancel",
     tag = "queues",
     params(
-        ("queue" = String, Path, description = name_rule!()),
-        ("id" = String, Path, description = name_rule!()),
+        ("queue" = String, Path, description = name_rule!(), example = "mail"),
+        ("id" = String, Path, description = name_rule!(), example = "mail-42"),
     ),
     responses(
         (status = 204, description = "Cancelled"),

@@ -46,7 +46,7 @@ struct StatsView {
     path = "/v1/queues/{queue}",
     operation_id = "queuesStats",
     tag = "queues",
-    params(("queue" = String, Path, description = name_rule!())),
+    params(("queue" = String, Path, description = name_rule!(), example = "mail")),
     responses(
         (status = 200, body = StatsView),
         StoreErrors,
@@ -105,7 +105,7 @@ struct DeadPage {
     path = "/v1/queues/{queue}/dead",
     operation_id = "queuesDead",
     tag = "queues",
-    params(("queue" = String, Path, description = name_rule!()), DeadQuery),
+    params(("queue" = String, Path, description = name_rule!(), example = "mail"), DeadQuery),
     responses(
         (status = 200, body = DeadPage),
         StoreErrors,

@@ -74,7 +74,7 @@ struct DeadLetterPage {
     operation_id = "seckillDeadLetters",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = name_rule!()), DeadLettersQuery),
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), DeadLettersQuery),
     responses(
         (status = 200, body = DeadLetterPage),
         StoreErrors,
@@ -136,7 +136,7 @@ struct ReplayReply {
     operation_id = "seckillReplayDeadLetters",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = name_rule!())),
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
     responses(
         (status = 200, body = ReplayReply),
         StoreErrors,

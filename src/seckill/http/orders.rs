@@ -102,7 +102,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     operation_id = "seckillBuy",
     tag = "seckill",
     params(
-        ("voucher_id" = String, Path, description = name_rule!()),
+        ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
     ),
     request_body = BuyBody,
@@ -218,7 +218,7 @@ struct OrderPage {
     path = "/v1/seckill/vouchers/{voucher_id}/orders",
     operation_id = "seckillListOrders",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = name_rule!()), OrdersQuery),
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), OrdersQuery),
     responses(
         (status = 200, body = OrderPage),
         (status = 401, body = Problem, content_type = "application/problem+json",
@@ -268,8 +268,8 @@ struct UserOrders {
     operation_id = "seckillUserOrders",
     tag = "seckill",
     params(
-        ("voucher_id" = String, Path, description = name_rule!()),
-        ("user_id" = u32, Path, description = "User id, 0..=4294967295"),
+        ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
+        ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
     ),
     responses(
         UserAuth,

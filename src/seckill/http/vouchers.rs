@@ -34,10 +34,11 @@ struct VoucherBody {
     #[schema(example = 50)]
     stock: u64,
     /// Sale opens at this instant (RFC 3339).
-    #[schema(value_type = String, format = DateTime, example = "2026-11-21T12:00:00Z")]
+    // The example's window is open-ended, so its voucher is on sale whatever day it is tried.
+    #[schema(value_type = String, format = DateTime, example = "2020-01-01T00:00:00Z")]
     begin: String,
     /// Sale closes at this instant (RFC 3339), after `begin`.
-    #[schema(value_type = String, format = DateTime, example = "2026-11-21T13:00:00Z")]
+    #[schema(value_type = String, format = DateTime, example = "2100-01-01T00:00:00Z")]
     end: String,
     /// Orders one user may hold, 1..=1000 (default 1).
     #[schema(example = 1)]
@@ -93,7 +94,7 @@ fn instant(field: &str, s: &str) -> Result<i64, ApiError> {
     operation_id = "seckillPutVoucher",
     tag = "seckill",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = name_rule!())),
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
     request_body = VoucherBody,
     responses(
         (status = 201, body = VoucherView, description = "Created"),
@@ -162,7 +163,7 @@ struct RestockBody {
     tag = "seckill",
     security(("admin" = [])),
     params(
-        ("voucher_id" = String, Path, description = name_rule!()),
+        ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; a retry within 24 h replays the first reply and adds nothing"),
     ),
     request_body = RestockBody,
@@ -219,7 +220,7 @@ async fn restock(
     path = "/v1/seckill/vouchers/{voucher_id}",
     operation_id = "seckillGetVoucher",
     tag = "seckill",
-    params(("voucher_id" = String, Path, description = name_rule!())),
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
     responses(
         (status = 200, body = VoucherView),
         StoreErrors,

@@ -95,7 +95,7 @@ enum PageView {
     path = "/v1/uv/{page}",
     operation_id = "uvPage",
     tag = "uv",
-    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")), PageQuery),
+    params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"), example = "home"), PageQuery),
     responses(
         (status = 200, body = PageView),
         StoreErrors,

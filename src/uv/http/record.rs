@@ -24,14 +24,19 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 /// Visits to record: exactly one of `visitor` and `visitors`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+// A whole example: composed from its fields, Swagger UI's default body would hold both
+// `visitor` and `visitors` (400), and a date: a fixed day is refused once it leaves the
+// retention, and Swagger UI's own (today in UTC) can be tomorrow in a time zone behind UTC.
+#[schema(example = json!({"visitor": "user-42"}))]
 struct VisitBody {
     /// One visitor id (1–512 bytes by default).
     #[schema(example = "user-42")]
     visitor: Option<String>,
     /// Several visitor ids (1 to `max_batch` items, default 1000; more is 413).
+    #[schema(example = json!(["user-42", "user-43"]))]
     visitors: Option<Vec<String>>,
     /// The day of the visits (default: today in the configured time zone).
-    #[schema(value_type = Option<String>, format = Date, example = "2026-11-21")]
+    #[schema(value_type = Option<String>, format = Date)]
     date: Option<Day>,
 }
 
@@ -59,7 +64,7 @@ struct VisitReply {
     operation_id = "uvRecord",
     tag = "uv",
     params(
-        ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`")),
+        ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"), example = "home"),
         ("Idempotency-Key" = Option<String>, Header, description = concat!(idempotency_key_doc!(), " (422 `unprocessable` when reused for another request)")),
     ),
     request_body = VisitBody,
