@@ -7,7 +7,7 @@ second), starts a fresh release gateway and drives each cheap route with wrk for
 --requests requests after a warm-up, reading the gateway's RSS from /proc around and during the
 run. Every route touches one fixed-size piece of data (one page's HyperLogLog, one rate-limit
 key, one user's check-ins), so whatever the gateway grows by is its own per-request state.
-Writes the table into docs/BENCHMARKS.md's section "Memory under sustained load".
+Writes the table into docs/performance.md's section "Memory under sustained load".
 """
 
 import argparse
@@ -104,7 +104,7 @@ def write_section(path, body):
         with open(path) as f:
             text = f.read()
     except OSError:
-        text = "# Benchmarks\n"
+        text = "# Performance\n"
     head, sep, rest = text.partition(SECTION)
     tail = ""
     if sep:
@@ -126,7 +126,7 @@ def main():
     ap.add_argument("--backends", default="memory,redis")
     ap.add_argument("--routes", default=",".join(r for r, _ in ROUTES))
     ap.add_argument("--gateway", default=os.path.join(driver.ROOT, "target/release/redis-gateway"))
-    ap.add_argument("--out", default=os.path.join(driver.ROOT, "docs/BENCHMARKS.md"))
+    ap.add_argument("--out", default=os.path.join(driver.ROOT, "docs/performance.md"))
     ap.add_argument("--command", default="./scripts/bench --soak", help=argparse.SUPPRESS)
     args = ap.parse_args()
     routes = [r for r in ROUTES if r[0] in args.routes.split(",")]

@@ -61,7 +61,7 @@ pub fn generate_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Verifies end-user JWTs (README "Who may do what"): signature, `exp` and `nbf` (with
+/// Verifies end-user JWTs (docs/clients.md "Who may do what"): signature, `exp` and `nbf` (with
 /// `GATEWAY_JWT_LEEWAY_S` of clock leeway), and `iss`/`aud` when configured. The algorithm is
 /// fixed by the key, never taken from the token's header, and a token naming header parameters
 /// as critical (`crit`) is refused: the gateway understands no extension, and RFC 7515 §4.1.11

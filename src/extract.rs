@@ -159,10 +159,11 @@ macro_rules! idempotency_key_doc {
 }
 pub(crate) use idempotency_key_doc;
 
-/// The `Idempotency-Key` header (README "Retries"): absent, or 1–128 visible ASCII characters
-/// (else 400). Carries the SHA-256 of the caller's namespace and the key, which is all the
-/// store ever sees: a key is its caller's ([`crate::clients::Caller::idempotency_namespace`]),
-/// so another caller sending the same string neither replays nor learns of the first reply.
+/// The `Idempotency-Key` header (docs/clients.md "Retries: `Idempotency-Key`"): absent, or 1–128
+/// visible ASCII characters (else 400). Carries the SHA-256 of the caller's namespace and the key,
+/// which is all the store ever sees: a key is its caller's
+/// ([`crate::clients::Caller::idempotency_namespace`]), so another caller sending the same string
+/// neither replays nor learns of the first reply.
 #[derive(Debug, Clone)]
 pub struct IdempotencyKey(pub Option<String>);
 

@@ -14,7 +14,7 @@ pub struct Ready {
     pub bloom_engine: &'static str,
 }
 
-/// How often the store is probed at most, whatever the callers do (README "Behaviour").
+/// How often the store is probed at most, whatever the callers do (docs/operations.md "Behaviour").
 const PROBE_PERIOD: Duration = Duration::from_secs(1);
 
 /// The store probe behind `/readyz` and `/metrics`. Both are exempt from the limiter, so

@@ -140,10 +140,10 @@ impl Name {
         &self.0
     }
 
-    /// `name` inside a caller's namespace (README "Who may do what"): `<namespace>|<name>`,
-    /// the name the store keys a caller's rate-limit keys, locks and queues by. `|` is outside
-    /// the name charset (and a namespace is `c:<client id>` or `ip:<address>`, neither of which
-    /// holds one), so two callers' names never meet. Never shown to a caller.
+    /// `name` inside a caller's namespace (docs/clients.md "Who may do what"):
+    /// `<namespace>|<name>`, the name the store keys a caller's rate-limit keys, locks and queues
+    /// by. `|` is outside the name charset (and a namespace is `c:<client id>` or `ip:<address>`,
+    /// neither of which holds one), so two callers' names never meet. Never shown to a caller.
     pub fn scoped(namespace: &str, name: &Name) -> Name {
         let mut text = String::with_capacity(namespace.len() + 1 + name.0.len());
         text.push_str(namespace);

@@ -1,10 +1,10 @@
-//! The abuse budget (docs/api.md "Clients and abuse", README "Abuse budget"): for each kind of
-//! resource an anonymous request can create, drive its worst case against a private
+//! The abuse budget (docs/api.md "Clients and abuse", docs/performance.md "Abuse budget"): for
+//! each kind of resource an anonymous request can create, drive its worst case against a private
 //! `redis-server` for a few thousand requests, read Redis's `used_memory` before and after, and
 //! turn the growth into what one client at the default global budget (50 units/s, the route's
 //! cost in units per request) could add per hour. Every kind must stay under 256 MiB per
 //! client-hour; `cargo test --test abuse_budget -- --nocapture --test-threads 1` prints the
-//! README table, one row per test, in the tests' (alphabetical) order.
+//! docs/performance.md table, one row per test, in the tests' (alphabetical) order.
 //!
 //! Worst cases use what costs nothing more: 128-character names (the longest the API takes),
 //! a fresh `Idempotency-Key` on every request where a record is kept (refusals, denials and
@@ -349,7 +349,7 @@ struct Row {
     longest_s: u64,
 }
 
-/// `n` with thousands separators, as the README writes numbers.
+/// `n` with thousands separators, as docs/performance.md writes numbers.
 fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();

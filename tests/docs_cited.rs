@@ -1,8 +1,9 @@
 //! The repository documents itself (docs/design.md "Shape"): every `docs/<name>.md` that the
 //! sources, tests, scripts, benchmarks or the README cite exists, and every section a citation
 //! quotes (`docs/api.md "Conventions"`) is a heading of that file, word for word. Nothing points
-//! at documents outside the repository, and docs/configuration.md lists every setting the code
-//! defines, with its flag.
+//! at documents outside the repository, every relative link of README.md and docs/*.md leads to
+//! a file that exists (and to a heading of it, when the link names an anchor), and
+//! docs/configuration.md lists every setting the code defines, with its flag.
 //!
 //! Plain `std` on purpose: this reads text files, it needs nothing of the crate.
 
@@ -10,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Where citations are looked for: folders (walked whole) and single files, from the root.
-const CITING: [&str; 5] = ["src", "tests", "scripts", "bench", "README.md"];
+const CITING: [&str; 6] = ["src", "tests", "scripts", "bench", "docs", "README.md"];
 
 /// Where the documents cited must not point outside the repository (the same, and `docs/`).
 const SELF_CONTAINED: [&str; 6] = ["src", "tests", "scripts", "bench", "docs", "README.md"];
@@ -115,19 +116,23 @@ fn citations(origin: &str, text: &str) -> Vec<Citation> {
     found
 }
 
-/// The headings of a markdown text (ATX headings outside fenced code blocks), as written.
-fn headings(markdown: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+/// The lines of a markdown text outside fenced code blocks, with their (1-based) numbers.
+fn prose(markdown: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut fenced = false;
-    for line in markdown.lines() {
+    markdown.lines().enumerate().filter_map(move |(n, line)| {
         let trimmed = line.trim_start();
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             fenced = !fenced;
-            continue;
+            return None;
         }
-        if fenced {
-            continue;
-        }
+        (!fenced).then_some((n + 1, line))
+    })
+}
+
+/// The headings of a markdown text (ATX headings outside fenced code blocks), as written.
+fn headings(markdown: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (_, line) in prose(markdown) {
         let level = line.bytes().take_while(|b| *b == b'#').count();
         if (1..=6).contains(&level) && line[level..].starts_with(' ') {
             let text = line[level..].trim().trim_end_matches('#').trim_end();
@@ -135,6 +140,69 @@ fn headings(markdown: &str) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// The anchor a heading gets on GitHub: lower case, punctuation dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The relative links of a markdown text, `[text](target)` outside fenced code, with their
+/// line numbers; web addresses are not followed.
+fn links(markdown: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in prose(markdown) {
+        for (at, _) in line.match_indices("](") {
+            let rest = &line[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = &rest[..end];
+            if !target.contains("://") && !target.starts_with("mailto:") {
+                out.push((n, target.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Relative links in README.md and docs/*.md (under `base`) that lead nowhere: a missing
+/// file, or an anchor that is no heading of its document.
+fn broken_links(base: &Path) -> Vec<String> {
+    let mut broken = Vec::new();
+    for (origin, text) in texts(base, &["README.md", "docs"]) {
+        if !origin.ends_with(".md") {
+            continue;
+        }
+        let dir = base.join(&origin).parent().unwrap().to_owned();
+        for (n, target) in links(&text) {
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                base.join(&origin)
+            } else {
+                dir.join(file)
+            };
+            if !path.exists() {
+                broken.push(format!(
+                    "{origin}:{n}: links to {target}, which does not exist"
+                ));
+                continue;
+            }
+            if anchor.is_empty() {
+                continue;
+            }
+            let doc = std::fs::read_to_string(&path).unwrap_or_default();
+            if !headings(&doc).iter().any(|h| slug(h) == anchor) {
+                broken.push(format!(
+                    "{origin}:{n}: links to {target}, which has no such heading"
+                ));
+            }
+        }
+    }
+    broken
 }
 
 /// What is wrong with the citations found in `roots` under `base`: one line per broken
@@ -204,6 +272,16 @@ fn every_cited_document_and_section_exists() {
     assert!(
         broken.is_empty(),
         "citations of documents that do not say what is cited:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn every_link_of_the_documents_leads_somewhere() {
+    let broken = broken_links(&root());
+    assert!(
+        broken.is_empty(),
+        "links that lead nowhere:\n{}",
         broken.join("\n")
     );
 }
@@ -302,6 +380,18 @@ fn the_checks_catch_broken_citations() {
         format!("//! outside: {outside}"),
     ];
     std::fs::write(base.join("src").join("lib.rs"), cites.join("\n")).unwrap();
+    std::fs::write(
+        base.join("README.md"),
+        format!(
+            "[ok]({}#present) [gone]({}) [no]({}#absent) \
+             [web](https://example.com/x.md) [self](#guide)\n# Guide\n",
+            doc("guide"),
+            doc("gone"),
+            doc("guide")
+        ),
+    )
+    .unwrap();
+    let bad_links = broken_links(&base);
     let broken = broken_citations(&base, &["src"]);
     let outside_found = outside_mentions(&base, &["src"]);
     std::fs::remove_dir_all(&base).unwrap();
@@ -311,6 +401,14 @@ fn the_checks_catch_broken_citations() {
     assert!(broken[1].starts_with("src/lib.rs:4: "), "{broken:#?}");
     assert!(broken[2].starts_with("src/lib.rs:5: "), "{broken:#?}");
     assert!(broken[2].contains("does not exist"), "{broken:#?}");
+    assert_eq!(bad_links.len(), 2, "{bad_links:#?}");
+    assert!(bad_links[0].contains(&doc("gone")), "{bad_links:#?}");
+    assert!(bad_links[1].contains("#absent"), "{bad_links:#?}");
+    assert_eq!(
+        slug("Retries: `Idempotency-Key`"),
+        "retries-idempotency-key"
+    );
+    assert_eq!(slug("Flash sale (seckill)"), "flash-sale-seckill");
     assert_eq!(outside_found.len(), 2, "{outside_found:#?}");
     assert!(
         outside_found

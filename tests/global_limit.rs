@@ -145,9 +145,9 @@ async fn over_budget(backend: Backend) {
     }
 }
 
-/// Failed credentials count against the caller's address like any request (README "Who may
-/// do what"): a key guesser gets its 401s (or 400s) until the address's budget is spent, then
-/// 429s — never an unlimited stream of answers.
+/// Failed credentials count against the caller's address like any request (docs/clients.md
+/// "Who may do what"): a key guesser gets its 401s (or 400s) until the address's budget is spent,
+/// then 429s — never an unlimited stream of answers.
 async fn failed_credentials_are_counted(backend: Backend) {
     let gw = Gateway::with_settings(limited(backend)).await;
     for (n, bad) in ["guess-1", "guess-2", "guess-3", "", "guess-5"]
@@ -209,9 +209,9 @@ async fn post_chunked(gw: &Gateway, path: &str, body: &[u8]) -> (u16, String) {
     (status, text)
 }
 
-/// Costs follow the bytes whatever the framing (README "Route costs"): a chunked body is priced
-/// by the bytes read, and one costing more than the burst is 413 on a route whose stored bytes
-/// grow with the body — as with `Content-Length`.
+/// Costs follow the bytes whatever the framing (docs/ratelimit.md "Route costs"): a chunked body is
+/// priced by the bytes read, and one costing more than the burst is 413 on a route whose stored
+/// bytes grow with the body — as with `Content-Length`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_bodies_cost_their_bytes() {
     let mut s = limited(Backend::Memory);

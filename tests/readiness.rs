@@ -1,4 +1,4 @@
-//! `/readyz` probes the store at most once a second whatever the callers do (README
+//! `/readyz` probes the store at most once a second whatever the callers do (docs/operations.md
 //! "Behaviour"): it is never rate limited, so each call running `INFO` on Redis would let anyone
 //! drive the store as hard as they can send requests.
 //!

@@ -15,7 +15,7 @@
 //! HyperLogLogs per call whether there are 4 pages of them or 100), fewer keys are loaded than
 //! the caps allow, to keep the test's memory and run time small; the comments say where.
 //!
-//! `cargo test --test redis_time -- --nocapture` prints the table README quotes.
+//! `cargo test --test redis_time -- --nocapture` prints the table docs/performance.md quotes.
 
 #[path = "common/mod.rs"]
 mod common;

@@ -62,8 +62,8 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
         (status.as_u16(), body["code"].as_str()),
         (503, Some("backend_unavailable"))
     );
-    // `/readyz` probes the store at most once a second (README "Operations"): the outage shows
-    // there within about that.
+    // `/readyz` probes the store at most once a second (docs/operations.md "Behaviour"): the outage
+    // shows there within about that.
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let (status, body) = gw.get("/readyz").await;

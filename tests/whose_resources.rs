@@ -1,6 +1,6 @@
-//! Whose resources (README "Who may do what"): rate-limit keys, locks, queues and idempotency
-//! keys belong to the caller that names them — with a clients file, each API client (and each
-//! anonymous address, when anonymous callers may use them) has its own; a lock's token is
+//! Whose resources (docs/clients.md "Who may do what"): rate-limit keys, locks, queues and
+//! idempotency keys belong to the caller that names them — with a clients file, each API client
+//! (and each anonymous address, when anonymous callers may use them) has its own; a lock's token is
 //! never shown to a `GET`; a rate-limit key cannot be made to outlive
 //! `GATEWAY_RATELIMIT_MAX_TTL_S`. On every backend.
 

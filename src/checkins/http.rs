@@ -24,8 +24,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(day_status))
 }
 
-/// What these routes cost the global limiter beyond 1 (README "Route costs"): stats read one
-/// chunk-day per call, so by the days of the range.
+/// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs"): stats read
+/// one chunk-day per call, so by the days of the range.
 pub const TERMS: &[RouteTerms] = &[RouteTerms::new(
     "GET",
     "/v1/checkins/stats",

@@ -34,8 +34,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 ///
 /// With the global limiter inside this layer, a refused key is not answered here: the request
 /// goes on with a [`BadKey`] mark and no client, so the limiter charges its address first and
-/// then answers the 401 — failed credentials count like any request (README "Who may do
-/// what"), and a guesser is soon answered 429.
+/// then answers the 401 — failed credentials count like any request (docs/clients.md
+/// "Who may do what"), and a guesser is soon answered 429.
 ///
 /// A tower layer rather than an axum `from_fn`, which boxed every request's future and cloned
 /// the boxed inner route once more (issue 19).
@@ -154,9 +154,9 @@ fn client(clients: &Clients, req: &Request) -> Result<Option<Arc<super::Client>>
     clients.find(bytes).map(Some).ok_or(BadKey::Unknown)
 }
 
-/// The namespace of the caller's back-end resources — rate-limit keys, locks, queues (README
-/// "Who may do what"): with a clients file, the API client's, or an anonymous caller's
-/// address when `GATEWAY_ANONYMOUS_BACKEND_ROUTES=on` (else 401); without one, a single
+/// The namespace of the caller's back-end resources — rate-limit keys, locks, queues
+/// (docs/clients.md "Who may do what"): with a clients file, the API client's, or an anonymous
+/// caller's address when `GATEWAY_ANONYMOUS_BACKEND_ROUTES=on` (else 401); without one, a single
 /// namespace shared by every caller, the trusted back end's.
 #[derive(Debug, Clone)]
 pub struct Namespace(Option<String>);

@@ -39,7 +39,7 @@ pub struct Caller {
     /// limiter charges, and the namespace of the caller's own resources.
     pub identity: String,
     /// Whether a clients file is configured: without one there is a single trusted back end,
-    /// and one namespace for everyone (README "Who may do what").
+    /// and one namespace for everyone (docs/clients.md "Who may do what").
     pub clients_configured: bool,
     /// With a clients file, whether anonymous callers may use the back-end routes
     /// (`GATEWAY_ANONYMOUS_BACKEND_ROUTES`).

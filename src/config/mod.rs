@@ -206,8 +206,8 @@ pub struct Config {
     /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
     // Small: any caller can create a filter by naming a new one, and the first layer is
     // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
-    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: README "Abuse
-    // budget"); the filter adds layers as it fills, keeping the error rate.
+    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: docs/performance.md
+    // "Abuse budget"); the filter adds layers as it fills, keeping the error rate.
     #[arg(long, env = "GATEWAY_DEDUP_CAPACITY", default_value_t = 500)]
     pub dedup_capacity: u64,
 

@@ -26,8 +26,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(filter))
 }
 
-/// What these routes cost the global limiter (README "Route costs"): by their body, capped at
-/// the burst, since a filter's layers are allocated by its parameters, not by the batch.
+/// What these routes cost the global limiter (docs/ratelimit.md "Route costs"): by their body,
+/// capped at the burst, since a filter's layers are allocated by its parameters, not by the batch.
 pub const TERMS: &[RouteTerms] = &[
     RouteTerms::new(
         "POST",

@@ -2,7 +2,7 @@
 //! `geo_nearby.lua` (GEOSEARCH, made cheap on dense layers for nearest-first searches; see the
 //! script). On a layer of more than [`SEARCH_MAX_CANDIDATES`] places a search is finished here
 //! instead, counting (`geo_count.lua`) and paging (`geo_scan.lua`) over the cells covering the
-//! area, so no search holds Redis for long (README "Redis time per request").
+//! area, so no search holds Redis for long (docs/performance.md "Redis time per request").
 
 use std::sync::LazyLock;
 

@@ -26,7 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(renew_lock))
 }
 
-/// What these routes declare to the shared layers (README "Route costs"). Lock steps are
+/// What these routes declare to the shared layers (docs/ratelimit.md "Route costs"). Lock steps are
 /// single-key, storing ~250 B per new name (holder and fencing counter): 1 for renew, release
 /// and inspect, and for an acquisition that does not wait. One that waits holds a place among
 /// the lock's waiting acquisitions and a connection (no store connection: it sleeps on a

@@ -31,8 +31,8 @@ use crate::types::Name;
 use crate::wait::{wait_in_room, Look};
 
 /// Acquisitions that may wait (`wait_ms`) on one lock in one gateway process at once; one more
-/// is answered at once, as if its `wait_ms` were 0 (README "Distributed locks"). Per lock name
-/// as the store layer has it, so per lock of each caller where names are caller-scoped.
+/// is answered at once, as if its `wait_ms` were 0 (docs/locks.md "Distributed locks"). Per lock
+/// name as the store layer has it, so per lock of each caller where names are caller-scoped.
 pub const MAX_WAITING_ACQUISITIONS: usize = 64;
 
 /// A held lock.

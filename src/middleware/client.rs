@@ -1,7 +1,7 @@
 //! Who a request comes from: the configured API client, or its address (an IPv4 address or an
 //! IPv6 /64), walking `X-Forwarded-For` only from trusted proxies. The identify layer names
 //! every API request's caller with it once; the global limiter charges that identity, and the
-//! back-end routes use it as the caller's namespace (README "Who may do what").
+//! back-end routes use it as the caller's namespace (docs/clients.md "Who may do what").
 
 use std::net::{IpAddr, SocketAddr};
 

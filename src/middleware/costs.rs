@@ -1,4 +1,4 @@
-//! What a request costs the global limiter (README "Route costs"): the GCRA quantity it
+//! What a request costs the global limiter (docs/ratelimit.md "Route costs"): the GCRA quantity it
 //! spends, known before any store work — from the request line and headers, the body's length,
 //! and for a few routes the fields of their small bodies. Each route states its own rule
 //! beside its handler ([`RouteTerms`], a domain's `TERMS`), put together into one [`Terms`]
@@ -9,9 +9,9 @@
 //! Writes are priced so that no unit adds more than ~1.4 KiB to the store, even in the worst
 //! cases (128-character names, a fresh `Idempotency-Key` per request, a body just under a
 //! pricing step): at the default budget (50 units/s) one client adds at most ~256 MiB an hour
-//! (README "Abuse budget", measured by `tests/abuse_budget.rs`). A read's cost is capped at
-//! the caller's burst, so the largest read still fits an idle bucket; a write whose stored
-//! bytes keep growing with its input is refused (`413`) when it costs more than the burst,
+//! (docs/performance.md "Abuse budget", measured by `tests/abuse_budget.rs`). A read's cost is
+//! capped at the caller's burst, so the largest read still fits an idle bucket; a write whose
+//! stored bytes keep growing with its input is refused (`413`) when it costs more than the burst,
 //! since capping its charge would let it store more than it paid for.
 
 use std::time::Duration;
@@ -120,7 +120,7 @@ impl<'a> Query<'a> {
 /// Units an `Idempotency-Key` adds to any request that sends one: the first reply is kept for
 /// 24 h under the key (~200–600 B with its fingerprint), whatever it was — a refusal, a denied
 /// check or a peek included — so a fresh key per request stores that much more than the
-/// request alone (README "Abuse budget"). The total stays within the caller's burst.
+/// request alone (docs/performance.md "Abuse budget"). The total stays within the caller's burst.
 pub const IDEMPOTENCY_KEY_UNITS: u64 = 1;
 
 /// Every route's terms, put together where the app is composed (`openapi::route_terms`).

@@ -42,8 +42,8 @@ pub const CLAIM_BYTES: u64 = 1024 * 1024;
 /// Jobs one claim call examines at most beyond `max` (those it sends to the dead list).
 pub const DEAD_PER_CLAIM: u32 = 100;
 /// Claims that may wait (`wait_ms`) on one queue in one gateway process at once; one more is
-/// answered at once, as if its `wait_ms` were 0 (README "Delayed queues"). Per queue name as
-/// the store layer has it, so per queue of each caller where names are caller-scoped.
+/// answered at once, as if its `wait_ms` were 0 (docs/queues.md "Delayed queues"). Per queue name
+/// as the store layer has it, so per queue of each caller where names are caller-scoped.
 pub const MAX_WAITING_CLAIMS: usize = 64;
 /// A queue's keys expire this long after the later of their last write and the latest due
 /// time or visibility deadline they hold: an abandoned queue disappears, a delayed job never

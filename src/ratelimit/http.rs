@@ -27,8 +27,8 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(check))
 }
 
-/// What a check costs the global limiter (README "Route costs"): 1, but a `sliding_window`
-/// check stores one sorted-set member (~130 B) per admitted unit, so it costs
+/// What a check costs the global limiter (docs/ratelimit.md "Route costs"): 1, but a
+/// `sliding_window` check stores one sorted-set member (~130 B) per admitted unit, so it costs
 /// 1 + min(quantity, count_per_period) / 8 from its small body, and more than the burst is
 /// refused.
 pub const TERMS: &[RouteTerms] = &[RouteTerms::new(

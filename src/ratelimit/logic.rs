@@ -27,7 +27,8 @@ pub enum WindowKind {
 pub const SLIDING_MAX_COUNT: u64 = 10_000;
 
 /// Largest `quantity` of one sliding-log check: each unit is one ZADD member, and 10,000 in one
-/// script held Redis ~27 ms; 1,000 keep the check near 2 ms (README "Redis time per request").
+/// script held Redis ~27 ms; 1,000 keep the check near 2 ms (docs/performance.md "Redis time per
+/// request").
 pub const SLIDING_MAX_QUANTITY: u64 = 1_000;
 
 /// What the store saw of a window's state in the same atomic step that decided (and made)

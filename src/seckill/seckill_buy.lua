@@ -16,8 +16,8 @@
 --          | {'already_ordered', 'id id ...'}
 --          | {'replay', <one of the above's tag>, <its argument>} | {'key_reused'}
 -- An 'already_ordered' is recorded without its order ids (a user at a per-user limit of
--- 1,000 would make each refused retry store ~17 KB for a day: README "Abuse budget"); its
--- replay reads them again. They only change if an admin raised the limit in between.
+-- 1,000 would make each refused retry store ~17 KB for a day: docs/performance.md "Abuse budget");
+-- its replay reads them again. They only change if an admin raised the limit in between.
 -- A missing voucher or missing field is an answer, never a Lua error.
 local fp = ARGV[4]
 if fp ~= '' then

@@ -1,5 +1,5 @@
-//! The HTTP/1 server loop with the connection guards of README "Connections": a header read
-//! timeout, an idle keep-alive timeout, a cap on concurrent connections and one per peer
+//! The HTTP/1 server loop with the connection guards of docs/operations.md "Behaviour": a header
+//! read timeout, an idle keep-alive timeout, a cap on concurrent connections and one per peer
 //! address, a bound on the request head, then graceful shutdown (stop accepting, let in-flight
 //! requests finish, close idle connections).
 //!

@@ -546,7 +546,8 @@ async fn redisbloom_native_engine() {
 }
 
 /// A first layer bigger than one 2 MiB piece (Redis keeps it as piece keys under the filter's
-/// hash tag, README "Redis time per request") still never forgets an item, on a Cluster too.
+/// hash tag, docs/performance.md "Redis time per request") still never forgets an item, on a
+/// Cluster too.
 async fn big_layers_keep_every_item(backend: Backend) {
     let gw = Gateway::start(backend).await;
     // 3 million items at 1%: a ~3.6 MiB first layer, two pieces.

@@ -739,7 +739,8 @@ fn calls(redis: &crate::common::RedisProcess, command: &str) -> u64 {
 /// The dense-layer shortcut is really taken: one density count and one small search when the
 /// estimate holds enough points (circle or box), widening when it does not, the plain query
 /// for `desc`. On a layer of more than 5,000 places no GEOSEARCH runs at all: the gateway
-/// counts the covering cells and reads a few pages of them (README "Redis time per request").
+/// counts the covering cells and reads a few pages of them (docs/performance.md "Redis time per
+/// request").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_dense_search_takes_the_shortcut() {
     let redis = crate::common::RedisProcess::start(&[], false);

@@ -495,7 +495,7 @@ async fn enqueue_cost_grows_with_payload(backend: Backend) {
             .json(&json!({ "payload": payload }))
             .send()
     };
-    // 3 + body bytes / 1,024 (README "Route costs").
+    // 3 + body bytes / 1,024 (docs/ratelimit.md "Route costs").
     let small = send(json!(1)).await.unwrap();
     assert_eq!((small.status().as_u16(), remaining(&small)), (201, 37));
     // ~20 KiB of payload: 3 + 20,015 / 1,024 = 22 units.

@@ -257,7 +257,8 @@ async fn window_parameters_are_checked(backend: Backend) {
         json!({"algorithm": "sliding_window", "key": key, "max_burst": 1, "count_per_period": 1, "period": 1}),
         json!({"algorithm": "fixed_window", "key": key, "max_burst": 5, "count_per_period": 1, "period": 1}),
         json!({"algorithm": "sliding_window", "key": key, "count_per_period": 10_001, "period": 1}),
-        // One sliding check adds at most 1,000 members (README "Redis time per request").
+        // One sliding check adds at most 1,000 members (docs/performance.md "Redis time per
+        // request").
         json!({"algorithm": "sliding_window", "key": key, "count_per_period": 10_000, "period": 1, "quantity": 1_001}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 0, "period": 1}),
         json!({"algorithm": "fixed_window", "key": key, "count_per_period": 1, "period": 0}),

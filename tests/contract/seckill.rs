@@ -503,9 +503,10 @@ async fn buy_once(gw: &Gateway, v: &str, user: u64, key: &str) -> (u16, bool, Va
     gw.post_once(&path, key, &json!({ "user_id": user })).await
 }
 
-/// README "Retries": a repeat with the same key and body gets the first reply and changes
-/// nothing; the same key with another body is 422; refusals replay too. A purchase's key is
-/// its user's: another user sending the same string buys (or is refused) on its own.
+/// docs/clients.md "Retries: `Idempotency-Key`": a repeat with the same key and body gets the first
+/// reply and changes nothing; the same key with another body is 422; refusals replay too. A
+/// purchase's key is its user's: another user sending the same string buys (or is refused) on its
+/// own.
 async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
     let gw = Gateway::start(backend).await;
     create(&gw, "idem", open(1, 5)).await;

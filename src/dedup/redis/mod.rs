@@ -11,7 +11,7 @@
 //! (the filter expired and was reserved anew, or another gateway reserved it) says so, and the
 //! call is retried once with what it reported.
 //!
-//! No call holds Redis for long (README "Redis time per request"): a batch goes
+//! No call holds Redis for long (docs/performance.md "Redis time per request"): a batch goes
 //! [`lua::items_per_call`] items per script (fewer for tighter error rates), and a layer bigger
 //! than [`LAYER_PIECE_BYTES`] is kept as piece keys `bf:{filter}:<i>:<n>`, built one per
 //! call by `dedup_grow.lua` before a script may use it (the add script stops and says which

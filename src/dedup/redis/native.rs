@@ -19,8 +19,8 @@ use crate::types::Name;
 const NATIVE_FIRST_LAYER_SHARE: f64 = 0.5;
 
 /// Items per `BF.INSERT`/`BF.MEXISTS`, so a 1,000-item batch of 512-byte items is several short
-/// calls, in order (README "Redis time per request"; not measured here: the test server has no
-/// RedisBloom).
+/// calls, in order (docs/performance.md "Redis time per request"; not measured here: the test
+/// server has no RedisBloom).
 const NATIVE_ITEMS_PER_CALL: usize = 128;
 
 impl RedisStore {

@@ -26,12 +26,12 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/v1/geo/{layer}/distance", reserved())
 }
 
-/// What these routes cost the global limiter beyond 1 (README "Route costs").
+/// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs").
 pub const TERMS: &[RouteTerms] = &[
     // A member longer than 64 bytes turns a layer's sorted set from a listpack into a skip
     // list and a hash table (~1.3 KB for a new 128-character layer holding one): a body under
-    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (README "Abuse
-    // budget"). A 1,000-place batch with short names still fits the default burst.
+    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (docs/performance.md
+    // "Abuse budget"). A 1,000-place batch with short names still fits the default burst.
     RouteTerms::new(
         "POST",
         "/v1/geo/{layer}",

@@ -265,7 +265,7 @@ impl Limiter {
     /// the small body of the routes priced by their fields, and from the bytes of a body that
     /// does not state its length (chunked, or HTTP/2 without `content-length`), which is read
     /// here whole — up to the body limit, 413 beyond — so that a body's framing never changes
-    /// its price (README "Route costs"). `Err`: the answer, a 413.
+    /// its price (docs/ratelimit.md "Route costs"). `Err`: the answer, a 413.
     async fn price(
         &self,
         req: Request,

@@ -22,14 +22,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(stats::routes())
 }
 
-/// What these routes declare to the shared layers (README "Route costs").
+/// What these routes declare to the shared layers (docs/ratelimit.md "Route costs").
 pub const TERMS: &[RouteTerms] = &[
     // A job's payload is up to 64 KiB and is stored as sent: ~1 KiB per unit keeps the
     // abuse budget. Its id is stored three times (due set, meta and payload hashes), and one
     // longer than 64 bytes turns all three from listpacks into hash tables and a skip list:
     // a small job with a 128-character id on a new queue stores ~2.5 KB, ~3.4 KB with a
-    // 1,023-byte body, hence the base of 3 (README "Abuse budget"). The largest job (67
-    // units, 68 with an Idempotency-Key) still fits the default burst.
+    // 1,023-byte body, hence the base of 3 (docs/performance.md "Abuse budget"). The largest job
+    // (67 units, 68 with an Idempotency-Key) still fits the default burst.
     RouteTerms::new(
         "POST",
         "/v1/queues/{queue}/jobs",

@@ -23,7 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/v1/uv/merge", get(reserved_page))
 }
 
-/// What these routes cost the global limiter beyond 1 (README "Route costs").
+/// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs").
 pub const TERMS: &[RouteTerms] = &[
     RouteTerms::new(
         "POST",
