@@ -240,6 +240,10 @@ pub type ApiResult<T> = Result<T, ApiError>;
 /// describe the document only; [`ApiError`] is what handlers return.
 #[allow(dead_code)]
 pub mod responses {
+    use std::collections::BTreeMap;
+    use std::marker::PhantomData;
+
+    use utoipa::openapi::{RefOr, Response};
     use utoipa::IntoResponses;
 
     use super::Problem;
@@ -296,6 +300,31 @@ pub mod responses {
     #[derive(Debug, IntoResponses)]
     #[response(status = 422, content_type = "application/problem+json")]
     pub struct Unprocessable(Problem);
+
+    /// Two sets as one, so that operations which fail alike name their failures in one word.
+    /// The sets must not share a status (the second would win).
+    #[derive(Debug)]
+    pub struct And<A, B>(PhantomData<(A, B)>);
+
+    impl<A: IntoResponses, B: IntoResponses> IntoResponses for And<A, B> {
+        fn responses() -> BTreeMap<String, RefOr<Response>> {
+            let mut all = A::responses();
+            all.extend(B::responses());
+            all
+        }
+    }
+
+    /// A read of one named thing, which may not exist.
+    pub type Lookup = And<StoreErrors, NotFound>;
+
+    /// An operation with a JSON body.
+    pub type JsonBody = And<StoreErrors, And<TooLarge, NotJson>>;
+
+    /// A back-end route (see [`NeedsApiKey`]) without a body.
+    pub type Backend = And<StoreErrors, NeedsApiKey>;
+
+    /// A back-end route with a JSON body.
+    pub type BackendJson = And<JsonBody, NeedsApiKey>;
 }
 
 #[cfg(test)]

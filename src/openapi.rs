@@ -85,9 +85,36 @@ pub fn api_router() -> OpenApiRouter<AppState> {
     DOMAINS
         .iter()
         .fold(OpenApiRouter::with_openapi(document), |api, d| {
-            api.merge((d.router)())
+            api.merge(tagged((d.router)(), d.tag.0))
         })
         .merge(crate::clients::router())
+}
+
+/// Files every operation of a domain's router under the domain's tag, so that its handlers do
+/// not each repeat it.
+fn tagged(mut router: OpenApiRouter<AppState>, tag: &str) -> OpenApiRouter<AppState> {
+    for item in router.get_openapi_mut().paths.paths.values_mut() {
+        for operation in operations(item)
+            .into_iter()
+            .filter_map(|(_, op)| op.as_mut())
+        {
+            operation.tags.get_or_insert_with(|| vec![tag.to_owned()]);
+        }
+    }
+    router
+}
+
+/// A path's operations, by method, for the methods this API uses.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> [(&'static str, &mut Option<utoipa::openapi::path::Operation>); 5] {
+    [
+        ("GET", &mut item.get),
+        ("PUT", &mut item.put),
+        ("POST", &mut item.post),
+        ("DELETE", &mut item.delete),
+        ("PATCH", &mut item.patch),
+    ]
 }
 
 /// What every route declares of itself to the shared layers (its limiter cost, how long it may
@@ -128,16 +155,34 @@ impl Modify for GlobalLimitResponses {
         use utoipa::openapi::header::HeaderBuilder;
         use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder, Type};
 
-        let header = |description: &str, kind: Type| {
-            HeaderBuilder::new()
-                .schema(Some(
-                    utoipa::openapi::ObjectBuilder::new()
-                        .schema_type(kind)
-                        .build(),
-                ))
-                .description(Some(description))
-                .build()
-        };
+        let headers = [
+            (
+                "Retry-After",
+                "Seconds until a request fits, rounded up",
+                Type::Integer,
+            ),
+            (
+                "RateLimit",
+                "\"global\";r=<remaining>;t=<seconds to reset>",
+                Type::String,
+            ),
+            (
+                "RateLimit-Policy",
+                "\"global\";q=<limit>;w=<seconds to refill>",
+                Type::String,
+            ),
+            (
+                "RateLimit-Limit",
+                "Requests in a full bucket",
+                Type::Integer,
+            ),
+            ("RateLimit-Remaining", "Requests left now", Type::Integer),
+            (
+                "RateLimit-Reset",
+                "Seconds until the bucket is full again",
+                Type::Integer,
+            ),
+        ];
         let limited = ResponseBuilder::new()
             .description(
                 "Over the client's global budget (when GATEWAY_GLOBAL_LIMIT is on). Every limited \
@@ -148,44 +193,19 @@ impl Modify for GlobalLimitResponses {
                 ContentBuilder::new()
                     .schema(Some(Ref::from_schema_name("Problem")))
                     .build(),
-            )
-            .header(
-                "Retry-After",
-                header("Seconds until a request fits, rounded up", Type::Integer),
-            )
-            .header(
-                "RateLimit",
-                header(
-                    "\"global\";r=<remaining>;t=<seconds to reset>",
-                    Type::String,
-                ),
-            )
-            .header(
-                "RateLimit-Policy",
-                header("\"global\";q=<limit>;w=<seconds to refill>", Type::String),
-            )
-            .header(
-                "RateLimit-Limit",
-                header("Requests in a full bucket", Type::Integer),
-            )
-            .header(
-                "RateLimit-Remaining",
-                header("Requests left now", Type::Integer),
-            )
-            .header(
-                "RateLimit-Reset",
-                header("Seconds until the bucket is full again", Type::Integer),
-            )
+            );
+        let limited = headers
+            .into_iter()
+            .fold(limited, |response, (name, description, kind)| {
+                let schema = utoipa::openapi::ObjectBuilder::new().schema_type(kind);
+                let header = HeaderBuilder::new()
+                    .schema(Some(schema.build()))
+                    .description(Some(description));
+                response.header(name, header.build())
+            })
             .build();
         for (path, item) in &mut openapi.paths.paths {
-            let operations = [
-                ("GET", &mut item.get),
-                ("PUT", &mut item.put),
-                ("POST", &mut item.post),
-                ("DELETE", &mut item.delete),
-                ("PATCH", &mut item.patch),
-            ];
-            for (method, operation) in operations {
+            for (method, operation) in operations(item) {
                 let Some(operation) = operation else { continue };
                 operation
                     .responses

@@ -79,6 +79,30 @@ pub struct Idempotency {
 /// How long the first reply to an idempotent write is kept (docs/api.md: 24 h).
 pub const IDEMPOTENCY_SECS: u64 = 86_400;
 
+impl Idempotency {
+    /// What a write under this key comes to when the key already holds an outcome, recorded
+    /// with `fingerprint`: that outcome for the same request, [`Once::KeyReused`] for another.
+    pub fn replay<T>(&self, fingerprint: &str, first: T) -> Once<T> {
+        if fingerprint == self.fingerprint {
+            Once::Replayed(first)
+        } else {
+            Once::KeyReused
+        }
+    }
+
+    /// The key of `idem` as a store key's last part: empty without one (scripts then skip it).
+    pub fn key_of(idem: Option<&Self>) -> &str {
+        idem.map_or("", |i| i.key.as_str())
+    }
+
+    /// A script's last two arguments for `idem`: its fingerprint (empty without one) and how
+    /// long the outcome is kept.
+    pub fn script_args(idem: Option<&Self>) -> [String; 2] {
+        let fingerprint = idem.map_or_else(String::new, |i| i.fingerprint.clone());
+        [fingerprint, IDEMPOTENCY_SECS.to_string()]
+    }
+}
+
 /// What an idempotent write came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Once<T> {

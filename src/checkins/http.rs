@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
 use crate::auth::Acting;
-use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable, UserAuth};
+use crate::error::responses::{JsonBody, StoreErrors, Unprocessable, UserAuth};
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, OptionalJson};
 use crate::middleware::costs::{Query, RouteTerms, Rule};
@@ -68,20 +68,10 @@ struct CheckInReply {
 /// The body is optional: none, `{}` or `{"date": "YYYY-MM-DD"}`. A future date, or one older
 /// than the retention, is 422.
 #[utoipa::path(
-    post,
-    path = "/v1/checkins/{user_id}",
-    operation_id = "checkIn",
-    tag = "checkins",
+    post, path = "/v1/checkins/{user_id}", operation_id = "checkIn",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42)),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
-    responses(
-        UserAuth,
-        (status = 200, body = CheckInReply),
-        StoreErrors,
-        TooLarge,
-        NotJson,
-        Unprocessable,
-    )
+    responses(JsonBody, UserAuth, Unprocessable, (status = 200, body = CheckInReply))
 )]
 async fn check_in(
     State(state): State<AppState>,
@@ -130,16 +120,9 @@ struct MonthView {
 
 /// A user's calendar and streaks for one month.
 #[utoipa::path(
-    get,
-    path = "/v1/checkins/{user_id}",
-    operation_id = "checkinMonth",
-    tag = "checkins",
+    get, path = "/v1/checkins/{user_id}", operation_id = "checkinMonth",
     params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42), MonthQuery),
-    responses(
-        UserAuth,
-        (status = 200, body = MonthView),
-        StoreErrors,
-    )
+    responses(UserAuth, (status = 200, body = MonthView), StoreErrors)
 )]
 async fn month_view(
     State(state): State<AppState>,
@@ -181,19 +164,12 @@ struct DayStatus {
 
 /// Whether a user checked in on one day.
 #[utoipa::path(
-    get,
-    path = "/v1/checkins/{user_id}/{date}",
-    operation_id = "checkinDay",
-    tag = "checkins",
+    get, path = "/v1/checkins/{user_id}/{date}", operation_id = "checkinDay",
     params(
         ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
         ("date" = String, Path, format = Date, description = "YYYY-MM-DD", example = "2026-11-21"),
     ),
-    responses(
-        UserAuth,
-        (status = 200, body = DayStatus),
-        StoreErrors,
-    )
+    responses(UserAuth, (status = 200, body = DayStatus), StoreErrors)
 )]
 async fn day_status(
     State(state): State<AppState>,
@@ -246,15 +222,9 @@ struct Stats {
 
 /// Daily active counts and cohort counts (AND / OR) over a range of at most 92 days.
 #[utoipa::path(
-    get,
-    path = "/v1/checkins/stats",
-    operation_id = "checkinStats",
-    tag = "checkins",
+    get, path = "/v1/checkins/stats", operation_id = "checkinStats",
     params(StatsQuery),
-    responses(
-        (status = 200, body = Stats),
-        StoreErrors,
-    )
+    responses((status = 200, body = Stats), StoreErrors)
 )]
 async fn stats(
     State(state): State<AppState>,

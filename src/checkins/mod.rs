@@ -59,12 +59,8 @@ crate::store::store_trait! {
         /// reports whether it was set before, the month's count and the current streak as of
         /// `cal.today` — computed next to the data, so a check-in moves three numbers, not a year of
         /// bitmaps. `day` must be writable (see [`Calendar::writable`]).
-        async fn checkin_record(
-            &self,
-            user: UserId,
-            day: Day,
-            cal: &Calendar,
-        ) -> Result<CheckIn, StoreError> = "checkins.check_in";
+        async fn checkin_record(&self, user: UserId, day: Day, cal: &Calendar)
+            -> Result<CheckIn, StoreError> = "checkins.check_in";
         /// Bitmasks of `months` for `user`, in order; a missing month is 0.
         async fn checkin_months(&self, user: UserId, months: &[Month]) -> Result<Vec<u32>, StoreError> = "checkins.months";
         /// Daily counts, AND and OR over `days` (at most [`MAX_STATS_DAYS`]).

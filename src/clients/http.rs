@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 
 use super::{Caller, Clients, Limits};
 use crate::error::ApiError;
+use crate::extract::ApiPath;
 use crate::middleware::ClientKey;
 use crate::state::AppState;
 use crate::types::Name;
@@ -188,6 +189,26 @@ impl<S: Send + Sync> FromRequestParts<S> for Namespace {
             ));
         }
         Ok(Self(Some(caller.identity.clone())))
+    }
+}
+
+/// A back-end resource named by the route's one path segment: the name as the caller gave it
+/// (for answers) and as the store keys it for this caller ([`Namespace::scope`]). The caller
+/// is checked before the path, as when a handler takes both.
+#[derive(Debug)]
+pub struct ScopedName {
+    pub name: Name,
+    pub scoped: Name,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ScopedName {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let namespace = Namespace::from_request_parts(parts, state).await?;
+        let ApiPath(name) = ApiPath::<Name>::from_request_parts(parts, state).await?;
+        let scoped = namespace.scope(&name);
+        Ok(Self { name, scoped })
     }
 }
 

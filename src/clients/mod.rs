@@ -8,7 +8,7 @@
 
 mod http;
 
-pub use http::{router, BadKey, IdentifyLayer, Namespace};
+pub use http::{router, BadKey, IdentifyLayer, Namespace, ScopedName};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

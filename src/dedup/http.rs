@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::logic::{self, Params};
 use super::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{Lookup, StoreErrors, TooLarge, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
@@ -178,10 +178,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
 /// 201 when new, 200 when it exists with the same parameters, 409 `conflict` (with the
 /// existing `capacity` and `error_rate`) when it exists with different ones.
 #[utoipa::path(
-    put,
-    path = "/v1/dedup/{filter}",
-    operation_id = "dedupReserve",
-    tag = "dedup",
+    put, path = "/v1/dedup/{filter}", operation_id = "dedupReserve",
     security(("admin" = [])),
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ReserveBody,
@@ -227,16 +224,9 @@ async fn reserve(
 
 /// A filter's parameters, item count and size.
 #[utoipa::path(
-    get,
-    path = "/v1/dedup/{filter}",
-    operation_id = "dedupInfo",
-    tag = "dedup",
+    get, path = "/v1/dedup/{filter}", operation_id = "dedupInfo",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
-    responses(
-        (status = 200, body = FilterView),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 200, body = FilterView), Lookup)
 )]
 async fn info(
     State(state): State<AppState>,
@@ -274,18 +264,10 @@ struct AddReply {
 ///
 /// An item repeated within the batch is `added` at most once, at its first position.
 #[utoipa::path(
-    post,
-    path = "/v1/dedup/{filter}/items",
-    operation_id = "dedupAdd",
-    tag = "dedup",
+    post, path = "/v1/dedup/{filter}/items", operation_id = "dedupAdd",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
-    responses(
-        (status = 200, body = AddReply),
-        FilterFull,
-        StoreErrors,
-        TooLarge,
-    )
+    responses((status = 200, body = AddReply), FilterFull, StoreErrors, TooLarge)
 )]
 async fn add(
     State(state): State<AppState>,
@@ -319,17 +301,10 @@ struct DedupCheckReply {
 
 /// Check whether items were seen. Writes nothing (an unknown filter has seen nothing).
 #[utoipa::path(
-    post,
-    path = "/v1/dedup/{filter}/check",
-    operation_id = "dedupCheck",
-    tag = "dedup",
+    post, path = "/v1/dedup/{filter}/check", operation_id = "dedupCheck",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
-    responses(
-        (status = 200, body = DedupCheckReply),
-        StoreErrors,
-        TooLarge,
-    )
+    responses((status = 200, body = DedupCheckReply), StoreErrors, TooLarge)
 )]
 async fn check(
     State(state): State<AppState>,
@@ -377,18 +352,10 @@ struct FilterReply {
 
 /// Keep only the items not seen before; with `mark_seen`, record them too.
 #[utoipa::path(
-    post,
-    path = "/v1/dedup/{filter}/filter",
-    operation_id = "dedupFilter",
-    tag = "dedup",
+    post, path = "/v1/dedup/{filter}/filter", operation_id = "dedupFilter",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = FilterBody,
-    responses(
-        (status = 200, body = FilterReply),
-        FilterFull,
-        StoreErrors,
-        TooLarge,
-    )
+    responses((status = 200, body = FilterReply), FilterFull, StoreErrors, TooLarge)
 )]
 async fn filter(
     State(state): State<AppState>,

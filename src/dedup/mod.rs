@@ -104,27 +104,15 @@ crate::store::store_trait! {
     /// What a dedup backend must do. Every method is one logical store operation.
     pub(crate) trait DedupStore {
         /// Creates `filter` with `params` unless it exists.
-        async fn dedup_reserve(
-            &self,
-            filter: &Name,
-            params: Params,
-            policy: Policy,
-        ) -> Result<Reserved, StoreError> = "dedup.reserve_filter";
+        async fn dedup_reserve(&self, filter: &Name, params: Params, policy: Policy)
+            -> Result<Reserved, StoreError> = "dedup.reserve_filter";
         /// Adds `items` in order, creating the filter with the defaults on first use.
-        async fn dedup_add(
-            &self,
-            filter: &Name,
-            items: &[String],
-            policy: Policy,
-        ) -> Result<Added, StoreError> = "dedup.add_to_filter";
+        async fn dedup_add(&self, filter: &Name, items: &[String], policy: Policy)
+            -> Result<Added, StoreError> = "dedup.add_to_filter";
         /// Per item: whether it may have been added (false: definitely not). An unknown filter
         /// has seen nothing and is not created.
-        async fn dedup_check(
-            &self,
-            filter: &Name,
-            items: &[String],
-            policy: Policy,
-        ) -> Result<Vec<bool>, StoreError> = "dedup.check_in_filter";
+        async fn dedup_check(&self, filter: &Name, items: &[String], policy: Policy)
+            -> Result<Vec<bool>, StoreError> = "dedup.check_in_filter";
         /// The filter's parameters and size, or `None` when it does not exist.
         async fn dedup_info(&self, filter: &Name) -> Result<Option<FilterInfo>, StoreError> = "dedup.filter_info";
         /// The engine new filters get on this store (detected once on Redis), for `/readyz`.

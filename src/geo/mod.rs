@@ -176,29 +176,17 @@ crate::store::store_trait! {
         /// Adds or moves every place in order and keeps the layer until `bound.expire_at`; returns
         /// how many members were new, or [`LayerFull`] (and writes nothing) when the new members
         /// would take the layer past `bound.max_places`.
-        async fn geo_put_many(
-            &self,
-            layer: &Name,
-            places: &[Place],
-            bound: LayerBound,
-        ) -> Result<Result<u64, LayerFull>, StoreError> = "geo.geo_put_many";
+        async fn geo_put_many(&self, layer: &Name, places: &[Place], bound: LayerBound)
+            -> Result<Result<u64, LayerFull>, StoreError> = "geo.geo_put_many";
         /// The stored 52-bit geohash of `member`, if present.
         async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> = "geo.geo_get";
         /// Removes `member`; true when it was there.
         async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> = "geo.geo_remove";
         /// Distance between two members in `unit` (4 decimals), or None when either is missing.
-        async fn geo_distance(
-            &self,
-            layer: &Name,
-            from: &Name,
-            to: &Name,
-            unit: Unit,
-        ) -> Result<Option<f64>, StoreError> = "geo.geo_distance";
+        async fn geo_distance(&self, layer: &Name, from: &Name, to: &Name, unit: Unit)
+            -> Result<Option<f64>, StoreError> = "geo.geo_distance";
         /// Runs a search; a search around a member the layer does not hold is [`UnknownCentre`].
-        async fn geo_search(
-            &self,
-            layer: &Name,
-            search: &Search,
-        ) -> Result<Result<Found, UnknownCentre>, StoreError> = "geo.geo_search";
+        async fn geo_search(&self, layer: &Name, search: &Search)
+            -> Result<Result<Found, UnknownCentre>, StoreError> = "geo.geo_search";
     }
 }

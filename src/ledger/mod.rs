@@ -131,22 +131,13 @@ crate::store::store_trait! {
         /// Counts one refusal of each entry's row (`reason` is a code); an entry refused
         /// `max_attempts` times is copied to the dead-letter stream and acked, in one step.
         /// Returns how many were dead-lettered.
-        async fn ledger_refuse(
-            &self,
-            voucher: &Name,
-            ids: &[Seq],
-            reason: &str,
-            max_attempts: u64,
-        ) -> Result<u64, StoreError> = "ledger.refuse";
+        async fn ledger_refuse(&self, voucher: &Name, ids: &[Seq], reason: &str, max_attempts: u64)
+            -> Result<u64, StoreError> = "ledger.refuse";
         /// Pending, undelivered and dead-lettered entries of one voucher.
         async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> = "ledger.backlog";
         /// Up to `limit` dead letters of `voucher` after `after`, oldest first.
-        async fn ledger_dead_letters(
-            &self,
-            voucher: &Name,
-            after: Option<Seq>,
-            limit: usize,
-        ) -> Result<Vec<DeadLetter>, StoreError> = "ledger.dead_letters";
+        async fn ledger_dead_letters(&self, voucher: &Name, after: Option<Seq>, limit: usize)
+            -> Result<Vec<DeadLetter>, StoreError> = "ledger.dead_letters";
         /// Removes dead letters (by their dead-letter ids) once their orders are in the ledger.
         async fn ledger_forget_dead(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> = "ledger.forget_dead";
     }

@@ -268,18 +268,16 @@ impl Keys {
 #[cfg(test)]
 mod key_tests {
     use super::*;
-    use crate::store::keys::hash_tag;
+    use crate::store::keys::assert_one_slot;
 
     #[test]
     fn the_ledgers_keys_share_the_order_streams_slot() {
-        let keys = Keys::new("gw:");
-        let v = Name::try_from("v1".to_owned()).unwrap();
+        let (keys, v) = (Keys::new("gw:"), Name::try_from("v1".to_owned()).unwrap());
         let all = [
-            keys.voucher_orders(&v),
             keys.voucher_dead_letters(&v),
             keys.voucher_ledger_attempts(&v),
+            keys.voucher_orders(&v),
         ];
-        assert_eq!(all[1], "gw:sk:{v1}:dead");
-        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
+        assert_one_slot("v1", "gw:sk:{v1}:dead", &all);
     }
 }

@@ -12,10 +12,10 @@ use utoipa_axum::routes;
 
 use super::logic::{MAX_WAIT_MS, TTL_MS};
 use super::{acquire, Attempt, Lock, LockStore};
-use crate::clients::Namespace;
-use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
+use crate::clients::ScopedName;
+use crate::error::responses::{Backend, BackendJson};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{ApiJson, ApiQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, rfc3339, Name};
@@ -167,26 +167,19 @@ fn lost(name: &Name) -> ApiError {
 /// all of them. At most 64 acquisitions wait on one lock in one gateway instance; one arriving
 /// past that is answered at once, as if its `wait_ms` were 0.
 #[utoipa::path(
-    post,
-    path = "/v1/locks/{name}",
-    operation_id = "locksAcquire",
-    tag = "locks",
+    post, path = "/v1/locks/{name}", operation_id = "locksAcquire",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
     request_body = AcquireLock,
     responses(
         (status = 200, body = LockView, description = "Acquired (or extended by its holder)"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`lock_held`: another owner holds it (after `wait_ms`, or at once when 64 acquisitions already wait on the lock here); `retry_after_ms` says for how long"),
-        StoreErrors,
-        TooLarge,
-        NotJson,
-        NeedsApiKey,
+        BackendJson,
     )
 )]
 async fn acquire_lock(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(name): ApiPath<Name>,
+    lock: ScopedName,
     ApiJson(body): ApiJson<AcquireLock>,
 ) -> ApiResult<Json<LockView>> {
     ttl(body.ttl_ms)?;
@@ -197,9 +190,9 @@ async fn acquire_lock(
         )));
     }
     let wait = Duration::from_millis(body.wait_ms);
-    let held = namespace.scope(&name);
-    match acquire(&state.store, &held, &body.owner, body.ttl_ms, wait).await? {
-        Attempt::Acquired(lock) => Ok(view(name, lock)),
+    let name = lock.name;
+    match acquire(&state.store, &lock.scoped, &body.owner, body.ttl_ms, wait).await? {
+        Attempt::Acquired(held) => Ok(view(name, held)),
         Attempt::Held { retry_after_ms } => {
             let mut extra = serde_json::Map::new();
             extra.insert("retry_after_ms".to_owned(), retry_after_ms.into());
@@ -214,96 +207,74 @@ async fn acquire_lock(
 
 /// Renew a lock still held by this owner and token.
 #[utoipa::path(
-    post,
-    path = "/v1/locks/{name}/renew",
-    operation_id = "locksRenew",
-    tag = "locks",
+    post, path = "/v1/locks/{name}/renew", operation_id = "locksRenew",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
     request_body = RenewLock,
     responses(
         (status = 200, body = LockView, description = "Extended: the lease now ends `ttl_ms` from now"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`lock_lost`: released, expired, or held by someone else"),
-        StoreErrors,
-        TooLarge,
-        NotJson,
-        NeedsApiKey,
+        BackendJson,
     )
 )]
 async fn renew_lock(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(name): ApiPath<Name>,
+    lock: ScopedName,
     ApiJson(body): ApiJson<RenewLock>,
 ) -> ApiResult<Json<LockView>> {
     ttl(body.ttl_ms)?;
     match state
         .store
-        .lock_renew(
-            &namespace.scope(&name),
-            &body.owner,
-            body.token,
-            body.ttl_ms,
-        )
+        .lock_renew(&lock.scoped, &body.owner, body.token, body.ttl_ms)
         .await?
     {
-        Some(lock) => Ok(view(name, lock)),
-        None => Err(lost(&name)),
+        Some(held) => Ok(view(lock.name, held)),
+        None => Err(lost(&lock.name)),
     }
 }
 
 /// Release a lock, only by its holder (compare-and-delete in one step).
 #[utoipa::path(
-    delete,
-    path = "/v1/locks/{name}",
-    operation_id = "locksRelease",
-    tag = "locks",
+    delete, path = "/v1/locks/{name}", operation_id = "locksRelease",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily"), ReleaseQuery),
     responses(
         (status = 204, description = "Released; waiting acquirers are woken"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`lock_lost`: not held by this owner and token"),
-        StoreErrors,
-        NeedsApiKey,
+        Backend,
     )
 )]
 async fn release_lock(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(name): ApiPath<Name>,
+    lock: ScopedName,
     ApiQuery(q): ApiQuery<ReleaseQuery>,
 ) -> ApiResult<StatusCode> {
-    let held = namespace.scope(&name);
-    if state.store.lock_release(&held, &q.owner, q.token).await? {
+    if state
+        .store
+        .lock_release(&lock.scoped, &q.owner, q.token)
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(lost(&name))
+        Err(lost(&lock.name))
     }
 }
 
 /// Who holds a lock, and until when (never its fencing token).
 #[utoipa::path(
-    get,
-    path = "/v1/locks/{name}",
-    operation_id = "locksInspect",
-    tag = "locks",
+    get, path = "/v1/locks/{name}", operation_id = "locksInspect",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
-    responses(
-        (status = 200, body = LockState, description = "The holder, if any"),
-        StoreErrors,
-        NeedsApiKey,
-    )
+    responses((status = 200, body = LockState, description = "The holder, if any"), Backend)
 )]
 async fn inspect_lock(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(name): ApiPath<Name>,
+    lock: ScopedName,
 ) -> ApiResult<Json<LockState>> {
-    let lock = state.store.lock_inspect(&namespace.scope(&name)).await?;
+    let held = state.store.lock_inspect(&lock.scoped).await?;
     Ok(Json(LockState {
-        name,
-        held: lock.is_some(),
-        owner: lock.as_ref().map(|l| l.owner.clone()),
-        expires_at: lock.map(|l| rfc3339(l.expires_at_ms)),
+        name: lock.name,
+        held: held.is_some(),
+        owner: held.as_ref().map(|l| l.owner.clone()),
+        expires_at: held.map(|l| rfc3339(l.expires_at_ms)),
     }))
 }

@@ -59,20 +59,11 @@ crate::store::store_trait! {
     pub(crate) trait LockStore {
         /// `SET NX PX` with a fresh fencing token, or an extension (same token) when `owner`
         /// already holds it.
-        async fn lock_acquire(
-            &self,
-            name: &Name,
-            owner: &Name,
-            ttl_ms: u64,
-        ) -> Result<Attempt, StoreError> = "locks.acquire";
+        async fn lock_acquire(&self, name: &Name, owner: &Name, ttl_ms: u64)
+            -> Result<Attempt, StoreError> = "locks.acquire";
         /// Extends the lease when `owner` and `token` still hold it; `None` when they do not.
-        async fn lock_renew(
-            &self,
-            name: &Name,
-            owner: &Name,
-            token: u64,
-            ttl_ms: u64,
-        ) -> Result<Option<Lock>, StoreError> = "locks.renew";
+        async fn lock_renew(&self, name: &Name, owner: &Name, token: u64, ttl_ms: u64)
+            -> Result<Option<Lock>, StoreError> = "locks.renew";
         /// Deletes the lock when `owner` and `token` still hold it (and wakes its waiters);
         /// `false` when they do not.
         async fn lock_release(&self, name: &Name, owner: &Name, token: u64)

@@ -214,23 +214,21 @@ mod tests {
     use super::*;
 
     // The composed routes' own terms, through the same calls the limiter makes.
-    fn cost(
-        method: &str,
-        route: &str,
-        query: Option<&str>,
-        content_length: Option<u64>,
-        body: Option<&[u8]>,
-        limit: u64,
-    ) -> Charge {
-        crate::openapi::route_terms().cost(method, route, query, content_length, body, limit)
+    fn terms() -> &'static Terms {
+        crate::openapi::route_terms()
     }
 
     fn needs_body(method: &str, route: &str) -> bool {
-        crate::openapi::route_terms().needs_body(method, route)
+        terms().needs_body(method, route)
+    }
+
+    /// A POST of `body` (its length unsaid, as with chunked transfer).
+    fn posted(route: &str, body: &str, limit: u64) -> Charge {
+        terms().cost("POST", route, None, None, Some(body.as_bytes()), limit)
     }
 
     fn units(method: &str, route: &str, query: Option<&str>, len: Option<u64>, limit: u64) -> u64 {
-        match cost(method, route, query, len, None, limit) {
+        match terms().cost(method, route, query, len, None, limit) {
             Charge::Units(n) => n,
             other => panic!("{method} {route}: {other:?}"),
         }
@@ -274,62 +272,38 @@ mod tests {
             units("GET", "/v1/geo/{layer}/nearby", nearby, None, 101),
             11
         );
-        let check = |body: &str| {
-            cost(
-                "POST",
-                "/v1/ratelimit/check",
-                None,
-                None,
-                Some(body.as_bytes()),
-                101,
-            )
+        let too_costly = Charge::TooCostly {
+            cost: 626,
+            limit: 101,
         };
-        assert_eq!(
-            check(
-                r#"{"key":"k","max_burst":1,"count_per_period":5000,"period":1,"quantity":5000}"#
+        for (body, charge) in [
+            (
+                r#"{"key":"k","max_burst":1,"count_per_period":5000,"period":1,"quantity":5000}"#,
+                Charge::Units(1),
             ),
-            Charge::Units(1)
-        );
-        assert_eq!(
-            check(
-                r#"{"algorithm":"fixed_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#
+            (
+                r#"{"algorithm":"fixed_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#,
+                Charge::Units(1),
             ),
-            Charge::Units(1)
-        );
-        assert_eq!(
-            check(
-                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":600}"#
+            (
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":600}"#,
+                Charge::Units(76),
             ),
-            Charge::Units(76)
-        );
-        assert_eq!(
-            check(
-                r#"{"algorithm":"sliding_window","key":"k","count_per_period":100,"period":1,"quantity":5000}"#
+            (
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":100,"period":1,"quantity":5000}"#,
+                Charge::Units(13),
             ),
-            Charge::Units(13)
-        );
-        assert_eq!(
-            check(
-                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#
+            (
+                r#"{"algorithm":"sliding_window","key":"k","count_per_period":5000,"period":1,"quantity":5000}"#,
+                too_costly,
             ),
-            Charge::TooCostly {
-                cost: 626,
-                limit: 101
-            }
-        );
+        ] {
+            assert_eq!(posted("/v1/ratelimit/check", body, 101), charge, "{body}");
+        }
         let enqueue = "/v1/queues/{queue}/jobs";
         assert_eq!(units("POST", enqueue, None, Some(60), 101), 3);
         assert_eq!(units("POST", enqueue, None, Some(64 * 1024 + 60), 101), 67);
-        let claim = |body: &str, limit| {
-            cost(
-                "POST",
-                "/v1/queues/{queue}/claim",
-                None,
-                None,
-                Some(body.as_bytes()),
-                limit,
-            )
-        };
+        let claim = |body: &str, limit| posted("/v1/queues/{queue}/claim", body, limit);
         assert!(needs_body("POST", "/v1/queues/{queue}/claim"));
         assert_eq!(
             claim("", 101),
@@ -363,16 +337,7 @@ mod tests {
 
     #[test]
     fn a_lock_acquisition_pays_for_the_time_it_may_wait() {
-        let acquire = |body: &str, limit| {
-            cost(
-                "POST",
-                "/v1/locks/{name}",
-                None,
-                None,
-                Some(body.as_bytes()),
-                limit,
-            )
-        };
+        let acquire = |body: &str, limit| posted("/v1/locks/{name}", body, limit);
         assert!(needs_body("POST", "/v1/locks/{name}"));
         assert!(!needs_body("POST", "/v1/locks/{name}/renew"));
         let lock = r#"{"owner":"w","ttl_ms":30000"#;
@@ -408,7 +373,7 @@ mod tests {
 
     #[test]
     fn writes_whose_bytes_grow_with_the_input_are_refused_above_the_burst() {
-        let geo = |len| cost("POST", "/v1/geo/{layer}", None, Some(len), None, 100);
+        let geo = |len| terms().cost("POST", "/v1/geo/{layer}", None, Some(len), None, 100);
         assert_eq!(geo(50_000), Charge::Units(99));
         assert_eq!(
             geo(60_000),
@@ -417,16 +382,7 @@ mod tests {
                 limit: 100
             }
         );
-        let merge = |body: &str| {
-            cost(
-                "POST",
-                "/v1/uv/merge",
-                None,
-                None,
-                Some(body.as_bytes()),
-                100,
-            )
-        };
+        let merge = |body: &str| posted("/v1/uv/merge", body, 100);
         assert!(needs_body("POST", "/v1/uv/merge"));
         assert!(!needs_body("POST", "/v1/uv/{page}"));
         let days = |n: i64| {

@@ -127,11 +127,7 @@ impl QueueStore for MemoryStore {
             }
             if let Some(idem) = idem {
                 if let Some(first) = q.replies.get(&idem.key).filter(|r| r.expires_at > now) {
-                    return Ok(if first.fingerprint == idem.fingerprint {
-                        Once::Replayed(first.outcome.clone())
-                    } else {
-                        Once::KeyReused
-                    });
+                    return Ok(idem.replay(&first.fingerprint, first.outcome.clone()));
                 }
             }
             let outcome = if let Some(existing) = q.jobs.get(&job.id) {

@@ -168,23 +168,15 @@ crate::store::store_trait! {
         /// Moves lapsed claims back (at most [`LAPSED_PER_CLAIM`]), then claims up to `max` due
         /// jobs oldest first for `visibility_ms`, sending those that used up their attempts to
         /// the dead list instead.
-        async fn queue_claim(
-            &self,
-            queue: &Name,
-            max: u32,
-            visibility_ms: u64,
-        ) -> Result<Claim, StoreError> = "queues.claim";
+        async fn queue_claim(&self, queue: &Name, max: u32, visibility_ms: u64)
+            -> Result<Claim, StoreError> = "queues.claim";
         async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> = "queues.ack";
         async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> = "queues.cancel";
         async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> = "queues.stats";
         /// Up to `limit` dead jobs after `after`, oldest death first, stopping early past
         /// [`CLAIM_BYTES`] of payloads.
-        async fn queue_dead(
-            &self,
-            queue: &Name,
-            after: Option<u64>,
-            limit: usize,
-        ) -> Result<Vec<DeadJob>, StoreError> = "queues.dead";
+        async fn queue_dead(&self, queue: &Name, after: Option<u64>, limit: usize)
+            -> Result<Vec<DeadJob>, StoreError> = "queues.dead";
         /// The room of the claims waiting on `queue` in this process, which enqueues to it tell.
         async fn queue_bell(&self, queue: &Name) -> Bell = _;
     }

@@ -9,9 +9,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT, SLIDING_MAX_QUANTITY};
-use super::{Bucket, RateLimitStore};
+use super::{Bucket, RateLimitStore, Spend};
 use crate::clients::Namespace;
-use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
+use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{idempotency_key_doc, replayed, ApiJson, IdempotencyKey};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
@@ -139,20 +139,14 @@ struct RateLimitDecision {
 /// decision again (with `Idempotency-Replayed: true`) and spends nothing; the same key with
 /// another check is 422.
 #[utoipa::path(
-    post,
-    path = "/v1/ratelimit/check",
-    operation_id = "ratelimitCheck",
-    tag = "ratelimit",
+    post, path = "/v1/ratelimit/check", operation_id = "ratelimitCheck",
     params(("Idempotency-Key" = Option<String>, Header, description = idempotency_key_doc!())),
     request_body = RateLimitCheck,
     responses(
         (status = 200, body = RateLimitDecision, description = "The decision, allowed or denied"),
-        StoreErrors,
-        TooLarge,
-        NotJson,
+        BackendJson,
         (status = 422, body = crate::error::Problem, content_type = "application/problem+json",
             description = "`unprocessable`: the Idempotency-Key was used for another check"),
-        NeedsApiKey,
     )
 )]
 async fn check(
@@ -220,7 +214,14 @@ async fn check(
     let quantity = body.quantity;
     match state
         .store
-        .ratelimit_window_once(&body.key, &window, quantity, idem.as_ref())
+        .ratelimit_window_once(
+            &body.key,
+            Spend {
+                limit: &window,
+                quantity,
+                idem: idem.as_ref(),
+            },
+        )
         .await?
     {
         Once::Now(seen) => Ok(reply(window.decide(quantity, &seen))),
@@ -265,7 +266,14 @@ async fn gcra_check(
     });
     match state
         .store
-        .ratelimit_throttle_once(&Bucket::Key(body.key), &gcra, body.quantity, idem.as_ref())
+        .ratelimit_throttle_once(
+            &Bucket::Key(body.key),
+            Spend {
+                limit: &gcra,
+                quantity: body.quantity,
+                idem: idem.as_ref(),
+            },
+        )
         .await?
     {
         Once::Now(decision) => Ok(reply(decision)),

@@ -4,12 +4,12 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
-use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::ratelimit::{Bucket, RateLimitStore, Spend};
 use crate::store::budget::BudgetStore;
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
+use crate::types::{Name, Once, IDEMPOTENCY_SECS};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -64,20 +64,20 @@ impl RateLimitStore for MemoryStore {
     async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
-        gcra: &Gcra,
-        quantity: u64,
-        idem: Option<&Idempotency>,
+        spend: Spend<'_, Gcra>,
     ) -> Result<Once<Decision>, StoreError> {
         let mut s = self.state(&STATE);
         let now = now_us(self);
+        let Spend {
+            limit: gcra,
+            quantity,
+            idem,
+        } = spend;
         if let Some(idem) = idem {
             let key = (bucket.clone(), idem.key.clone());
             if let Some(first) = s.replies.get(&key).filter(|r| r.expires_at > now) {
-                return Ok(if first.fingerprint == idem.fingerprint {
-                    Once::Replayed(logic::decide(gcra, quantity, first.now, first.stored))
-                } else {
-                    Once::KeyReused
-                });
+                let decision = logic::decide(gcra, quantity, first.now, first.stored);
+                return Ok(idem.replay(&first.fingerprint, decision));
             }
         }
         // An entry past its expiry is a missing key, as on Redis, even before the purge runs.
@@ -114,20 +114,19 @@ impl RateLimitStore for MemoryStore {
     async fn ratelimit_window_once(
         &self,
         key: &Name,
-        window: &Window,
-        quantity: u64,
-        idem: Option<&Idempotency>,
+        spend: Spend<'_, Window>,
     ) -> Result<Once<WindowSeen>, StoreError> {
         let mut s = self.state(&STATE);
         let now = now_us(self);
+        let Spend {
+            limit: window,
+            quantity,
+            idem,
+        } = spend;
         if let Some(idem) = idem {
             let at = (key.clone(), window.kind, idem.key.clone());
             if let Some((fp, seen, _)) = s.window_replies.get(&at).filter(|r| r.2 > now) {
-                return Ok(if *fp == idem.fingerprint {
-                    Once::Replayed(*seen)
-                } else {
-                    Once::KeyReused
-                });
+                return Ok(idem.replay(fp, *seen));
             }
         }
         let slot = (key.clone(), window.kind);

@@ -30,33 +30,31 @@ pub enum Bucket {
     Client(String),
 }
 
+/// One spend on a limit (a GCRA or a window): how many units, under which idempotency key.
+#[derive(Debug, Clone, Copy)]
+pub struct Spend<'a, L> {
+    pub limit: &'a L,
+    pub quantity: u64,
+    pub idem: Option<&'a Idempotency>,
+}
+
 crate::store::store_trait! {
     /// What a rate-limit backend must do: one atomic GCRA step per call.
     pub(crate) trait RateLimitStore {
-        /// Spends `quantity` units of `bucket` under `gcra` if they fit (nothing is written when
+        /// Spends `quantity` units of `bucket` under its GCRA if they fit (nothing is written when
         /// they do not, or when `quantity` is 0) and reports the decision. Under `idem` the same
         /// step first looks for the key's earlier decision (replayed from the clock and TAT it
         /// saw, so the reply is the first one exactly) and records this one for
         /// [`crate::types::IDEMPOTENCY_SECS`].
-        async fn ratelimit_throttle_once(
-            &self,
-            bucket: &Bucket,
-            gcra: &logic::Gcra,
-            quantity: u64,
-            idem: Option<&Idempotency>,
-        ) -> Result<Once<logic::Decision>, StoreError> = "ratelimit.throttle";
+        async fn ratelimit_throttle_once(&self, bucket: &Bucket, spend: Spend<'_, logic::Gcra>)
+            -> Result<Once<logic::Decision>, StoreError> = "ratelimit.throttle";
 
         /// One atomic step of a sliding-log or fixed-window limit on `key` (docs/api.md `algorithm`):
         /// spends `quantity` units if they fit and reports what the store saw, from which
         /// [`logic::Window::decide`] derives the reply. Under `idem` the first step's view is
         /// recorded and replayed, as for GCRA.
-        async fn ratelimit_window_once(
-            &self,
-            key: &Name,
-            window: &logic::Window,
-            quantity: u64,
-            idem: Option<&Idempotency>,
-        ) -> Result<Once<logic::WindowSeen>, StoreError> = "ratelimit.window";
+        async fn ratelimit_window_once(&self, key: &Name, spend: Spend<'_, logic::Window>)
+            -> Result<Once<logic::WindowSeen>, StoreError> = "ratelimit.window";
 
         /// Several steps on one bucket, in order, as one atomic call at one instant: decides
         /// exactly what the steps taken one by one at that instant would. The default takes them
@@ -75,16 +73,10 @@ crate::store::store_trait! {
         }
 
         /// [`Self::ratelimit_throttle_once`] without an idempotency key.
-        async fn ratelimit_throttle(
-            &self,
-            bucket: &Bucket,
-            gcra: &logic::Gcra,
-            quantity: u64,
-        ) -> Result<logic::Decision, StoreError> {
-            match self
-                .ratelimit_throttle_once(bucket, gcra, quantity, None)
-                .await?
-            {
+        async fn ratelimit_throttle(&self, bucket: &Bucket, gcra: &logic::Gcra, quantity: u64)
+            -> Result<logic::Decision, StoreError> {
+            let spend = Spend { limit: gcra, quantity, idem: None };
+            match self.ratelimit_throttle_once(bucket, spend).await? {
                 Once::Now(d) | Once::Replayed(d) => Ok(d),
                 Once::KeyReused => Err(StoreError::Internal(
                     "a throttle without a key was refused as a reused key".to_owned(),

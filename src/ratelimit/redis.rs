@@ -12,10 +12,10 @@ use crate::store::redis::script_after;
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
-use crate::ratelimit::{Bucket, RateLimitStore};
+use crate::ratelimit::{Bucket, RateLimitStore, Spend};
 use crate::store::budget::BudgetStore;
 use crate::store::error::StoreError;
-use crate::types::{Idempotency, Name, Once, IDEMPOTENCY_SECS};
+use crate::types::{Idempotency, Name, Once};
 
 static GCRA: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra.lua");
 static GCRA_MANY: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra_many.lua");
@@ -58,16 +58,18 @@ impl RateLimitStore for RedisStore {
     async fn ratelimit_throttle_once(
         &self,
         bucket: &Bucket,
-        gcra: &Gcra,
-        quantity: u64,
-        idem: Option<&Idempotency>,
+        spend: Spend<'_, Gcra>,
     ) -> Result<Once<Decision>, StoreError> {
+        let Spend {
+            limit: gcra,
+            quantity,
+            idem,
+        } = spend;
         let mut args: Vec<String> = split(gcra.increment(quantity))
             .into_iter()
             .chain(split(gcra.tolerance))
             .collect();
-        args.push(idem.map_or_else(String::new, |i| i.fingerprint.clone()));
-        args.push(IDEMPOTENCY_SECS.to_string());
+        args.extend(Idempotency::script_args(idem));
         let reply: Vec<Value> = self
             .pool
             .eval(
@@ -75,7 +77,7 @@ impl RateLimitStore for RedisStore {
                 vec![
                     self.keys.ratelimit(bucket),
                     self.keys
-                        .ratelimit_idempotency(bucket, idem.map_or("", |i| i.key.as_str())),
+                        .ratelimit_idempotency(bucket, Idempotency::key_of(idem)),
                 ],
                 args,
             )
@@ -128,27 +130,27 @@ impl RateLimitStore for RedisStore {
     async fn ratelimit_window_once(
         &self,
         key: &Name,
-        window: &Window,
-        quantity: u64,
-        idem: Option<&Idempotency>,
+        spend: Spend<'_, Window>,
     ) -> Result<Once<WindowSeen>, StoreError> {
+        let Spend {
+            limit: window,
+            quantity,
+            idem,
+        } = spend;
         let (script, period) = match window.kind {
             WindowKind::Sliding => (&SLIDING, window.period),
             WindowKind::Fixed => (&FIXED, window.period / 1_000_000),
         };
         let log = self.keys.ratelimit_window(key, window.kind);
-        let record = self.keys.ratelimit_window_idempotency(
-            key,
-            window.kind,
-            idem.map_or("", |i| i.key.as_str()),
-        );
-        let args = vec![
+        let record =
+            self.keys
+                .ratelimit_window_idempotency(key, window.kind, Idempotency::key_of(idem));
+        let mut args = vec![
             window.limit.to_string(),
             period.to_string(),
             quantity.to_string(),
-            idem.map_or_else(String::new, |i| i.fingerprint.clone()),
-            IDEMPOTENCY_SECS.to_string(),
         ];
+        args.extend(Idempotency::script_args(idem));
         let reply: Vec<Value> = self
             .pool
             .eval(script, vec![log, record], args)

@@ -124,17 +124,10 @@ crate::store::store_trait! {
             idem: Option<&Idempotency>,
         ) -> Result<Bought, StoreError> = "seckill.buy";
         /// Up to `limit` orders after `after`, in sale order; `None` when the voucher is unknown.
-        async fn seckill_orders(
-            &self,
-            voucher: &Name,
-            after: Option<Seq>,
-            limit: usize,
-        ) -> Result<Option<Vec<Order>>, StoreError> = "seckill.orders";
+        async fn seckill_orders(&self, voucher: &Name, after: Option<Seq>, limit: usize)
+            -> Result<Option<Vec<Order>>, StoreError> = "seckill.orders";
         /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
-        async fn seckill_user_orders(
-            &self,
-            voucher: &Name,
-            user: UserId,
-        ) -> Result<Option<Vec<Seq>>, StoreError> = "seckill.user_orders";
+        async fn seckill_user_orders(&self, voucher: &Name, user: UserId)
+            -> Result<Option<Vec<Seq>>, StoreError> = "seckill.user_orders";
     }
 }

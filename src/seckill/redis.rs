@@ -12,7 +12,6 @@ use crate::store::redis::{map_err, RedisStore};
 use crate::seckill::logic::Seq;
 use crate::seckill::{
     Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
-    IDEMPOTENCY_SECS,
 };
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
@@ -76,15 +75,6 @@ impl RedisStore {
             .map_err(map_err)?;
         Ok(())
     }
-
-    fn voucher_keys(&self, voucher: &Name) -> [String; 4] {
-        [
-            self.keys.voucher(voucher),
-            self.keys.voucher_buyers(voucher),
-            self.keys.voucher_user_orders(voucher),
-            self.keys.voucher_orders(voucher),
-        ]
-    }
 }
 
 impl SeckillStore for RedisStore {
@@ -130,22 +120,16 @@ impl SeckillStore for RedisStore {
         cap: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Restock>, StoreError> {
+        let keys = vec![
+            self.keys.voucher(voucher),
+            self.keys
+                .voucher_idempotency(voucher, Idempotency::key_of(idem)),
+        ];
+        let mut args = vec![quantity.to_string(), cap.to_string()];
+        args.extend(Idempotency::script_args(idem));
         let reply: Vec<Value> = self
             .pool
-            .eval(
-                &RESTOCK,
-                vec![
-                    self.keys.voucher(voucher),
-                    self.keys
-                        .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
-                ],
-                vec![
-                    quantity.to_string(),
-                    cap.to_string(),
-                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
-                    IDEMPOTENCY_SECS.to_string(),
-                ],
-            )
+            .eval(&RESTOCK, keys, args)
             .await
             .map_err(map_err)?;
         match tag(&reply).as_str() {
@@ -175,26 +159,14 @@ impl SeckillStore for RedisStore {
         cap: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Bought, StoreError> {
-        let mut keys = self.voucher_keys(voucher).to_vec();
+        let mut keys = self.keys.voucher_sale(voucher).to_vec();
         keys.push(
             self.keys
-                .voucher_idempotency(voucher, idem.map_or("", |i| i.key.as_str())),
+                .voucher_idempotency(voucher, Idempotency::key_of(idem)),
         );
-        let reply: Vec<Value> = self
-            .pool
-            .eval(
-                &BUY,
-                keys,
-                vec![
-                    user.to_string(),
-                    voucher.to_string(),
-                    cap.to_string(),
-                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
-                    IDEMPOTENCY_SECS.to_string(),
-                ],
-            )
-            .await
-            .map_err(map_err)?;
+        let mut args = vec![user.to_string(), voucher.to_string(), cap.to_string()];
+        args.extend(Idempotency::script_args(idem));
+        let reply: Vec<Value> = self.pool.eval(&BUY, keys, args).await.map_err(map_err)?;
         match tag(&reply).as_str() {
             "key_reused" => Ok(Bought::KeyReused),
             "replay" => Ok(Bought::Replayed(purchase(
@@ -373,6 +345,16 @@ impl RedisStore {
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
 impl Keys {
+    /// The keys a sale touches, under the voucher's hash tag.
+    fn voucher_sale(&self, voucher: &Name) -> [String; 4] {
+        [
+            self.voucher(voucher),
+            self.voucher_buyers(voucher),
+            self.voucher_user_orders(voucher),
+            self.voucher_orders(voucher),
+        ]
+    }
+
     /// A voucher: hash of `stock` (left), `sold`, `begin`, `end` (unix ms), `limit` (per user).
     pub(crate) fn voucher(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}", self.prefix)
@@ -409,20 +391,12 @@ impl Keys {
 #[cfg(test)]
 mod key_tests {
     use super::*;
-    use crate::store::keys::hash_tag;
+    use crate::store::keys::assert_one_slot;
     use crate::types::testing::name;
 
     #[test]
     fn a_vouchers_keys_share_a_slot() {
-        let keys = Keys::new("gw:");
-        let v = name("v1");
-        let all = [
-            keys.voucher(&v),
-            keys.voucher_buyers(&v),
-            keys.voucher_user_orders(&v),
-            keys.voucher_orders(&v),
-        ];
-        assert_eq!(all[0], "gw:sk:{v1}");
-        assert!(all.iter().all(|k| hash_tag(k) == "v1"));
+        let all = Keys::new("gw:").voucher_sale(&name("v1"));
+        assert_one_slot("v1", "gw:sk:{v1}", &all);
     }
 }

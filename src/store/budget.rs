@@ -12,18 +12,10 @@ crate::store::store_trait! {
     /// What the global limiter asks of the store.
     pub(crate) trait BudgetStore {
         /// Spends `quantity` units of `client`'s budget under `gcra` if they fit.
-        async fn budget_spend(
-            &self,
-            client: &str,
-            gcra: &Gcra,
-            quantity: u64,
-        ) -> Result<Decision, StoreError> = "ratelimit.throttle";
+        async fn budget_spend(&self, client: &str, gcra: &Gcra, quantity: u64)
+            -> Result<Decision, StoreError> = "ratelimit.throttle";
         /// Several steps on `client`'s budget, in order, as one atomic call at one instant.
-        async fn budget_spend_many(
-            &self,
-            client: &str,
-            gcra: &Gcra,
-            quantities: &[u64],
-        ) -> Result<Vec<Decision>, StoreError> = "ratelimit.throttle_many";
+        async fn budget_spend_many(&self, client: &str, gcra: &Gcra, quantities: &[u64])
+            -> Result<Vec<Decision>, StoreError> = "ratelimit.throttle_many";
     }
 }

@@ -49,6 +49,16 @@ pub fn hash_tag(key: &str) -> &str {
     key
 }
 
+/// For the domains' key tests: `keys` start with `first` and all fall under the hash tag
+/// `tag`, as the keys one script touches must.
+#[cfg(test)]
+pub(crate) fn assert_one_slot(tag: &str, first: &str, keys: &[String]) {
+    assert_eq!(keys[0], first);
+    for key in keys {
+        assert_eq!(hash_tag(key), tag, "{key}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
+use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
+use crate::uv::{Merge, NewVisits, PageCounts, Recorded, UvStore};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -76,38 +76,31 @@ impl UvStore for MemoryStore {
     async fn uv_record(
         &self,
         page: &Name,
-        day: Day,
-        visitors: &[String],
-        expire_at: i64,
-        idem: Option<&Idempotency>,
+        visits: NewVisits<'_>,
     ) -> Result<Once<Recorded>, StoreError> {
         let mut s = self.state(&STATE);
         let now = now(self);
-        if let Some(idem) = idem {
+        if let Some(idem) = visits.idem {
             if let Some((fp, first, _)) = s
                 .replies
                 .get(&(page.clone(), idem.key.clone()))
                 .filter(|(_, _, at)| *at > now)
             {
-                return Ok(if *fp == idem.fingerprint {
-                    Once::Replayed(*first)
-                } else {
-                    Once::KeyReused
-                });
+                return Ok(idem.replay(fp, *first));
             }
         }
-        let e = s.entry(page, day, now, expire_at);
+        let e = s.entry(page, visits.day, now, visits.expire_at);
         let mut changed = false;
-        for v in visitors {
+        for v in visits.visitors {
             changed |= e.visitors.add(v.as_bytes());
         }
-        e.pv += visitors.len() as u64;
+        e.pv += visits.visitors.len() as u64;
         let done = Recorded {
-            day,
+            day: visits.day,
             changed,
             pv: e.pv,
         };
-        if let Some(idem) = idem {
+        if let Some(idem) = visits.idem {
             s.replies.insert(
                 (page.clone(), idem.key.clone()),
                 (
@@ -155,13 +148,9 @@ impl UvStore for MemoryStore {
         Ok(all.count())
     }
 
-    async fn uv_merge(
-        &self,
-        sources: &[Name],
-        into: &Name,
-        days: &[FoldDay],
-    ) -> Result<u32, StoreError> {
+    async fn uv_merge(&self, into: &Name, merge: Merge<'_>) -> Result<u32, StoreError> {
         let now = now(self);
+        let Merge { sources, days } = merge;
         let mut folded = 0;
         // One day per critical section, for the same reason as in `union`.
         for fold in days {

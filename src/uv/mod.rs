@@ -56,32 +56,38 @@ pub struct FoldDay {
     pub expire_at: i64,
 }
 
+/// Visits to record on a page: who, on which day, until when the day's keys are kept (unix
+/// seconds), under which idempotency key.
+#[derive(Debug, Clone, Copy)]
+pub struct NewVisits<'a> {
+    pub day: Day,
+    pub visitors: &'a [String],
+    pub expire_at: i64,
+    pub idem: Option<&'a Idempotency>,
+}
+
+/// Pages to fold into another, day by day.
+#[derive(Debug, Clone, Copy)]
+pub struct Merge<'a> {
+    pub sources: &'a [Name],
+    pub days: &'a [FoldDay],
+}
+
 crate::store::store_trait! {
     /// What a unique-visitor backend must do. Every method is one logical store operation.
     pub(crate) trait UvStore {
         /// Adds `visitors` (at least one) to `page`'s HyperLogLog for `day`, adds their number to
         /// its page views, and sets both keys to expire at `expire_at` (unix seconds). Under `idem`
         /// the same step first looks for the key's first outcome and records this one (24 h).
-        async fn uv_record(
-            &self,
-            page: &Name,
-            day: Day,
-            visitors: &[String],
-            expire_at: i64,
-            idem: Option<&Idempotency>,
-        ) -> Result<Once<Recorded>, StoreError> = "uv.record";
+        async fn uv_record(&self, page: &Name, visits: NewVisits<'_>)
+            -> Result<Once<Recorded>, StoreError> = "uv.record";
         /// Per-day figures and the union over `days` for one page; missing days are zeros.
         async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> = "uv.page_counts";
         /// Distinct visitors over every page and day given.
         async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> = "uv.union";
         /// For each day, folds the union of `sources` on that day into `into` on that day (page
         /// views untouched). Returns the number of days on which some source had visitors.
-        async fn uv_merge(
-            &self,
-            sources: &[Name],
-            into: &Name,
-            days: &[FoldDay],
-        ) -> Result<u32, StoreError> = "uv.merge";
+        async fn uv_merge(&self, into: &Name, merge: Merge<'_>) -> Result<u32, StoreError> = "uv.merge";
     }
 }
 

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::super::{logic, writable_member, GeoStore, LayerFull, Place, Point};
 use super::{layer_bound, layer_full, not_found};
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge};
+use crate::error::responses::{JsonBody, Lookup};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -85,10 +85,7 @@ struct PutReply {
 /// 201 when the member is new, 200 when it was moved or re-sent unchanged. The reply gives the
 /// position as stored (Redis keeps a 52-bit geohash, so it differs from the input by < 1 m).
 #[utoipa::path(
-    put,
-    path = "/v1/geo/{layer}/{member}",
-    operation_id = "geoPutPlace",
-    tag = "geo",
+    put, path = "/v1/geo/{layer}/{member}", operation_id = "geoPutPlace",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
         ("member" = String, Path, description = concat!("Member name: ", name_rule!(), "; `nearby` and `distance` are reserved"), example = "cafe-1"),
@@ -97,10 +94,7 @@ struct PutReply {
     responses(
         (status = 201, body = PutReply, description = "New member"),
         (status = 200, body = PutReply, description = "Moved or unchanged"),
-        LayerFullProblem,
-        StoreErrors,
-        TooLarge,
-        NotJson,
+        JsonBody, LayerFullProblem,
     )
 )]
 async fn put_place(
@@ -136,19 +130,12 @@ async fn put_place(
 
 /// A place: its stored position and geohash.
 #[utoipa::path(
-    get,
-    path = "/v1/geo/{layer}/{member}",
-    operation_id = "geoGetPlace",
-    tag = "geo",
+    get, path = "/v1/geo/{layer}/{member}", operation_id = "geoGetPlace",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
         ("member" = String, Path, description = concat!("Member name: ", name_rule!()), example = "cafe-1"),
     ),
-    responses(
-        (status = 200, body = PlaceView),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 200, body = PlaceView), Lookup)
 )]
 async fn get_place(
     State(state): State<AppState>,
@@ -164,19 +151,12 @@ async fn get_place(
 
 /// Remove a place.
 #[utoipa::path(
-    delete,
-    path = "/v1/geo/{layer}/{member}",
-    operation_id = "geoDeletePlace",
-    tag = "geo",
+    delete, path = "/v1/geo/{layer}/{member}", operation_id = "geoDeletePlace",
     params(
         ("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"),
         ("member" = String, Path, description = concat!("Member name: ", name_rule!()), example = "cafe-1"),
     ),
-    responses(
-        (status = 204, description = "Removed"),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 204, description = "Removed"), Lookup)
 )]
 async fn delete_place(
     State(state): State<AppState>,
@@ -228,19 +208,10 @@ struct PutManyReply {
 /// An empty batch is 400; more than `GATEWAY_MAX_BATCH` places is 413. The batch is checked
 /// whole before anything is written.
 #[utoipa::path(
-    post,
-    path = "/v1/geo/{layer}",
-    operation_id = "geoPutPlaces",
-    tag = "geo",
+    post, path = "/v1/geo/{layer}", operation_id = "geoPutPlaces",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes")),
     request_body = PlacesBody,
-    responses(
-        (status = 200, body = PutManyReply),
-        LayerFullProblem,
-        StoreErrors,
-        TooLarge,
-        NotJson,
-    )
+    responses((status = 200, body = PutManyReply), JsonBody, LayerFullProblem)
 )]
 async fn put_places(
     State(state): State<AppState>,

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::super::search::{self, ShapeKind};
 use super::super::{logic, writable_member, GeoStore, Order, Point, Unit, UnknownCentre};
 use super::not_found;
-use crate::error::responses::{NotFound, StoreErrors};
+use crate::error::responses::Lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -111,16 +111,9 @@ struct NearbyReply {
 /// nearest (`order=asc`, default) or farthest (`desc`) `count` places inside the area. An
 /// empty or unknown layer answers 200 with no results; an unknown `member` is 404.
 #[utoipa::path(
-    get,
-    path = "/v1/geo/{layer}/nearby",
-    operation_id = "geoNearby",
-    tag = "geo",
+    get, path = "/v1/geo/{layer}/nearby", operation_id = "geoNearby",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"), NearbyQuery),
-    responses(
-        (status = 200, body = NearbyReply),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 200, body = NearbyReply), Lookup)
 )]
 async fn nearby(
     State(state): State<AppState>,
@@ -183,16 +176,9 @@ struct DistanceReply {
 
 /// Distance between two members of a layer (404 when either is missing).
 #[utoipa::path(
-    get,
-    path = "/v1/geo/{layer}/distance",
-    operation_id = "geoDistance",
-    tag = "geo",
+    get, path = "/v1/geo/{layer}/distance", operation_id = "geoDistance",
     params(("layer" = String, Path, description = concat!("Layer name: ", name_rule!()), example = "cafes"), DistanceQuery),
-    responses(
-        (status = 200, body = DistanceReply),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 200, body = DistanceReply), Lookup)
 )]
 async fn distance(
     State(state): State<AppState>,

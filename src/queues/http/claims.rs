@@ -14,8 +14,8 @@ use utoipa_axum::routes;
 
 use super::super::{claim_waiting, logic, Acked, QueueStore};
 use super::json;
-use crate::clients::Namespace;
-use crate::error::responses::{NeedsApiKey, NotJson, StoreErrors, TooLarge};
+use crate::clients::{Namespace, ScopedName};
+use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, OptionalJson};
 use crate::state::AppState;
@@ -79,39 +79,25 @@ struct ClaimReply {
 /// in one gateway instance; a claim arriving past that is answered at once (200, with the
 /// jobs due then, often none), as if `wait_ms` were 0: poll again after a pause.
 #[utoipa::path(
-    post,
-    path = "/v1/queues/{queue}/claim",
-    operation_id = "queuesClaim",
-    tag = "queues",
+    post, path = "/v1/queues/{queue}/claim", operation_id = "queuesClaim",
     params(("queue" = String, Path, description = name_rule!(), example = "mail")),
     request_body(content = Option<ClaimBody>, description = "Optional; an empty body takes the defaults"),
     responses(
         (status = 200, body = ClaimReply,
             description = "Due jobs, oldest first; none when nothing was due within `wait_ms`, or at once when 64 claims already wait on the queue here"),
-        StoreErrors,
-        NeedsApiKey,
-        TooLarge,
-        NotJson,
+        BackendJson,
     )
 )]
 async fn claim(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(queue): ApiPath<Name>,
+    queue: ScopedName,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Json<ClaimReply>> {
     let (max, visibility_ms, wait_ms) = logic::claim(body.max, body.visibility_ms, body.wait_ms)?;
     // The request timeout of this route is extended by the longest wait (its `TERMS`), so the
     // whole `wait_ms` is honoured.
     let wait = Duration::from_millis(wait_ms);
-    let jobs = claim_waiting(
-        &state.store,
-        &namespace.scope(&queue),
-        max,
-        visibility_ms,
-        wait,
-    )
-    .await?;
+    let jobs = claim_waiting(&state.store, &queue.scoped, max, visibility_ms, wait).await?;
     Ok(Json(ClaimReply {
         jobs: jobs
             .into_iter()
@@ -139,10 +125,7 @@ struct AckBody {
 /// 409 `receipt_expired` when the receipt is not the job's current claim: the claim lapsed
 /// (the job may have gone to another claimer), or the job is gone.
 #[utoipa::path(
-    post,
-    path = "/v1/queues/{queue}/jobs/{id}/ack",
-    operation_id = "queuesAck",
-    tag = "queues",
+    post, path = "/v1/queues/{queue}/jobs/{id}/ack", operation_id = "queuesAck",
     params(
         ("queue" = String, Path, description = name_rule!(), example = "mail"),
         ("id" = String, Path, description = name_rule!(), example = "mail-42"),
@@ -152,10 +135,7 @@ struct AckBody {
         (status = 204, description = "Acked"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`receipt_expired`: the claim lapsed or is not the job's current one"),
-        StoreErrors,
-        NeedsApiKey,
-        TooLarge,
-        NotJson,
+        BackendJson,
     )
 )]
 async fn ack(

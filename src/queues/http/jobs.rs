@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 use super::super::{logic, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
 use crate::clients::Namespace;
-use crate::error::responses::{NeedsApiKey, NotFound, NotJson, StoreErrors, TooLarge};
+use crate::error::responses::{Backend, BackendJson, NotFound};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
 use crate::state::AppState;
@@ -73,10 +73,7 @@ struct JobRef {
 /// `Idempotency-Replayed: true`) and enqueue nothing. Costs the global limiter
 /// 3 + body bytes / 1024 (its `x-ratelimit-cost`).
 #[utoipa::path(
-    post,
-    path = "/v1/queues/{queue}/jobs",
-    operation_id = "queuesEnqueue",
-    tag = "queues",
+    post, path = "/v1/queues/{queue}/jobs", operation_id = "queuesEnqueue",
     params(
         ("queue" = String, Path, description = name_rule!(), example = "mail"),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
@@ -87,10 +84,7 @@ struct JobRef {
         (status = 200, body = JobRef, description = "A job with this id exists; nothing changed"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`queue_full`: the queue holds GATEWAY_QUEUE_MAX_JOBS live jobs"),
-        StoreErrors,
-        NeedsApiKey,
-        TooLarge,
-        NotJson,
+        BackendJson,
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
@@ -181,10 +175,7 @@ async fn enqueue(
 
 /// Cancel a job that is not in flight (waiting, delayed, lapsed or dead).
 #[utoipa::path(
-    delete,
-    path = "/v1/queues/{queue}/jobs/{id}",
-    operation_id = "queuesCancel",
-    tag = "queues",
+    delete, path = "/v1/queues/{queue}/jobs/{id}", operation_id = "queuesCancel",
     params(
         ("queue" = String, Path, description = name_rule!(), example = "mail"),
         ("id" = String, Path, description = name_rule!(), example = "mail-42"),
@@ -193,9 +184,7 @@ async fn enqueue(
         (status = 204, description = "Cancelled"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`conflict`: the job is claimed and its visibility has not ended"),
-        StoreErrors,
-        NeedsApiKey,
-        NotFound,
+        Backend, NotFound,
     )
 )]
 async fn cancel(

@@ -11,14 +11,14 @@ use utoipa_axum::routes;
 
 use super::super::{DeadJob, QueueStore};
 use super::json;
-use crate::clients::Namespace;
-use crate::error::responses::{NeedsApiKey, StoreErrors};
+use crate::clients::ScopedName;
+use crate::error::responses::Backend;
 use crate::error::ApiResult;
-use crate::extract::{ApiPath, ApiQuery};
+use crate::extract::ApiQuery;
 use crate::paging::Page;
 use crate::state::AppState;
+use crate::types::name_rule;
 use crate::types::rfc3339;
-use crate::types::{name_rule, Name};
 
 /// Stats and dead jobs.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
@@ -42,25 +42,14 @@ struct StatsView {
 
 /// A queue's counts by the store's clock (all zero for a queue never used).
 #[utoipa::path(
-    get,
-    path = "/v1/queues/{queue}",
-    operation_id = "queuesStats",
-    tag = "queues",
+    get, path = "/v1/queues/{queue}", operation_id = "queuesStats",
     params(("queue" = String, Path, description = name_rule!(), example = "mail")),
-    responses(
-        (status = 200, body = StatsView),
-        StoreErrors,
-        NeedsApiKey,
-    )
+    responses((status = 200, body = StatsView), Backend)
 )]
-async fn stats(
-    State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(queue): ApiPath<Name>,
-) -> ApiResult<Json<StatsView>> {
-    let s = state.store.queue_stats(&namespace.scope(&queue)).await?;
+async fn stats(State(state): State<AppState>, queue: ScopedName) -> ApiResult<Json<StatsView>> {
+    let s = state.store.queue_stats(&queue.scoped).await?;
     Ok(Json(StatsView {
-        queue: queue.to_string(),
+        queue: queue.name.to_string(),
         delayed: s.delayed,
         ready: s.ready,
         in_flight: s.in_flight,
@@ -101,27 +90,19 @@ struct DeadPage {
 /// The newest 1000 dead jobs of a queue are kept. Cancel one to drop it; enqueue its id
 /// again after that to retry it.
 #[utoipa::path(
-    get,
-    path = "/v1/queues/{queue}/dead",
-    operation_id = "queuesDead",
-    tag = "queues",
+    get, path = "/v1/queues/{queue}/dead", operation_id = "queuesDead",
     params(("queue" = String, Path, description = name_rule!(), example = "mail"), DeadQuery),
-    responses(
-        (status = 200, body = DeadPage),
-        StoreErrors,
-        NeedsApiKey,
-    )
+    responses((status = 200, body = DeadPage), Backend)
 )]
 async fn dead(
     State(state): State<AppState>,
-    namespace: Namespace,
-    ApiPath(queue): ApiPath<Name>,
+    queue: ScopedName,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> ApiResult<Json<DeadPage>> {
     let page = Page::<u64>::parse(q.after.as_deref(), q.limit)?;
     let mut jobs: Vec<DeadJob> = state
         .store
-        .queue_dead(&namespace.scope(&queue), page.after, page.fetch())
+        .queue_dead(&queue.scoped, page.after, page.fetch())
         .await?;
     // A page the store ended at its byte budget may have a next page too (at worst empty).
     let bytes: u64 = jobs.iter().map(|j| j.payload.len() as u64).sum();

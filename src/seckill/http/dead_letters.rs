@@ -5,14 +5,14 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{not_found, OrderView};
+use super::{not_found, OrderView, PageQuery};
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, StoreErrors, Unauthorized};
+use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::ledger::{dead_letters as list_dead_letters, ReplayError};
@@ -28,16 +28,6 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(dead_letters))
         .routes(routes!(replay_dead_letters))
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-struct DeadLettersQuery {
-    /// The `next` of the previous page; absent or empty means from the first order.
-    after: Option<String>,
-    /// Page size, 1..=1000 (default 100).
-    limit: Option<usize>,
 }
 
 /// One order the ledger gave up on.
@@ -69,24 +59,16 @@ struct DeadLetterPage {
 /// Only an order the database refused for its own data ends here (a duplicate, a bad value);
 /// fix the cause, then replay them. Always empty on the memory backend (no ledger).
 #[utoipa::path(
-    get,
-    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters",
-    operation_id = "seckillDeadLetters",
-    tag = "seckill",
+    get, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters", operation_id = "seckillDeadLetters",
     security(("admin" = [])),
-    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), DeadLettersQuery),
-    responses(
-        (status = 200, body = DeadLetterPage),
-        StoreErrors,
-        Unauthorized,
-        NotFound,
-    )
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), PageQuery),
+    responses((status = 200, body = DeadLetterPage), Lookup, Unauthorized)
 )]
 async fn dead_letters(
     _: Admin,
     State(state): State<AppState>,
     ApiPath(voucher): ApiPath<Name>,
-    ApiQuery(q): ApiQuery<DeadLettersQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<DeadLetterPage>> {
     let page = Page::<Seq>::parse(q.after.as_deref(), q.limit)?;
     state
@@ -131,18 +113,10 @@ struct ReplayReply {
 /// letter removed; one the database still refuses stays. 0 while the ledger is off; 503 when
 /// the database as a whole cannot take orders (nothing is lost: replay again later).
 #[utoipa::path(
-    post,
-    path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
-    operation_id = "seckillReplayDeadLetters",
-    tag = "seckill",
+    post, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay", operation_id = "seckillReplayDeadLetters",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
-    responses(
-        (status = 200, body = ReplayReply),
-        StoreErrors,
-        Unauthorized,
-        NotFound,
-    )
+    responses((status = 200, body = ReplayReply), Lookup, Unauthorized)
 )]
 async fn replay_dead_letters(
     _: Admin,

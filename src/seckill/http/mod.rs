@@ -6,6 +6,8 @@ mod dead_letters;
 mod orders;
 mod vouchers;
 
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::logic::Seq;
@@ -33,6 +35,17 @@ impl Cursor for Seq {
             .map(|_| seq)
             .ok_or_else(|| "out of range".to_owned())
     }
+}
+
+/// A page of a voucher's orders (or of its dead letters, whose ids are orders' ids).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    /// The `next` of the previous page; absent or empty means from the first order.
+    after: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    limit: Option<usize>,
 }
 
 fn not_found(voucher: &Name) -> ApiError {

@@ -7,13 +7,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::not_found;
+use super::{not_found, PageQuery};
 use crate::auth::Acting;
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, UserAuth};
+use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use crate::paging::Page;
@@ -97,24 +97,17 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 /// true`) and buys nothing; the same key for another buyer is 422. A purchase whose outcome
 /// the gateway cannot know (the store timed out) is a 503: retry it with the same key.
 #[utoipa::path(
-    post,
-    path = "/v1/seckill/vouchers/{voucher_id}/orders",
-    operation_id = "seckillBuy",
-    tag = "seckill",
+    post, path = "/v1/seckill/vouchers/{voucher_id}/orders", operation_id = "seckillBuy",
     params(
         ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
         ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
     ),
     request_body = BuyBody,
     responses(
-        UserAuth,
+        JsonBody, UserAuth, NotFound,
         (status = 201, body = OrderView),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
-        StoreErrors,
-        NotFound,
-        TooLarge,
-        NotJson,
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "`unprocessable`: the Idempotency-Key was used for another buyer"),
     )
@@ -190,16 +183,6 @@ fn refused(voucher: &Name, user: UserId, refusal: Refusal) -> ApiError {
     }
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-struct OrdersQuery {
-    /// The `next` of the previous page; absent or empty means from the first order.
-    after: Option<String>,
-    /// Page size, 1..=1000 (default 100).
-    limit: Option<usize>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 struct OrderPage {
     /// In order of sale.
@@ -214,26 +197,22 @@ struct OrderPage {
 /// list them (`401` without it, `403` with a user's token; a user reads their own orders at
 /// `.../orders/{user_id}`). Without JWT settings it is open, like every user route then.
 #[utoipa::path(
-    get,
-    path = "/v1/seckill/vouchers/{voucher_id}/orders",
-    operation_id = "seckillListOrders",
-    tag = "seckill",
-    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), OrdersQuery),
+    get, path = "/v1/seckill/vouchers/{voucher_id}/orders", operation_id = "seckillListOrders",
+    params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), PageQuery),
     responses(
         (status = 200, body = OrderPage),
         (status = 401, body = Problem, content_type = "application/problem+json",
             description = "`unauthorized`: end-user JWTs are configured and the admin token is missing or wrong"),
         (status = 403, body = Problem, content_type = "application/problem+json",
             description = "`forbidden`: a user's token; only the admin token lists other users' orders"),
-        StoreErrors,
-        NotFound,
+        Lookup,
     )
 )]
 async fn list_orders(
     State(state): State<AppState>,
     acting: Acting,
     ApiPath(voucher): ApiPath<Name>,
-    ApiQuery(q): ApiQuery<OrdersQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<OrderPage>> {
     acting.for_all_users()?;
     let page = Page::<Seq>::parse(q.after.as_deref(), q.limit)?;
@@ -263,20 +242,12 @@ struct UserOrders {
 
 /// One user's orders of a voucher (`{"orders": []}` when none).
 #[utoipa::path(
-    get,
-    path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}",
-    operation_id = "seckillUserOrders",
-    tag = "seckill",
+    get, path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}", operation_id = "seckillUserOrders",
     params(
         ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
         ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
     ),
-    responses(
-        UserAuth,
-        (status = 200, body = UserOrders),
-        StoreErrors,
-        NotFound,
-    )
+    responses(Lookup, UserAuth, (status = 200, body = UserOrders))
 )]
 async fn user_orders(
     State(state): State<AppState>,

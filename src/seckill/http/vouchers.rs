@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 
 use super::not_found;
 use crate::auth::Admin;
-use crate::error::responses::{NotFound, NotJson, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
 use crate::seckill::{Idempotency, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
@@ -89,20 +89,14 @@ fn instant(field: &str, s: &str) -> Result<i64, ApiError> {
 /// limit; what was already sold (`sold`, buyers, orders) stays. `stock + sold` may not exceed
 /// `GATEWAY_SECKILL_MAX_ORDERS` (the order stream's cap), else 400.
 #[utoipa::path(
-    put,
-    path = "/v1/seckill/vouchers/{voucher_id}",
-    operation_id = "seckillPutVoucher",
-    tag = "seckill",
+    put, path = "/v1/seckill/vouchers/{voucher_id}", operation_id = "seckillPutVoucher",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
     request_body = VoucherBody,
     responses(
         (status = 201, body = VoucherView, description = "Created"),
         (status = 200, body = VoucherView, description = "Replaced"),
-        StoreErrors,
-        Unauthorized,
-        TooLarge,
-        NotJson,
+        JsonBody, Unauthorized,
     )
 )]
 async fn put_voucher(
@@ -157,10 +151,7 @@ struct RestockBody {
 ///
 /// `stock + sold` may not exceed `GATEWAY_SECKILL_MAX_ORDERS`, else 400 and nothing changes.
 #[utoipa::path(
-    post,
-    path = "/v1/seckill/vouchers/{voucher_id}/restock",
-    operation_id = "seckillRestock",
-    tag = "seckill",
+    post, path = "/v1/seckill/vouchers/{voucher_id}/restock", operation_id = "seckillRestock",
     security(("admin" = [])),
     params(
         ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
@@ -169,11 +160,7 @@ struct RestockBody {
     request_body = RestockBody,
     responses(
         (status = 200, body = VoucherView),
-        StoreErrors,
-        Unauthorized,
-        NotFound,
-        TooLarge,
-        NotJson,
+        JsonBody, Unauthorized, NotFound,
         (status = 422, body = Problem, content_type = "application/problem+json",
             description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
@@ -216,16 +203,9 @@ async fn restock(
 
 /// A voucher, with its status by the store's clock.
 #[utoipa::path(
-    get,
-    path = "/v1/seckill/vouchers/{voucher_id}",
-    operation_id = "seckillGetVoucher",
-    tag = "seckill",
+    get, path = "/v1/seckill/vouchers/{voucher_id}", operation_id = "seckillGetVoucher",
     params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
-    responses(
-        (status = 200, body = VoucherView),
-        StoreErrors,
-        NotFound,
-    )
+    responses((status = 200, body = VoucherView), Lookup)
 )]
 async fn get_voucher(
     State(state): State<AppState>,

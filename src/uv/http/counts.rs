@@ -91,15 +91,9 @@ enum PageView {
 /// inclusive) answers `{page,from,to,uv,pv,daily}` where `uv` is the union over the range.
 /// A page never written, and days in the future, answer zeros.
 #[utoipa::path(
-    get,
-    path = "/v1/uv/{page}",
-    operation_id = "uvPage",
-    tag = "uv",
+    get, path = "/v1/uv/{page}", operation_id = "uvPage",
     params(("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"), example = "home"), PageQuery),
-    responses(
-        (status = 200, body = PageView),
-        StoreErrors,
-    )
+    responses((status = 200, body = PageView), StoreErrors)
 )]
 async fn page_view(
     State(state): State<AppState>,
@@ -179,15 +173,9 @@ struct UnionReply {
 /// in different Redis Cluster slots; their HyperLogLogs are combined in one slot, so this
 /// works on a Cluster.
 #[utoipa::path(
-    get,
-    path = "/v1/uv",
-    operation_id = "uvUnion",
-    tag = "uv",
+    get, path = "/v1/uv", operation_id = "uvUnion",
     params(UnionQuery),
-    responses(
-        (status = 200, body = UnionReply),
-        StoreErrors,
-    )
+    responses((status = 200, body = UnionReply), StoreErrors)
 )]
 async fn union(
     State(state): State<AppState>,

@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::super::{days, page, retention, FoldDay, UvStore, MAX_MERGE_SOURCES};
-use crate::error::responses::{NotJson, StoreErrors, TooLarge};
+use super::super::{days, page, retention, FoldDay, Merge, UvStore, MAX_MERGE_SOURCES};
+use crate::error::responses::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::state::AppState;
@@ -57,17 +57,9 @@ struct MergeReply {
 /// written. At most 20 sources per call (400 past it): merging is associative, so more sources
 /// take several calls. Works across Redis Cluster slots.
 #[utoipa::path(
-    post,
-    path = "/v1/uv/merge",
-    operation_id = "uvMerge",
-    tag = "uv",
+    post, path = "/v1/uv/merge", operation_id = "uvMerge",
     request_body = MergeBody,
-    responses(
-        (status = 200, body = MergeReply),
-        StoreErrors,
-        TooLarge,
-        NotJson,
-    )
+    responses((status = 200, body = MergeReply), JsonBody)
 )]
 async fn merge(
     State(state): State<AppState>,
@@ -105,7 +97,16 @@ async fn merge(
     let folded = if sources.is_empty() || fold.is_empty() {
         0
     } else {
-        state.store.uv_merge(&sources, &into, &fold).await?
+        state
+            .store
+            .uv_merge(
+                &into,
+                Merge {
+                    sources: &sources,
+                    days: &fold,
+                },
+            )
+            .await?
     };
     let uv = state.store.uv_page_counts(&into, &range).await?.uv;
     Ok(Json(MergeReply {

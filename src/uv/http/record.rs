@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::super::{page, retention, Recorded, UvStore};
-use crate::error::responses::{NotJson, StoreErrors, TooLarge, Unprocessable};
+use super::super::{page, retention, NewVisits, Recorded, UvStore};
+use crate::error::responses::{JsonBody, Unprocessable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, IdempotencyKey};
 use crate::state::AppState;
@@ -59,22 +59,13 @@ struct VisitReply {
 /// batch is 400; a batch over the cap (default 1000) is 413 `payload_too_large`. A future date,
 /// or one older than the retention (default 400 days), is 422.
 #[utoipa::path(
-    post,
-    path = "/v1/uv/{page}",
-    operation_id = "uvRecord",
-    tag = "uv",
+    post, path = "/v1/uv/{page}", operation_id = "uvRecord",
     params(
         ("page" = String, Path, description = concat!("Page name: ", name_rule!(), ", not `merge`"), example = "home"),
         ("Idempotency-Key" = Option<String>, Header, description = concat!(idempotency_key_doc!(), " (422 `unprocessable` when reused for another request)")),
     ),
     request_body = VisitBody,
-    responses(
-        (status = 200, body = VisitReply),
-        StoreErrors,
-        TooLarge,
-        NotJson,
-        Unprocessable,
-    )
+    responses((status = 200, body = VisitReply), JsonBody, Unprocessable)
 )]
 async fn record(
     State(state): State<AppState>,
@@ -128,7 +119,15 @@ async fn record(
     };
     let once = state
         .store
-        .uv_record(&name, day, &visitors, cal.expire_at(day), idem.as_ref())
+        .uv_record(
+            &name,
+            NewVisits {
+                day,
+                visitors: &visitors,
+                expire_at: cal.expire_at(day),
+                idem: idem.as_ref(),
+            },
+        )
         .await?;
     once_reply(once, reply)
 }

@@ -23,9 +23,9 @@ use crate::store::group::{self, GroupCommit};
 use crate::store::keys::{day_str, Keys};
 use crate::store::redis::{map_err, RedisStore};
 use crate::store::slots::Slot;
-use crate::types::{Day, Idempotency, Name, Once, IDEMPOTENCY_SECS};
+use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{FoldDay, PageCounts, Recorded, UvStore};
+use crate::uv::{FoldDay, Merge, NewVisits, PageCounts, Recorded, UvStore};
 
 static RECORD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_record.lua")));
 static RECORD_MANY: LazyLock<Script> =
@@ -172,11 +172,14 @@ impl UvStore for RedisStore {
     async fn uv_record(
         &self,
         page: &Name,
-        day: Day,
-        visitors: &[String],
-        expire_at: i64,
-        idem: Option<&Idempotency>,
+        visits: NewVisits<'_>,
     ) -> Result<Once<Recorded>, StoreError> {
+        let NewVisits {
+            day,
+            visitors,
+            expire_at,
+            idem,
+        } = visits;
         let Some(idem) = idem else {
             // Without a key, visits to one page and day join this turn's group (`record_group`).
             let visitors = visitors.iter().map(|v| Value::from(v.as_str())).collect();
@@ -288,12 +291,8 @@ impl UvStore for RedisStore {
     /// per source, its slot), merged per day in the gateway, then folded into `into` in its
     /// slot, [`FOLD_DAYS_PER_CALL`] days per script. Folding is idempotent, so a merge cut
     /// between calls is completed by repeating it.
-    async fn uv_merge(
-        &self,
-        sources: &[Name],
-        into: &Name,
-        days: &[FoldDay],
-    ) -> Result<u32, StoreError> {
+    async fn uv_merge(&self, into: &Name, merge: Merge<'_>) -> Result<u32, StoreError> {
+        let Merge { sources, days } = merge;
         let mut folded = 0;
         for block in days.chunks(DAYS_PER_CALL) {
             let block_days: Vec<Day> = block.iter().map(|f| f.day).collect();
@@ -414,20 +413,22 @@ mod tests {
 #[cfg(test)]
 mod key_tests {
     use super::*;
-    use crate::store::keys::hash_tag;
+    use crate::store::keys::assert_one_slot;
     use crate::types::testing::name;
 
     #[test]
     fn a_pages_day_keys_and_scratch_share_a_slot() {
-        let keys = Keys::new("gw:");
-        let page = name("home");
+        let (keys, page) = (Keys::new("gw:"), name("home"));
         let day = Day::parse("2026-11-21").unwrap();
-        let uv = keys.uv_day(&page, day);
-        assert_eq!(uv, "gw:uv:{home}:2026-11-21");
-        assert_eq!(keys.pv_day(&page, day), "gw:pv:{home}:2026-11-21");
-        for other in [keys.pv_day(&page, day.succ()), keys.uv_scratch(&page, 1)] {
-            assert_eq!(hash_tag(&other), "home");
-        }
-        assert_eq!(keys.uv_idempotency(&page, "ab"), "gw:uv:{home}:idem:ab");
+        let all = [
+            keys.uv_day(&page, day),
+            keys.pv_day(&page, day),
+            keys.pv_day(&page, day.succ()),
+            keys.uv_scratch(&page, 1),
+            keys.uv_idempotency(&page, "ab"),
+        ];
+        assert_one_slot("home", "gw:uv:{home}:2026-11-21", &all);
+        assert_eq!(all[1], "gw:pv:{home}:2026-11-21");
+        assert_eq!(all[4], "gw:uv:{home}:idem:ab");
     }
 }
