@@ -52,6 +52,7 @@ struct CheckInBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 struct CheckInReply {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -72,7 +73,7 @@ struct CheckInReply {
     path = "/v1/checkins/{user_id}",
     operation_id = "checkIn",
     tag = "checkins",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42)),
+    params(("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42)),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
     responses(
         UserAuth,
@@ -114,6 +115,7 @@ struct MonthQuery {
 
 #[derive(Debug, Serialize, ToSchema)]
 struct MonthView {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, example = "2026-11")]
     month: Month,
@@ -134,7 +136,7 @@ struct MonthView {
     path = "/v1/checkins/{user_id}",
     operation_id = "checkinMonth",
     tag = "checkins",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42), MonthQuery),
+    params(("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42), MonthQuery),
     responses(
         UserAuth,
         (status = 200, body = MonthView),
@@ -173,6 +175,7 @@ async fn month_view(
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = CheckinDayStatus)]
 struct DayStatus {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -186,7 +189,7 @@ struct DayStatus {
     operation_id = "checkinDay",
     tag = "checkins",
     params(
-        ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
+        ("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42),
         ("date" = String, Path, format = Date, description = "YYYY-MM-DD", example = "2026-11-21"),
     ),
     responses(
