@@ -1,5 +1,7 @@
-//! What the binary says when its configuration is wrong (docs/configuration.md "Checks at
-//! start-up"): each refusal names the one setting it is about.
+//! What the binary says when its configuration or its Redis is wrong (docs/configuration.md
+//! "Checks at start-up", docs/operations.md "Probes"): each refusal names the one setting
+//! it is about, and a Redis that cannot be used is told apart by why, in the start-up line and
+//! in `/readyz`'s `reason`.
 
 mod common;
 
@@ -7,6 +9,8 @@ use std::io::Read;
 use std::process::Stdio;
 
 use common::binary::{self, Binary};
+use common::RedisProcess;
+use serde_json::Value;
 
 /// Runs the binary with `env` and expects it to refuse to start; its stderr.
 fn refused(env: &[(&str, &str)]) -> String {
@@ -102,4 +106,79 @@ fn openapi_to_a_closed_pipe_exits_quietly() {
     assert!(stderr.is_empty(), "{stderr}");
     let document = std::fs::read_to_string("openapi/openapi.json").unwrap();
     assert!(document.len() > 64 * 1024, "too small to fill a pipe");
+}
+
+/// Starts the binary on `url`, expects its start-up line to give `reason`, and `/readyz` to
+/// answer 503 with the same `reason`.
+async fn unusable(url: &str, reason: &str) {
+    let gw = Binary::start(&[
+        ("REDIS_URL", url),
+        ("GATEWAY_LOG_FORMAT", "json"),
+        ("GATEWAY_STORE_TIMEOUT_MS", "500"),
+    ]);
+    let line = gw.line(|l| l.contains("Redis is not reachable yet"));
+    let entry: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(entry["level"], "WARN", "{line}");
+    assert_eq!(entry["reason"], reason, "{url}: {line}");
+    gw.line(|l| l.contains("serving on"));
+    let r = reqwest::get(gw.url("/readyz")).await.unwrap();
+    assert_eq!(r.status(), 503, "{url}");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "backend_unavailable", "{url}: {body}");
+    assert_eq!(body["reason"], reason, "{url}: {body}");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_told_apart() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    unusable(&format!("redis://127.0.0.1:{port}"), "connection_refused").await;
+}
+
+#[tokio::test]
+async fn a_refused_password_is_told_apart() {
+    let redis = RedisProcess::start(&[], false);
+    redis
+        .cli(&["config", "set", "requirepass", "s3cret"])
+        .expect("requirepass set");
+    let port = redis.url().rsplit(':').next().unwrap().to_owned();
+    unusable(
+        &format!("redis://127.0.0.1:{port}"),
+        "authentication_failed",
+    )
+    .await;
+    unusable(
+        &format!("redis://:wrong@127.0.0.1:{port}"),
+        "authentication_failed",
+    )
+    .await;
+    // The right password serves, so the two above were about the password.
+    let gw = Binary::start(&[("REDIS_URL", &format!("redis://:s3cret@127.0.0.1:{port}"))]);
+    gw.wait_ready().await;
+}
+
+#[tokio::test]
+async fn an_unknown_database_is_told_apart() {
+    let redis = common::shared_redis();
+    unusable(&format!("{}/99", redis.url()), "unknown_database").await;
+}
+
+#[tokio::test]
+async fn tls_to_a_server_without_it_is_told_apart() {
+    let redis = common::shared_redis();
+    let url = redis.url().replacen("redis://", "rediss://", 1);
+    unusable(&url, "tls_failed").await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_a_timeout() {
+    // Connections complete in the backlog, and nothing ever reads them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    unusable(&format!("redis://127.0.0.1:{port}"), "timeout").await;
+    drop(silent);
 }
