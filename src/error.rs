@@ -199,6 +199,11 @@ impl IntoResponse for ApiError {
             Self::Conflict {
                 extra: Some(extra), ..
             } => extra.clone(),
+            // A code, never the backend's text: `connection_refused`, `timeout`, ...
+            // (docs/operations.md "Probes"), so an operator sees what to fix.
+            Self::BackendUnavailable(e) => {
+                serde_json::Map::from_iter([("reason".to_owned(), e.reason().into())])
+            }
             _ => serde_json::Map::new(),
         };
         let mut response = problem_response(status, self.code(), self.detail(), extra);

@@ -2,8 +2,9 @@
 //!
 //! Everything else lives in the library so tests can build the same app in-process.
 
+use std::io::Write;
+
 use anyhow::Context;
-use clap::Parser;
 use redis_gateway::config::{Command, Config};
 
 /// mimalloc rather than the system allocator: measured in issue 19 (perf, the UV add row),
@@ -12,11 +13,19 @@ use redis_gateway::config::{Command, Config};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    let config = Config::parse();
+    let config = Config::load().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
     match config.command {
         Some(Command::Openapi) => {
-            print!("{}", redis_gateway::openapi::document_json());
-            return Ok(());
+            let document = redis_gateway::openapi::document_json();
+            let mut out = std::io::stdout().lock();
+            let written = out
+                .write_all(document.as_bytes())
+                .and_then(|()| out.flush());
+            return match written {
+                // The reader has what it wanted and hung up (`openapi | head`): not a failure.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.context("cannot write the OpenAPI document"),
+            };
         }
         Some(Command::Healthcheck) => {
             return tokio::runtime::Builder::new_current_thread()

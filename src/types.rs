@@ -7,6 +7,10 @@ use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 
 /// A user id: an integer `0..=4294967295`, because it is a bitmap offset.
+///
+/// In the OpenAPI document every `user_id` (fields and path parameters) is written
+/// `value_type = i64, minimum = 0, maximum = 4294967295`: utoipa gives a `u32` `format: int32`,
+/// and a client generated in a typed language then overflows above 2^31.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "serde_json::Value", into = "u32")]
 pub struct UserId(pub u32);

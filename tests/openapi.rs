@@ -179,3 +179,43 @@ fn security_is_declared_on_exactly_the_admin_routes() {
         "bearer"
     );
 }
+
+/// A user id is 0..=4294967295 everywhere it appears: `int32` (utoipa's spelling of a `u32`)
+/// made a generated client in a typed language overflow above 2^31.
+#[test]
+fn every_user_id_is_an_int64_within_u32() {
+    fn walk(v: &serde_json::Value, at: &str, found: &mut Vec<(String, serde_json::Value)>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (k, child) in o {
+                    let here = format!("{at}/{k}");
+                    if k == "user_id" && child.is_object() {
+                        found.push((here.clone(), child.clone()));
+                    }
+                    if k == "name" && child == "user_id" {
+                        found.push((at.to_owned(), o["schema"].clone()));
+                    }
+                    walk(child, &here, found);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, child) in a.iter().enumerate() {
+                    walk(child, &format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut found = Vec::new();
+    walk(&doc, "", &mut found);
+    // Four path parameters, five schema properties (docs/api.md).
+    assert!(found.len() >= 9, "{found:?}");
+    for (at, schema) in found {
+        assert_eq!(schema["type"], "integer", "{at}");
+        assert_eq!(schema["format"], "int64", "{at}");
+        assert_eq!(schema["minimum"], 0, "{at}");
+        assert_eq!(schema["maximum"], 4_294_967_295_u64, "{at}");
+    }
+}

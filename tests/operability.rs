@@ -144,6 +144,33 @@ async fn large_replies_are_compressed_as_negotiated() {
     assert!(r.headers().get("content-encoding").is_none());
 }
 
+/// `process_cpu_seconds_total` in fractions of a second, as the kernel counts it (ticks of
+/// 10 ms): it used to be whole seconds, 0 until a full second of CPU was spent. Scraped until
+/// the process has spent some CPU and the reading is not a whole number (a reading can fall on
+/// one by chance), at most 200 times.
+#[tokio::test]
+async fn process_cpu_seconds_have_fractions() {
+    let gw = Binary::start(&[]);
+    gw.wait_ready().await;
+    let mut readings = Vec::new();
+    for _ in 0..200 {
+        let scraped = reqwest::get(gw.url("/metrics")).await.unwrap();
+        let text = scraped.text().await.unwrap();
+        let value: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("process_cpu_seconds_total "))
+            .expect("process_cpu_seconds_total is exported")
+            .trim()
+            .parse()
+            .unwrap();
+        if value > 0.0 && value.fract() != 0.0 {
+            return;
+        }
+        readings.push(value);
+    }
+    panic!("never a fraction of a second: {readings:?}");
+}
+
 // Several threads: the check below blocks one while the in-process gateway answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_healthcheck_subcommand_tells_up_from_down() {

@@ -52,6 +52,7 @@ struct CheckInBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 struct CheckInReply {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -69,7 +70,7 @@ struct CheckInReply {
 /// than the retention, is 422.
 #[utoipa::path(
     post, path = "/v1/checkins/{user_id}", operation_id = "checkIn",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42)),
+    params(("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42)),
     request_body(content = Option<CheckInBody>, content_type = "application/json"),
     responses(JsonBody, UserAuth, Unprocessable, (status = 200, body = CheckInReply))
 )]
@@ -104,6 +105,7 @@ struct MonthQuery {
 
 #[derive(Debug, Serialize, ToSchema)]
 struct MonthView {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, example = "2026-11")]
     month: Month,
@@ -121,7 +123,7 @@ struct MonthView {
 /// A user's calendar and streaks for one month.
 #[utoipa::path(
     get, path = "/v1/checkins/{user_id}", operation_id = "checkinMonth",
-    params(("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42), MonthQuery),
+    params(("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42), MonthQuery),
     responses(UserAuth, (status = 200, body = MonthView), StoreErrors)
 )]
 async fn month_view(
@@ -156,6 +158,7 @@ async fn month_view(
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = CheckinDayStatus)]
 struct DayStatus {
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     #[schema(value_type = String, format = Date)]
     date: Day,
@@ -166,7 +169,7 @@ struct DayStatus {
 #[utoipa::path(
     get, path = "/v1/checkins/{user_id}/{date}", operation_id = "checkinDay",
     params(
-        ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
+        ("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42),
         ("date" = String, Path, format = Date, description = "YYYY-MM-DD", example = "2026-11-21"),
     ),
     responses(UserAuth, (status = 200, body = DayStatus), StoreErrors)

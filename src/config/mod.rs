@@ -2,8 +2,10 @@
 //! flag (`--help` lists them with their defaults), turned into validated [`Settings`].
 //!
 //! Here: the clap struct ([`Config`], each setting's flag, variable, default and meaning) and
-//! its switches; `validate.rs`: the checks; `settings.rs`: what the library runs on.
+//! its switches; `cli.rs`: reading it, refusals naming the variable; `validate.rs`: the checks;
+//! `settings.rs`: what the library runs on.
 
+mod cli;
 mod settings;
 mod validate;
 
@@ -28,7 +30,8 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port.
+    /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port
+    /// (rediss-cluster:// with TLS); any other scheme, or none, is refused.
     /// Unset: the embedded in-memory backend (state is per process).
     // Its value (which may carry a password) is never printed by --help.
     #[arg(long, env = "REDIS_URL", hide_env_values = true)]

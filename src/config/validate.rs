@@ -12,7 +12,7 @@ impl Config {
     pub fn settings(&self) -> Result<Settings, String> {
         let store = match self.redis_url.as_deref().map(str::trim) {
             None | Some("") => StoreChoice::Memory,
-            Some(url) => StoreChoice::Redis(url.to_owned()),
+            Some(url) => StoreChoice::Redis(redis_url(url)?.to_owned()),
         };
         if self.key_prefix.len() > 64
             || self
@@ -41,54 +41,50 @@ impl Config {
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect();
-        if self.global_count == 0 || self.global_period == 0 {
-            return Err(
-                "GATEWAY_GLOBAL_COUNT and GATEWAY_GLOBAL_PERIOD must be at least 1".to_owned(),
-            );
-        }
-        if self.header_timeout_ms == 0
-            || self.idle_timeout_ms == 0
-            || self.max_connections == 0
-            || self.max_connections_per_address == 0
-        {
-            return Err(
-                "GATEWAY_HEADER_TIMEOUT_MS, GATEWAY_IDLE_TIMEOUT_MS, GATEWAY_MAX_CONNECTIONS and \
-                 GATEWAY_MAX_CONNECTIONS_PER_ADDRESS must be at least 1"
-                    .to_owned(),
-            );
-        }
-        if self.store_timeout_ms == 0 || self.request_timeout_ms == 0 {
-            return Err("timeouts must be at least 1 ms".to_owned());
-        }
-        if self.max_batch == 0 || self.body_limit == 0 || self.redis_pool_size == 0 {
-            return Err("GATEWAY_MAX_BATCH, GATEWAY_BODY_LIMIT and GATEWAY_REDIS_POOL_SIZE must be positive".to_owned());
+        // One check per setting, each refusal naming only the setting it is about: a message
+        // that lists three settings sends the reader looking for the one that is wrong.
+        for (name, value) in [
+            ("GATEWAY_GLOBAL_COUNT", self.global_count),
+            ("GATEWAY_GLOBAL_PERIOD", self.global_period),
+            ("GATEWAY_HEADER_TIMEOUT_MS", self.header_timeout_ms),
+            ("GATEWAY_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
+            ("GATEWAY_MAX_CONNECTIONS", self.max_connections as u64),
+            (
+                "GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+                self.max_connections_per_address as u64,
+            ),
+            ("GATEWAY_STORE_TIMEOUT_MS", self.store_timeout_ms),
+            ("GATEWAY_REQUEST_TIMEOUT_MS", self.request_timeout_ms),
+            ("GATEWAY_MAX_BATCH", self.max_batch as u64),
+            ("GATEWAY_BODY_LIMIT", self.body_limit as u64),
+            ("GATEWAY_REDIS_POOL_SIZE", self.redis_pool_size as u64),
+            ("GATEWAY_UV_RETENTION_DAYS", self.uv_retention_days.into()),
+            (
+                "GATEWAY_DEDUP_RETENTION_DAYS",
+                self.dedup_retention_days.into(),
+            ),
+            ("GATEWAY_GEO_RETENTION_DAYS", self.geo_retention_days.into()),
+            ("GATEWAY_DEDUP_CAPACITY", self.dedup_capacity),
+            ("GATEWAY_SECKILL_MAX_ORDERS", self.seckill_max_orders),
+            ("GATEWAY_MAX_ITEM_BYTES", self.max_item_bytes as u64),
+            ("GATEWAY_RATELIMIT_MAX_TTL_S", self.ratelimit_max_ttl_s),
+            ("GATEWAY_QUEUE_MAX_JOBS", self.queue_max_jobs),
+        ] {
+            if value == 0 {
+                return Err(format!("{name}=0: must be at least 1"));
+            }
         }
         if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
-            return Err("GATEWAY_CHECKIN_RETENTION_DAYS must be within 1..=3660".to_owned());
+            return Err(format!(
+                "GATEWAY_CHECKIN_RETENTION_DAYS={}: must be within 1..=3660",
+                self.checkin_retention_days
+            ));
         }
-        if self.uv_retention_days == 0
-            || self.dedup_retention_days == 0
-            || self.geo_retention_days == 0
-        {
-            return Err("retention settings must be at least 1 day".to_owned());
-        }
-        if !(self.dedup_error_rate > 0.0 && self.dedup_error_rate < 1.0) || self.dedup_capacity == 0
-        {
-            return Err(
-                "GATEWAY_DEDUP_ERROR_RATE must be in (0, 1) and GATEWAY_DEDUP_CAPACITY positive"
-                    .to_owned(),
-            );
-        }
-        if self.seckill_max_orders == 0 || self.max_item_bytes == 0 {
-            return Err(
-                "GATEWAY_SECKILL_MAX_ORDERS and GATEWAY_MAX_ITEM_BYTES must be positive".to_owned(),
-            );
-        }
-        if self.ratelimit_max_ttl_s == 0 {
-            return Err("GATEWAY_RATELIMIT_MAX_TTL_S must be at least 1".to_owned());
-        }
-        if self.queue_max_jobs == 0 {
-            return Err("GATEWAY_QUEUE_MAX_JOBS must be at least 1".to_owned());
+        if !(self.dedup_error_rate > 0.0 && self.dedup_error_rate < 1.0) {
+            return Err(format!(
+                "GATEWAY_DEDUP_ERROR_RATE={}: must be above 0 and below 1",
+                self.dedup_error_rate
+            ));
         }
         Ok(Settings {
             listen: self.listen,
@@ -124,7 +120,7 @@ impl Config {
             },
             redis_pool_size: self.redis_pool_size,
             workers: match self.workers {
-                Some(0) => return Err("GATEWAY_WORKERS must be at least 1".to_owned()),
+                Some(0) => return Err("GATEWAY_WORKERS=0: must be at least 1".to_owned()),
                 Some(n) => n,
                 None => std::thread::available_parallelism().map_or(1, usize::from),
             },
@@ -146,6 +142,30 @@ impl Config {
             ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms.max(1)),
             clock: crate::clock::Clock::system(),
         })
+    }
+}
+
+/// The schemes of a `REDIS_URL`: what fred reads as standalone Redis or Cluster, each
+/// plain or TLS, and that the gateway's routing serves (`src/store/redis/`).
+const REDIS_SCHEMES: [&str; 4] = ["redis", "rediss", "redis-cluster", "rediss-cluster"];
+
+/// `url` when its scheme is one of [`REDIS_SCHEMES`]. Checked here because fred reads any
+/// scheme it does not know as standalone Redis (`http://host:6379` connected) and a URL
+/// without one as a host-less URL ("Invalid or missing host"), neither of which says what to
+/// write instead. The refusal never repeats the URL: it may carry a password.
+fn redis_url(url: &str) -> Result<&str, String> {
+    let accepted = "redis://host:port[/db], rediss:// (TLS), redis-cluster://host:port or \
+                    rediss-cluster:// (Cluster, TLS)";
+    match url.split_once("://") {
+        Some((scheme, _)) if REDIS_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) => {
+            Ok(url)
+        }
+        Some((scheme, _)) if scheme.len() <= 32 && !scheme.contains('@') => Err(format!(
+            "REDIS_URL: unsupported scheme {scheme}://; write {accepted}"
+        )),
+        _ => Err(format!(
+            "REDIS_URL has no scheme (such as redis://localhost:6379); write {accepted}"
+        )),
     }
 }
 

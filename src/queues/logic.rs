@@ -99,6 +99,16 @@ pub fn receipt(s: &str) -> Result<&str, Refused> {
     }
 }
 
+/// Whether a queue that has issued receipts up to sequence `issued` ever issued `receipt` (one
+/// [`receipt`] accepted): how an ack tells a job that is gone (acked, cancelled: its receipt
+/// was issued) from one that never existed (queue_ack.lua does the same).
+pub fn issued(receipt: &str, issued: u64) -> bool {
+    receipt
+        .rsplit_once('.')
+        .and_then(|(_, seq)| seq.parse::<u64>().ok())
+        .is_some_and(|seq| (1..=issued).contains(&seq))
+}
+
 /// A job's bookkeeping as both backends keep it beside its payload:
 /// `<run_at> <attempts> <max_attempts> <receipt or ->`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::queues::logic::Meta;
+use crate::queues::logic::{self, Meta};
 use crate::queues::Bells;
 use crate::queues::{
     Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
@@ -255,10 +255,14 @@ impl QueueStore for MemoryStore {
         let mut s = self.state(&STATE);
         let now = now_ms(self);
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
-            return Ok(Acked::Expired);
+            return Ok(Acked::Unknown);
         };
         let Some(job) = q.jobs.get(id) else {
-            return Ok(Acked::Expired);
+            return Ok(if logic::issued(receipt, q.receipt_seq) {
+                Acked::Expired
+            } else {
+                Acked::Unknown
+            });
         };
         match job.place {
             Place::Flight(deadline)

@@ -108,6 +108,10 @@ pub enum Acked {
     Done,
     /// The receipt is not the job's current claim, the claim lapsed, or the job is gone.
     Expired,
+    /// The queue holds no such job and never issued this receipt: the job never existed (or
+    /// the whole queue expired). A job acked or cancelled is gone too, but the receipt it was
+    /// claimed with was issued, so that one is [`Acked::Expired`].
+    Unknown,
 }
 
 /// What a cancel did.

@@ -204,6 +204,7 @@ impl QueueStore for RedisStore {
         match reply.as_str() {
             "ok" => Ok(Acked::Done),
             "expired" => Ok(Acked::Expired),
+            "unknown" => Ok(Acked::Unknown),
             _ => Err(bad("ack", &reply)),
         }
     }

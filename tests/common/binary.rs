@@ -16,21 +16,8 @@ impl Binary {
     /// Starts the binary on the embedded store with its defaults, `RUST_LOG` unset and admin
     /// token `t`; `env` adds to or overrides that.
     pub fn start(env: &[(&str, &str)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
-        cmd.env_remove("REDIS_URL")
-            .env_remove("RUST_LOG")
-            .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
-            .env("GATEWAY_ADMIN_TOKEN", "t")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
+        let (mut cmd, port) = command(env);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = cmd.spawn().unwrap();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
@@ -43,6 +30,33 @@ impl Binary {
             }
         });
         Self { child, lines, port }
+    }
+
+    /// Runs the binary as [`Binary::start`] would, with `args`, to its end (within 10 s): its
+    /// exit status, stdout and stderr.
+    pub fn run(env: &[(&str, &str)], args: &[&str]) -> Exit {
+        let (mut cmd, _) = command(env);
+        let mut child = cmd
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the binary did not exit within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        Exit {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -94,6 +108,33 @@ impl Binary {
             .map(|n| n.trim().to_owned())
             .collect()
     }
+}
+
+/// How a run of the binary ended.
+pub struct Exit {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The binary on a free port, on the embedded store with its defaults, `RUST_LOG` unset and
+/// admin token `t`; `env` adds to or overrides that.
+pub fn command(env: &[(&str, &str)]) -> (Command, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
+    cmd.env_remove("REDIS_URL")
+        .env_remove("RUST_LOG")
+        .env_remove("RUST_BACKTRACE")
+        .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+        .env("GATEWAY_ADMIN_TOKEN", "t");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    (cmd, port)
 }
 
 impl Drop for Binary {

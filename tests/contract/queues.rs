@@ -101,6 +101,20 @@ async fn enqueue_claim_ack_cancel(backend: Backend) {
         "acked once"
     );
     assert_eq!(stats(&gw, "mail").await, [0, 0, 0, 0]);
+    // A job that never existed is 404, on a queue never used and on this one with a receipt
+    // it never issued; a receipt it issued cannot tell "never existed" from "done", so that
+    // stays 409 (docs/api.md "Delayed queues").
+    for (queue, receipt) in [("never-used", "1.1"), ("mail", "1.2")] {
+        let ghost = json!({"id": "ghost", "receipt": receipt});
+        let (status, p) = ack(&gw, queue, &ghost).await;
+        assert_eq!(
+            (status, p["code"].as_str()),
+            (404, Some("not_found")),
+            "{queue} {receipt}: {p}"
+        );
+    }
+    let ghost = json!({"id": "ghost", "receipt": "1.1"});
+    assert_eq!(ack(&gw, "mail", &ghost).await.0, 409);
 
     // Cancel a waiting job; unknown → 404.
     enqueue(

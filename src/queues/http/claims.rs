@@ -123,7 +123,9 @@ struct AckBody {
 /// Ack a claimed job: it is done and gone.
 ///
 /// 409 `receipt_expired` when the receipt is not the job's current claim: the claim lapsed
-/// (the job may have gone to another claimer), or the job is gone.
+/// (the job may have gone to another claimer), or the job is gone (acked, cancelled). 404
+/// `not_found` when the queue holds no such job and never issued the receipt: the job never
+/// existed.
 #[utoipa::path(
     post, path = "/v1/queues/{queue}/jobs/{id}/ack", operation_id = "queuesAck",
     params(
@@ -133,6 +135,8 @@ struct AckBody {
     request_body = AckBody,
     responses(
         (status = 204, description = "Acked"),
+        (status = 404, body = Problem, content_type = "application/problem+json",
+            description = "`not_found`: no such job, and the queue never issued this receipt"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`receipt_expired`: the claim lapsed or is not the job's current one"),
         BackendJson,
@@ -156,5 +160,9 @@ async fn ack(
             detail: format!("the claim of job {id} in queue {queue} with this receipt has lapsed"),
             extra: None,
         }),
+        Acked::Unknown => Err(ApiError::NotFound(format!(
+            "queue {queue} has no job {id} and issued no such receipt: enqueue the job, claim \
+             it, and ack with the receipt the claim returned"
+        ))),
     }
 }

@@ -36,7 +36,7 @@ const LEDGER_LOOKUP: Duration = Duration::from_millis(500);
 #[serde(deny_unknown_fields)]
 struct BuyBody {
     /// The buyer, 0..=4294967295.
-    #[schema(value_type = u32, example = 42)]
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64, example = 42)]
     #[serde(deserialize_with = "crate::types::json_user_id")]
     user_id: UserId,
 }
@@ -47,6 +47,7 @@ pub(crate) struct OrderView {
     #[schema(example = "v1/1763726400123-0")]
     order_id: String,
     voucher_id: String,
+    #[schema(value_type = i64, minimum = 0, maximum = 4294967295_i64)]
     user_id: u32,
     /// The store's time of the sale.
     #[schema(value_type = String, format = DateTime)]
@@ -245,7 +246,7 @@ struct UserOrders {
     get, path = "/v1/seckill/vouchers/{voucher_id}/orders/{user_id}", operation_id = "seckillUserOrders",
     params(
         ("voucher_id" = String, Path, description = name_rule!(), example = "v1"),
-        ("user_id" = u32, Path, description = "User id, 0..=4294967295", example = 42),
+        ("user_id" = i64, Path, minimum = 0, maximum = 4294967295_i64, description = "User id, 0..=4294967295", example = 42),
     ),
     responses(Lookup, UserAuth, (status = 200, body = UserOrders))
 )]

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use fred::prelude::*;
 
-use super::error::StoreError;
+use super::error::{StoreError, Unreachable};
 use super::keys::Keys;
 use super::slots::{Kept, Slot, Slots};
 use super::ReadyInfo;
@@ -59,6 +59,7 @@ impl RedisStore {
         // come up not-ready and recover, not crash-loop.
         config.fail_fast = false;
         let cluster = config.server.is_clustered();
+        let tls = config.tls.is_some();
         let subscriber_config = config.clone();
         let timeout = settings.store_timeout;
         let policy = ReconnectPolicy::new_exponential(0, 50, 2_000, 2);
@@ -100,10 +101,18 @@ impl RedisStore {
                 Arc::new(move |size: usize| builder(config.clone()).build_pool(size));
             let pool = make(settings.redis_pool_size)
                 .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
-            if connect_pool(&pool, wait).await {
-                tracing::info!(cluster, "connected to Redis");
+            let failures = route::Failures::of(&pool);
+            match connect_pool(&pool, &failures, wait).await {
+                None => tracing::info!(cluster, "connected to Redis"),
+                Some(e) if e.kind() == &ErrorKind::Timeout && tls => {
+                    if answers_without_tls(&subscriber_config, wait).await {
+                        failures.plain_server();
+                    }
+                    warn_unreachable(&failures.last(&pool).unwrap_or(e));
+                }
+                Some(e) => warn_unreachable(&e),
             }
-            route::Route::single(pool, make)
+            route::Route::single(pool, make, failures)
         };
         let store = Self {
             pool,
@@ -127,7 +136,12 @@ impl RedisStore {
         let pool = single
             .make_pool(size.max(1))
             .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
-        connect_pool(&pool, wait).await;
+        if let Some(e) = connect_pool(&pool, &route::Failures::of(&pool), wait).await {
+            // Said once, at start-up, when the shared pool cannot connect either.
+            if single.connect_failure().is_none() {
+                warn_unreachable(&e);
+            }
+        }
         single.attach(pool);
         Ok(())
     }
@@ -206,17 +220,63 @@ impl WeakRedisStore {
     }
 }
 
-/// Starts `pool` connecting and waits up to `wait` for it; `false` (logged) when Redis is not
-/// reachable yet, which fred keeps retrying in the background.
-async fn connect_pool(pool: &Pool, wait: Duration) -> bool {
+/// Starts `pool` connecting and waits up to `wait` for it: `None` once connected, else why
+/// not yet (fred keeps retrying in the background). `failures` must listen to `pool` already:
+/// with `fail_fast` off, `wait_for_connect` only ever times out, so the attempts' own errors
+/// are the only place that says why (a refused port and a refused password both looked like
+/// "timed out").
+async fn connect_pool(pool: &Pool, failures: &route::Failures, wait: Duration) -> Option<Error> {
     pool.connect();
-    let e = match tokio::time::timeout(wait, pool.wait_for_connect()).await {
-        Ok(Ok(())) => return true,
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => "timed out".to_owned(),
+    match tokio::time::timeout(wait, pool.wait_for_connect()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(_) => Some(
+            failures
+                .last(pool)
+                .unwrap_or_else(|| Error::new(ErrorKind::Timeout, "no answer in time")),
+        ),
+    }
+}
+
+/// Whether the server behind a TLS URL answers without TLS (a `rediss://` URL for a server
+/// that has none). The failed handshake does not say so: Redis reads the TLS ClientHello as
+/// the start of an inline command and waits for its end, so the attempt merely times out
+/// (unless the random bytes happen to hold a newline; then the reply breaks the handshake).
+/// One plain connection, made and closed by fred, tells.
+async fn answers_without_tls(config: &Config, wait: Duration) -> bool {
+    let mut plain = config.clone();
+    plain.tls = None;
+    plain.fail_fast = true;
+    let client = Builder::from_config(plain)
+        .with_connection_config(|conn| {
+            conn.connection_timeout = wait;
+            conn.internal_command_timeout = wait;
+        })
+        .build();
+    let Ok(client) = client else {
+        return false;
     };
-    tracing::warn!(error = %e, "Redis is not reachable yet; retrying in the background");
-    false
+    // Any reply in RESP is an answer, a refused password or database included.
+    let answered = match client.init().await {
+        Ok(_) => true,
+        Err(e) => e.kind() == &ErrorKind::Auth || e.details().starts_with("ERR"),
+    };
+    let _ = client.quit().await;
+    answered
+}
+
+/// The start-up line of a Redis that does not serve yet: the reason code (as `/readyz` gives
+/// it), what to do about it, and fred's own words.
+fn warn_unreachable(e: &Error) {
+    let (reason, hint) = match classify(e) {
+        StoreError::Unreachable(why) => (why.reason(), why.hint()),
+        StoreError::Timeout => (
+            "timeout",
+            "Redis did not answer in time: check REDIS_URL's host and port, and the network",
+        ),
+        other => (other.reason(), "check REDIS_URL and that Redis runs"),
+    };
+    tracing::warn!(reason, error = %e, "Redis is not reachable yet: {hint}; retrying in the background");
 }
 
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
@@ -225,7 +285,7 @@ pub(crate) fn map_err(e: Error) -> StoreError {
     let mapped = classify(&e);
     let kind = match mapped {
         StoreError::Timeout => "timeout",
-        StoreError::Unavailable(_) => "unavailable",
+        StoreError::Unavailable(_) | StoreError::Unreachable(_) => "unavailable",
         StoreError::Internal(_) => "internal",
     };
     metrics::counter!("gateway_store_errors_total", "kind" => kind).increment(1);
@@ -233,6 +293,9 @@ pub(crate) fn map_err(e: Error) -> StoreError {
 }
 
 fn classify(e: &Error) -> StoreError {
+    if let Some(why) = unreachable(e) {
+        return StoreError::Unreachable(why);
+    }
     match e.kind() {
         ErrorKind::Timeout => StoreError::Timeout,
         ErrorKind::IO
@@ -248,6 +311,34 @@ fn classify(e: &Error) -> StoreError {
             StoreError::Unavailable(e.to_string())
         }
         _ => StoreError::Internal(e.to_string()),
+    }
+}
+
+/// Why connecting to Redis fails, when fred's error tells. Only the password has a kind of its
+/// own (`Auth`, from a `NOAUTH` or `WRONGPASS` reply); the rest are read from the text, as
+/// fred keeps no more than that: a refused TCP connect is its `IO` kind with the `io::Error`
+/// in `{:?}` form (`kind: ConnectionRefused`), a TLS handshake that fails is the same `IO`
+/// kind around rustls' error (tokio-rustls reports it as `InvalidData`, naming the TLS
+/// message or alert), and a database the server lacks is the plain `ERR` reply to `SELECT`.
+pub(crate) fn unreachable(e: &Error) -> Option<Unreachable> {
+    let details = e.details();
+    match e.kind() {
+        ErrorKind::Auth => Some(Unreachable::AuthenticationFailed),
+        ErrorKind::Tls => Some(Unreachable::TlsFailed),
+        ErrorKind::IO if details.contains("ConnectionRefused") => {
+            Some(Unreachable::ConnectionRefused)
+        }
+        ErrorKind::IO if details.contains("InvalidData") => Some(Unreachable::TlsFailed),
+        _ if details.starts_with("ERR DB index is out of range")
+            || details.starts_with("ERR invalid DB index") =>
+        {
+            Some(Unreachable::UnknownDatabase)
+        }
+        // Replies to a command on a connection made before the password was required.
+        _ if details.starts_with("NOAUTH") || details.starts_with("WRONGPASS") => {
+            Some(Unreachable::AuthenticationFailed)
+        }
+        _ => None,
     }
 }
 
@@ -279,5 +370,31 @@ mod tests {
         assert!(matches!(classify(&other), StoreError::Internal(_)));
         let parse = Error::new(ErrorKind::Parse, "Failed to route command.");
         assert!(matches!(classify(&parse), StoreError::Internal(_)));
+    }
+
+    #[test]
+    fn why_a_connection_fails_is_read_from_freds_errors() {
+        let refused: Error = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+        let cases = [
+            (refused, Some(Unreachable::ConnectionRefused)),
+            (
+                Error::new(ErrorKind::Auth, "NOAUTH Authentication required."),
+                Some(Unreachable::AuthenticationFailed),
+            ),
+            (
+                Error::new(ErrorKind::Unknown, "ERR DB index is out of range"),
+                Some(Unreachable::UnknownDatabase),
+            ),
+            (
+                Error::new(ErrorKind::Tls, "InvalidCertificate(UnknownIssuer)"),
+                Some(Unreachable::TlsFailed),
+            ),
+            (Error::new(ErrorKind::Timeout, "Request timed out."), None),
+            (Error::new(ErrorKind::IO, "Redis is not connected"), None),
+            (Error::new(ErrorKind::Unknown, "ERR something else"), None),
+        ];
+        for (e, why) in cases {
+            assert_eq!(unreachable(&e), why, "{e:?}");
+        }
     }
 }

@@ -32,6 +32,7 @@ use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
 
 use cluster::{Cluster, Node};
+pub(super) use single::Failures;
 use single::Single;
 
 /// Builds one fred client for one server (the store's settings: timeouts, one attempt,
@@ -57,8 +58,8 @@ impl std::fmt::Debug for Route {
 }
 
 impl Route {
-    pub(super) fn single(shared: Pool, make: MakePool) -> Self {
-        Route::Single(Arc::new(Single::new(shared, make)))
+    pub(super) fn single(shared: Pool, make: MakePool, failures: Failures) -> Self {
+        Route::Single(Arc::new(Single::new(shared, make, failures)))
     }
 
     pub(super) fn cluster(base: Config, make: MakeClient, timeout: Duration) -> Arc<Cluster> {

@@ -4,8 +4,10 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use fred::prelude::*;
+use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
 use super::MakePool;
 
@@ -16,6 +18,7 @@ pub(crate) struct Single {
     /// Builds a worker's own pool, with the settings the shared one was built with.
     make: MakePool,
     id: u64,
+    failures: Failures,
 }
 
 thread_local! {
@@ -24,13 +27,21 @@ thread_local! {
 }
 
 impl Single {
-    pub(super) fn new(shared: Pool, make: MakePool) -> Self {
+    /// `failures` listens to `shared`.
+    pub(super) fn new(shared: Pool, make: MakePool, failures: Failures) -> Self {
         static IDS: AtomicU64 = AtomicU64::new(0);
         Single {
+            failures,
             shared,
             make,
             id: IDS.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// While no connection of the shared pool is up: the error its last attempt to connect
+    /// ended in (`None` before any has failed).
+    pub(in crate::store::redis) fn connect_failure(&self) -> Option<Error> {
+        self.failures.last(&self.shared)
     }
 
     pub(in crate::store::redis) fn make_pool(&self, size: usize) -> Result<Pool, Error> {
@@ -57,8 +68,17 @@ impl Single {
                 .find(|(id, _)| *id == self.id)
                 .and_then(|(_, pool)| connected(pool))
         });
-        own.or_else(|| connected(&self.shared))
-            .ok_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
+        own.or_else(|| connected(&self.shared)).ok_or_else(|| {
+            // Why, when the last attempt to connect says (a refused port, a refused password,
+            // no answer in time): the 503 and `/readyz` then carry that reason rather than a
+            // bare "unavailable". Other failures stay that: any of them passed on would be a
+            // 500 (an error the store boundary does not expect).
+            self.connect_failure()
+                .filter(|e| {
+                    e.kind() == &ErrorKind::Timeout || crate::store::redis::unreachable(e).is_some()
+                })
+                .unwrap_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
+        })
     }
 }
 
@@ -71,4 +91,75 @@ fn connected(pool: &Pool) -> Option<Client> {
         .iter()
         .find(|c| c.state() == ClientState::Connected)
         .cloned()
+}
+
+/// The errors a pool's attempts to connect ended in, as fred announces them (a refused or
+/// failed connect is not the answer to any command, so the store's calls never see it: they
+/// only find no connection up).
+pub(crate) struct Failures {
+    state: Mutex<State>,
+}
+
+struct State {
+    receivers: Vec<Receiver<(Error, Option<Server>)>>,
+    last: Option<Error>,
+    /// The server answered a plain connection where the URL asks for TLS (what the attempts'
+    /// own errors, timeouts, do not tell): kept until a connection is up.
+    plain: bool,
+}
+
+impl Failures {
+    /// Listens to `pool`'s clients; subscribe before connecting, so the first failure counts.
+    pub(crate) fn of(pool: &Pool) -> Self {
+        let receivers = pool.clients().iter().map(|c| c.error_rx()).collect();
+        Failures {
+            state: Mutex::new(State {
+                receivers,
+                last: None,
+                plain: false,
+            }),
+        }
+    }
+
+    /// Notes that the server answers without TLS where the URL asks for it.
+    pub(crate) fn plain_server(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .plain = true;
+    }
+
+    /// The latest failure announced, unless a client of `pool` is connected now.
+    pub(crate) fn last(&self, pool: &Pool) -> Option<Error> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let State {
+            receivers,
+            last,
+            plain,
+        } = &mut *state;
+        for rx in receivers.iter_mut() {
+            loop {
+                match rx.try_recv() {
+                    Ok((e, _)) => *last = Some(e),
+                    Err(TryRecvError::Lagged(_)) => continue,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
+            }
+        }
+        if pool
+            .clients()
+            .iter()
+            .any(|c| c.state() == ClientState::Connected)
+        {
+            *last = None;
+            *plain = false;
+        }
+        if *plain {
+            return Some(Error::new(
+                ErrorKind::Tls,
+                "the server answers without TLS where REDIS_URL asks for it",
+            ));
+        }
+        last.clone()
+    }
 }

@@ -1,0 +1,184 @@
+//! What the binary says when its configuration or its Redis is wrong (docs/configuration.md
+//! "Checks at start-up", docs/operations.md "Probes"): each refusal names the one setting
+//! it is about, and a Redis that cannot be used is told apart by why, in the start-up line and
+//! in `/readyz`'s `reason`.
+
+mod common;
+
+use std::io::Read;
+use std::process::Stdio;
+
+use common::binary::{self, Binary};
+use common::RedisProcess;
+use serde_json::Value;
+
+/// Runs the binary with `env` and expects it to refuse to start; its stderr.
+fn refused(env: &[(&str, &str)]) -> String {
+    let exit = Binary::run(env, &[]);
+    assert!(!exit.status.success(), "started with {env:?}");
+    assert!(
+        !exit.stderr.contains("panicked"),
+        "a refusal, not a crash: {}",
+        exit.stderr
+    );
+    exit.stderr
+}
+
+#[test]
+fn a_redis_url_needs_a_scheme_the_gateway_speaks() {
+    for url in [
+        "localhost:6379",
+        "http://127.0.0.1:6379",
+        "user:s3cret@localhost:6379",
+        "valkey://127.0.0.1:6379",
+    ] {
+        let err = refused(&[("REDIS_URL", url)]);
+        assert!(err.contains("REDIS_URL"), "{url}: {err}");
+        for scheme in ["redis://", "rediss://", "redis-cluster://"] {
+            assert!(err.contains(scheme), "{url}: {scheme} not named: {err}");
+        }
+        assert!(
+            !err.contains("s3cret"),
+            "the URL's password is repeated: {err}"
+        );
+    }
+    let err = refused(&[("REDIS_URL", "http://127.0.0.1:6379")]);
+    assert!(err.contains("unsupported scheme http://"), "{err}");
+}
+
+#[test]
+fn a_value_that_does_not_parse_names_the_variable_set() {
+    let err = refused(&[("GATEWAY_GLOBAL_BURST", "abc")]);
+    assert!(err.contains("GATEWAY_GLOBAL_BURST=abc"), "{err}");
+    assert!(err.contains("invalid digit"), "{err}");
+    let err = refused(&[("GATEWAY_LOG_FORMAT", "xml")]);
+    assert!(err.contains("GATEWAY_LOG_FORMAT=xml"), "{err}");
+    assert!(err.contains("text, json"), "the choices: {err}");
+    // Given as a flag, the flag is what was wrong.
+    let exit = Binary::run(&[], &["--global-burst", "x"]);
+    assert!(!exit.status.success());
+    assert!(exit.stderr.contains("--global-burst x"), "{}", exit.stderr);
+}
+
+#[test]
+fn each_invalid_setting_is_named_alone() {
+    for var in [
+        "GATEWAY_MAX_BATCH",
+        "GATEWAY_BODY_LIMIT",
+        "GATEWAY_REDIS_POOL_SIZE",
+        "GATEWAY_GLOBAL_COUNT",
+        "GATEWAY_HEADER_TIMEOUT_MS",
+        "GATEWAY_STORE_TIMEOUT_MS",
+        "GATEWAY_UV_RETENTION_DAYS",
+        "GATEWAY_DEDUP_CAPACITY",
+        "GATEWAY_MAX_ITEM_BYTES",
+        "GATEWAY_WORKERS",
+    ] {
+        let err = refused(&[(var, "0")]);
+        assert!(err.contains(&format!("{var}=0")), "{var}: {err}");
+        assert_eq!(
+            err.matches("GATEWAY_").count(),
+            1,
+            "{var}=0 names other settings too: {err}"
+        );
+    }
+}
+
+#[test]
+fn openapi_to_a_closed_pipe_exits_quietly() {
+    let (mut cmd, _) = binary::command(&[]);
+    let mut child = cmd
+        .arg("openapi")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the start, then hang up as `| head` does: the document is larger than a pipe holds
+    // (64 KiB on Linux), so the binary is still writing when the pipe closes.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut start = [0u8; 16];
+    stdout.read_exact(&mut start).unwrap();
+    assert!(std::str::from_utf8(&start).unwrap().starts_with('{'));
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    let document = std::fs::read_to_string("openapi/openapi.json").unwrap();
+    assert!(document.len() > 64 * 1024, "too small to fill a pipe");
+}
+
+/// Starts the binary on `url`, expects its start-up line to give `reason`, and `/readyz` to
+/// answer 503 with the same `reason`.
+async fn unusable(url: &str, reason: &str) {
+    let gw = Binary::start(&[
+        ("REDIS_URL", url),
+        ("GATEWAY_LOG_FORMAT", "json"),
+        ("GATEWAY_STORE_TIMEOUT_MS", "500"),
+    ]);
+    let line = gw.line(|l| l.contains("Redis is not reachable yet"));
+    let entry: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(entry["level"], "WARN", "{line}");
+    assert_eq!(entry["reason"], reason, "{url}: {line}");
+    gw.line(|l| l.contains("serving on"));
+    let r = reqwest::get(gw.url("/readyz")).await.unwrap();
+    assert_eq!(r.status(), 503, "{url}");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "backend_unavailable", "{url}: {body}");
+    assert_eq!(body["reason"], reason, "{url}: {body}");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_told_apart() {
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    unusable(&format!("redis://127.0.0.1:{port}"), "connection_refused").await;
+}
+
+#[tokio::test]
+async fn a_refused_password_is_told_apart() {
+    let redis = RedisProcess::start(&[], false);
+    redis
+        .cli(&["config", "set", "requirepass", "s3cret"])
+        .expect("requirepass set");
+    let port = redis.url().rsplit(':').next().unwrap().to_owned();
+    unusable(
+        &format!("redis://127.0.0.1:{port}"),
+        "authentication_failed",
+    )
+    .await;
+    unusable(
+        &format!("redis://:wrong@127.0.0.1:{port}"),
+        "authentication_failed",
+    )
+    .await;
+    // The right password serves, so the two above were about the password.
+    let gw = Binary::start(&[("REDIS_URL", &format!("redis://:s3cret@127.0.0.1:{port}"))]);
+    gw.wait_ready().await;
+}
+
+#[tokio::test]
+async fn an_unknown_database_is_told_apart() {
+    let redis = common::shared_redis();
+    unusable(&format!("{}/99", redis.url()), "unknown_database").await;
+}
+
+#[tokio::test]
+async fn tls_to_a_server_without_it_is_told_apart() {
+    let redis = common::shared_redis();
+    let url = redis.url().replacen("redis://", "rediss://", 1);
+    unusable(&url, "tls_failed").await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_a_timeout() {
+    // Connections complete in the backlog, and nothing ever reads them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    unusable(&format!("redis://127.0.0.1:{port}"), "timeout").await;
+    drop(silent);
+}
