@@ -14,7 +14,7 @@ pub struct Ready {
     pub bloom_engine: &'static str,
 }
 
-/// How often the store is probed at most, whatever the callers do (docs/operations.md "Behaviour").
+/// How often the store is probed at most, whatever the callers do (docs/operations.md "Probes").
 const PROBE_PERIOD: Duration = Duration::from_secs(1);
 
 /// The store probe behind `/readyz` and `/metrics`. Both are exempt from the limiter, so

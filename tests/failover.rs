@@ -213,7 +213,7 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
     // plus those whose outcome was unknown (503). Nothing is lost either, but for one window
     // Redis itself leaves open: it replicates asynchronously, so a purchase the failed master
     // acknowledged in its last moments may not have reached the replica that replaces it
-    // (docs/operations.md "Redis Cluster in depth"; seen once in a SIGSTOP run, 74 sold of 75
+    // (docs/operations.md "Redis Cluster"; seen once in a SIGSTOP run, 74 sold of 75
     // acknowledged). Only purchases acknowledged within `LAG` before the fault may be missing.
     const LAG: Duration = Duration::from_millis(250);
     for (i, n) in names.iter().enumerate() {

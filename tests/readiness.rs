@@ -1,5 +1,5 @@
 //! `/readyz` probes the store at most once a second whatever the callers do (docs/operations.md
-//! "Behaviour"): it is never rate limited, so each call running `INFO` on Redis would let anyone
+//! "Probes"): it is never rate limited, so each call running `INFO` on Redis would let anyone
 //! drive the store as hard as they can send requests.
 //!
 //! A test binary of its own: the 503 half counts failed probes with the process-wide

@@ -62,7 +62,7 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
         (status.as_u16(), body["code"].as_str()),
         (503, Some("backend_unavailable"))
     );
-    // `/readyz` probes the store at most once a second (docs/operations.md "Behaviour"): the outage
+    // `/readyz` probes the store at most once a second (docs/operations.md "Probes"): the outage
     // shows there within about that.
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {

@@ -1,4 +1,4 @@
-//! The HTTP/1 server loop with the connection guards of docs/operations.md "Behaviour": a header
+//! The HTTP/1 server loop with the connection guards of docs/operations.md "Connections": a header
 //! read timeout, an idle keep-alive timeout, a cap on concurrent connections and one per peer
 //! address, a bound on the request head, then graceful shutdown (stop accepting, let in-flight
 //! requests finish, close idle connections).

@@ -1,4 +1,4 @@
-//! The cap on connections per peer address (docs/operations.md "Behaviour"), shared by the binary's
+//! The cap on connections per peer address (docs/operations.md "Connections"), shared by the binary's
 //! worker threads.
 
 use std::collections::HashMap;
