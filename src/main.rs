@@ -12,7 +12,19 @@ use redis_gateway::config::{Command, Config};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() -> anyhow::Result<()> {
+/// A refusal to start is one line on stderr and exit status 1: what is wrong and what to do,
+/// without the stack trace `anyhow` adds to `main`'s error when `RUST_BACKTRACE` is set.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let config = Config::load().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
     match config.command {
         Some(Command::Openapi) => {
