@@ -97,11 +97,7 @@ impl GeoStore for RedisStore {
             args.push(p.at.lat.to_string());
             args.push(p.member.as_str().to_owned());
         }
-        let added: i64 = self
-            .pool
-            .eval(&PUT, self.keys.geo(layer), args)
-            .await
-            .map_err(map_err)?;
+        let added: i64 = self.pool.script(&PUT, self.keys.geo(layer), args).await?;
         Ok(u64::try_from(added).map_err(|_| LayerFull))
     }
 
@@ -197,9 +193,8 @@ impl GeoStore for RedisStore {
         ];
         let reply: Vec<Value> = self
             .pool
-            .eval(&NEARBY, vec![self.keys.geo(layer)], args)
-            .await
-            .map_err(map_err)?;
+            .script(&NEARBY, vec![self.keys.geo(layer)], args)
+            .await?;
         let mut reply = reply.into_iter();
         let status = reply.next().and_then(|v| v.as_i64());
         if status == Some(0) {
@@ -328,10 +323,7 @@ impl RedisStore {
             .iter()
             .flat_map(|(lo, hi)| [lo.to_string(), hi.to_string()])
             .collect();
-        self.pool
-            .eval(&COUNT, vec![key], args)
-            .await
-            .map_err(map_err)
+        self.pool.script(&COUNT, vec![key], args).await
     }
 
     /// The places in `ranges` of scores that `test` keeps, with its distance, read
@@ -355,11 +347,7 @@ impl RedisStore {
                 args.push(lo.to_string());
                 args.push(hi.to_string());
             }
-            let reply: Vec<Value> = self
-                .pool
-                .eval(&SCAN, vec![key], args)
-                .await
-                .map_err(map_err)?;
+            let reply: Vec<Value> = self.pool.script(&SCAN, vec![key], args).await?;
             let mut reply = reply.into_iter();
             let mut next = || reply.next().ok_or_else(|| unexpected_scan("a short reply"));
             at = next()?

@@ -52,7 +52,7 @@ impl LedgerStore for RedisStore {
     ) -> Result<Vec<Taken>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &TAKE,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -65,8 +65,7 @@ impl LedgerStore for RedisStore {
                     count.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         reply.iter().map(|e| taken(voucher, e)).collect()
     }
 
@@ -78,7 +77,7 @@ impl LedgerStore for RedisStore {
         args.extend(ids.iter().map(Seq::to_string));
         let _: i64 = self
             .pool
-            .eval(
+            .script(
                 &ACK,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -86,8 +85,7 @@ impl LedgerStore for RedisStore {
                 ],
                 args,
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         Ok(())
     }
 
@@ -109,7 +107,7 @@ impl LedgerStore for RedisStore {
         args.extend(ids.iter().map(Seq::to_string));
         let n: i64 = self
             .pool
-            .eval(
+            .script(
                 &REFUSE,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -118,8 +116,7 @@ impl LedgerStore for RedisStore {
                 ],
                 args,
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
@@ -167,7 +164,7 @@ impl LedgerStore for RedisStore {
     async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = self
             .pool
-            .eval(
+            .script(
                 &BACKLOG,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -175,8 +172,7 @@ impl LedgerStore for RedisStore {
                 ],
                 vec![GROUP.to_owned(), RETIRE_CONSUMER_MS.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         let at = |i: usize| reply.get(i).copied().unwrap_or(0).max(0) as u64;
         Ok(Backlog {
             pending: at(0),

@@ -84,7 +84,7 @@ impl SeckillStore for RedisStore {
         self.register_voucher(voucher).await?;
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &PUT,
                 vec![self.keys.voucher(voucher)],
                 vec![
@@ -95,8 +95,7 @@ impl SeckillStore for RedisStore {
                     cap.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "over_cap" => Ok(Put::OverCap {
                 sold: int(reply.get(1))
@@ -127,11 +126,7 @@ impl SeckillStore for RedisStore {
         ];
         let mut args = vec![quantity.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self
-            .pool
-            .eval(&RESTOCK, keys, args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&RESTOCK, keys, args).await?;
         match tag(&reply).as_str() {
             "key_reused" => Ok(Once::KeyReused),
             "replay" => restocked(&reply[1..]).map(Once::Replayed),
@@ -142,9 +137,8 @@ impl SeckillStore for RedisStore {
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(&GET, vec![self.keys.voucher(voucher)], ())
-            .await
-            .map_err(map_err)?;
+            .script(&GET, vec![self.keys.voucher(voucher)], ())
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
             "ok" => view(&reply).map(Some).ok_or_else(|| bad("get", &reply)),
@@ -166,7 +160,7 @@ impl SeckillStore for RedisStore {
         );
         let mut args = vec![user.to_string(), voucher.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self.pool.eval(&BUY, keys, args).await.map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&BUY, keys, args).await?;
         match tag(&reply).as_str() {
             "key_reused" => Ok(Bought::KeyReused),
             "replay" => Ok(Bought::Replayed(purchase(
@@ -215,7 +209,7 @@ impl SeckillStore for RedisStore {
     ) -> Result<Option<Vec<Seq>>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &USER_ORDERS,
                 vec![
                     self.keys.voucher(voucher),
@@ -223,8 +217,7 @@ impl SeckillStore for RedisStore {
                 ],
                 vec![user.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
             "ok" => seqs(&reply.get(1).and_then(Value::as_string).unwrap_or_default()).map(Some),
@@ -317,7 +310,7 @@ impl RedisStore {
         };
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &ORDERS,
                 vec![
                     self.keys.voucher(voucher),
@@ -325,8 +318,7 @@ impl RedisStore {
                 ],
                 vec![start, limit.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => return Ok(None),
             "ok" => {}

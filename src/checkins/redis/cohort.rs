@@ -123,11 +123,11 @@ impl RedisStore {
             let key = self.keys.cohort_chunk(chunk, *d);
             async move {
                 self.pool
-                    .eval::<Vec<Value>, _, _>(&COHORT_GET, key, ())
+                    .script::<Vec<Value>, _, _>(&COHORT_GET, key, ())
                     .await
             }
         });
-        let values = futures::future::try_join_all(gets).await.map_err(map_err)?;
+        let values = futures::future::try_join_all(gets).await?;
         let owned: Vec<Vec<u8>> = values
             .into_iter()
             .map(chunk_bitmap)
