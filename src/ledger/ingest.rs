@@ -273,32 +273,17 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
     use crate::ledger::sink::memory::MemorySink;
     use crate::ledger::{dead_letters, replay, ReplayError};
-    use crate::seckill::{Bought, SeckillStore, Spec};
+    use crate::seckill::SeckillStore;
     use crate::store::memory::MemoryStore;
-    use crate::types::UserId;
 
     type Tested = Ingester<MemoryStore, MemorySink>;
 
     /// A voucher `v1` with an order for each of `buyers` (users 0, 1, ...), and an ingester
     /// that takes over pending entries at once (claim idle 0).
     async fn sold(buyers: u32) -> (Tested, Name) {
-        let store = MemoryStore::new(&Settings::defaults());
-        let v = Name::try_from("v1".to_owned()).unwrap();
-        let now = chrono::Utc::now().timestamp_millis();
-        let spec = Spec {
-            stock: 100,
-            begin_ms: now - 60_000,
-            end_ms: now + 3_600_000,
-            per_user_limit: 1,
-        };
-        store.seckill_put(&v, spec, 1000).await.unwrap();
-        for u in 0..buyers {
-            let bought = store.seckill_buy(&v, UserId(u), 1000, None).await.unwrap();
-            assert!(matches!(bought, Bought::Now(Ok(_))), "{bought:?}");
-        }
+        let (store, v) = crate::ledger::memory::tests::sold(0..buyers).await;
         let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
         let ingester = Ingester::new(store, MemorySink::default(), Duration::ZERO, status);
         (ingester, v)

@@ -218,29 +218,37 @@ impl LedgerStore for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::Settings;
-    use crate::seckill::{SeckillStore, Spec};
+    use crate::seckill::{Bought, SeckillStore, Spec};
     use crate::types::UserId;
+
+    /// A memory store with voucher `v1` on sale now and an order for each of `buyers`, in turn
+    /// (the ingester's tests start from it too).
+    pub(crate) async fn sold(buyers: impl IntoIterator<Item = u32>) -> (MemoryStore, Name) {
+        let store = MemoryStore::new(&Settings::defaults());
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        let spec = Spec {
+            stock: 100,
+            begin_ms: now - 60_000,
+            end_ms: now + 3_600_000,
+            per_user_limit: 2,
+        };
+        store.seckill_put(&v, spec, 1000).await.unwrap();
+        for u in buyers {
+            let bought = store.seckill_buy(&v, UserId(u), 1000, None).await.unwrap();
+            assert!(matches!(bought, Bought::Now(Ok(_))), "{bought:?}");
+        }
+        (store, v)
+    }
 
     /// What `ledger_take.lua` does: new entries go to one consumer each, a pending entry is
     /// taken over only once idle long enough, and each row carries the buyer's `nth`.
     #[tokio::test]
     async fn the_group_hands_each_entry_to_one_consumer_at_a_time() {
-        let store = MemoryStore::new(&Settings::defaults());
-        let v = Name::try_from("v1".to_owned()).unwrap();
-        let now = chrono::Utc::now().timestamp_millis();
-        let spec = Spec {
-            stock: 10,
-            begin_ms: now - 1000,
-            end_ms: now + 60_000,
-            per_user_limit: 2,
-        };
-        store.seckill_put(&v, spec, 100).await.unwrap();
-        for u in [7, 8, 7] {
-            store.seckill_buy(&v, UserId(u), 100, None).await.unwrap();
-        }
+        let (store, v) = sold([7, 8, 7]).await;
         assert_eq!(
             store.ledger_vouchers().await.unwrap(),
             std::slice::from_ref(&v)
