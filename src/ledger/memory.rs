@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Taken};
+use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Take, Taken};
 use crate::seckill::logic::Seq;
 use crate::seckill::Order;
 use crate::store::error::StoreError;
@@ -77,24 +77,18 @@ impl LedgerStore for MemoryStore {
         Ok(self.seckill_voucher_ids())
     }
 
-    async fn ledger_take(
-        &self,
-        voucher: &Name,
-        consumer: &str,
-        claim_idle_ms: u64,
-        count: usize,
-    ) -> Result<Vec<Taken>, StoreError> {
+    async fn ledger_take(&self, voucher: &Name, take: Take<'_>) -> Result<Vec<Taken>, StoreError> {
         let now = now_ms(self);
         let mut state = self.state(&STATE);
         let group = state.groups.entry(voucher.clone()).or_default();
         let mut out = Vec::new();
         // Entries idle long enough, whoever holds them (XAUTOCLAIM from the start).
         for (id, p) in &mut group.pending {
-            if out.len() == count {
+            if out.len() == take.count {
                 break;
             }
-            if now.saturating_sub(p.since_ms) >= claim_idle_ms {
-                p.consumer = consumer.to_owned();
+            if now.saturating_sub(p.since_ms) >= take.claim_idle_ms {
+                p.consumer = take.consumer.to_owned();
                 p.since_ms = now;
                 out.push(Taken {
                     id: *id,
@@ -104,9 +98,9 @@ impl LedgerStore for MemoryStore {
             }
         }
         // Then new ones (XREADGROUP `>`).
-        if out.len() < count {
+        if out.len() < take.count {
             if let Some(from) = undelivered(group.delivered) {
-                let (fresh, _) = self.seckill_order_log(voucher, from, count - out.len());
+                let (fresh, _) = self.seckill_order_log(voucher, from, take.count - out.len());
                 for (order, nth) in fresh {
                     let id = order.seq;
                     let order = row(voucher, order, nth);
@@ -114,7 +108,7 @@ impl LedgerStore for MemoryStore {
                     group.pending.insert(
                         id,
                         Pending {
-                            consumer: consumer.to_owned(),
+                            consumer: take.consumer.to_owned(),
                             since_ms: now,
                             order: order.clone(),
                         },
@@ -249,12 +243,17 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn the_group_hands_each_entry_to_one_consumer_at_a_time() {
         let (store, v) = sold([7, 8, 7]).await;
+        let take = |consumer, claim_idle_ms, count| Take {
+            consumer,
+            claim_idle_ms,
+            count,
+        };
         assert_eq!(
             store.ledger_vouchers().await.unwrap(),
             std::slice::from_ref(&v)
         );
-        let a = store.ledger_take(&v, "a", 60_000, 2).await.unwrap();
-        let b = store.ledger_take(&v, "b", 60_000, 10).await.unwrap();
+        let a = store.ledger_take(&v, take("a", 60_000, 2)).await.unwrap();
+        let b = store.ledger_take(&v, take("b", 60_000, 10)).await.unwrap();
         let nth = |t: &Taken| {
             let o = t.order.as_ref().unwrap();
             (o.user.0, o.nth)
@@ -266,11 +265,11 @@ pub(crate) mod tests {
         assert_eq!((backlog.pending, backlog.lag), (3, 0));
         // Not idle long enough: nobody else gets them; idle enough: taken over, in id order.
         assert!(store
-            .ledger_take(&v, "c", 60_000, 10)
+            .ledger_take(&v, take("c", 60_000, 10))
             .await
             .unwrap()
             .is_empty());
-        let c = store.ledger_take(&v, "c", 0, 2).await.unwrap();
+        let c = store.ledger_take(&v, take("c", 0, 2)).await.unwrap();
         assert_eq!(
             c.iter().map(|t| t.id).collect::<Vec<_>>(),
             [a[0].id, a[1].id]

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Take, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::store::keys::Keys;
@@ -43,13 +43,7 @@ impl LedgerStore for RedisStore {
             .collect())
     }
 
-    async fn ledger_take(
-        &self,
-        voucher: &Name,
-        consumer: &str,
-        claim_idle_ms: u64,
-        count: usize,
-    ) -> Result<Vec<Taken>, StoreError> {
+    async fn ledger_take(&self, voucher: &Name, take: Take<'_>) -> Result<Vec<Taken>, StoreError> {
         let reply: Vec<Value> = self
             .pool
             .script(
@@ -60,9 +54,9 @@ impl LedgerStore for RedisStore {
                 ],
                 vec![
                     GROUP.to_owned(),
-                    consumer.to_owned(),
-                    claim_idle_ms.to_string(),
-                    count.to_string(),
+                    take.consumer.to_owned(),
+                    take.claim_idle_ms.to_string(),
+                    take.count.to_string(),
                 ],
             )
             .await?;
