@@ -48,10 +48,7 @@ impl LedgerStore for RedisStore {
             .pool
             .script(
                 &TAKE,
-                vec![
-                    self.keys.voucher_orders(voucher),
-                    self.keys.voucher_ledger_attempts(voucher),
-                ],
+                self.keys.voucher_group(voucher),
                 vec![
                     GROUP.to_owned(),
                     take.consumer.to_owned(),
@@ -71,14 +68,7 @@ impl LedgerStore for RedisStore {
         args.extend(ids.iter().map(Seq::to_string));
         let _: i64 = self
             .pool
-            .script(
-                &ACK,
-                vec![
-                    self.keys.voucher_orders(voucher),
-                    self.keys.voucher_ledger_attempts(voucher),
-                ],
-                args,
-            )
+            .script(&ACK, self.keys.voucher_group(voucher), args)
             .await?;
         Ok(())
     }
@@ -246,6 +236,15 @@ impl Keys {
     /// Order entries the ledger gave up on: a stream of copies with the reason.
     pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// The consumer group's keys, as `ledger_take.lua` and `ledger_ack.lua` take them: the
+    /// order stream and the refusal counts.
+    pub(crate) fn voucher_group(&self, voucher: &Name) -> Vec<String> {
+        vec![
+            self.voucher_orders(voucher),
+            self.voucher_ledger_attempts(voucher),
+        ]
     }
 
     /// How often the database refused each pending order entry's row (entry id → count):
