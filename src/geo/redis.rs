@@ -104,8 +104,7 @@ impl GeoStore for RedisStore {
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
         let score: Value = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .zscore(self.keys.geo(layer), member.as_str())
             .await
             .map_err(map_err)?;
@@ -115,8 +114,7 @@ impl GeoStore for RedisStore {
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
         let removed: i64 = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .zrem(self.keys.geo(layer), member.as_str())
             .await
             .map_err(map_err)?;
@@ -132,8 +130,7 @@ impl GeoStore for RedisStore {
     ) -> Result<Option<f64>, StoreError> {
         let d: Option<String> = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .geodist(
                 self.keys.geo(layer),
                 from.as_str(),

@@ -31,8 +31,7 @@ impl LedgerStore for RedisStore {
     async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
         let ids: Vec<String> = self
             .pool
-            .at(&self.keys.voucher_registry())
-            .map_err(map_err)?
+            .at(&self.keys.voucher_registry())?
             .smembers(self.keys.voucher_registry())
             .await
             .map_err(map_err)?;
@@ -113,8 +112,7 @@ impl LedgerStore for RedisStore {
         let start = after.map_or_else(|| "-".to_owned(), |s| format!("({s}"));
         let reply: Vec<Value> = self
             .pool
-            .at(&self.keys.voucher_dead_letters(voucher))
-            .map_err(map_err)?
+            .at(&self.keys.voucher_dead_letters(voucher))?
             .xrange(
                 self.keys.voucher_dead_letters(voucher),
                 start,
@@ -132,8 +130,7 @@ impl LedgerStore for RedisStore {
         }
         let _: i64 = self
             .pool
-            .at(&self.keys.voucher_dead_letters(voucher))
-            .map_err(map_err)?
+            .at(&self.keys.voucher_dead_letters(voucher))?
             .xdel(
                 self.keys.voucher_dead_letters(voucher),
                 ids.iter().map(Seq::to_string).collect::<Vec<_>>(),

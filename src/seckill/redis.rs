@@ -68,8 +68,7 @@ impl RedisStore {
     async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
         let _: i64 = self
             .pool
-            .at(&self.keys.voucher_registry())
-            .map_err(map_err)?
+            .at(&self.keys.voucher_registry())?
             .sadd(self.keys.voucher_registry(), voucher.as_str())
             .await
             .map_err(map_err)?;

@@ -165,7 +165,9 @@ impl Route {
     }
 
     /// The client serving `key`'s slot, for a plain command. A down node is an error at once.
-    pub(crate) fn at(&self, key: &str) -> Result<Client, Error> {
-        self.pick(Some(key.as_bytes())).map(|(client, _)| client)
+    pub(crate) fn at(&self, key: &str) -> Result<Client, StoreError> {
+        self.pick(Some(key.as_bytes()))
+            .map(|(client, _)| client)
+            .map_err(super::map_err)
     }
 }
