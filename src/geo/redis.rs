@@ -97,19 +97,14 @@ impl GeoStore for RedisStore {
             args.push(p.at.lat.to_string());
             args.push(p.member.as_str().to_owned());
         }
-        let added: i64 = self
-            .pool
-            .eval(&PUT, self.keys.geo(layer), args)
-            .await
-            .map_err(map_err)?;
+        let added: i64 = self.pool.script(&PUT, self.keys.geo(layer), args).await?;
         Ok(u64::try_from(added).map_err(|_| LayerFull))
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
         let score: Value = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .zscore(self.keys.geo(layer), member.as_str())
             .await
             .map_err(map_err)?;
@@ -119,8 +114,7 @@ impl GeoStore for RedisStore {
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
         let removed: i64 = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .zrem(self.keys.geo(layer), member.as_str())
             .await
             .map_err(map_err)?;
@@ -136,8 +130,7 @@ impl GeoStore for RedisStore {
     ) -> Result<Option<f64>, StoreError> {
         let d: Option<String> = self
             .pool
-            .at(&self.keys.geo(layer))
-            .map_err(map_err)?
+            .at(&self.keys.geo(layer))?
             .geodist(
                 self.keys.geo(layer),
                 from.as_str(),
@@ -197,9 +190,8 @@ impl GeoStore for RedisStore {
         ];
         let reply: Vec<Value> = self
             .pool
-            .eval(&NEARBY, vec![self.keys.geo(layer)], args)
-            .await
-            .map_err(map_err)?;
+            .script(&NEARBY, vec![self.keys.geo(layer)], args)
+            .await?;
         let mut reply = reply.into_iter();
         let status = reply.next().and_then(|v| v.as_i64());
         if status == Some(0) {
@@ -328,10 +320,7 @@ impl RedisStore {
             .iter()
             .flat_map(|(lo, hi)| [lo.to_string(), hi.to_string()])
             .collect();
-        self.pool
-            .eval(&COUNT, vec![key], args)
-            .await
-            .map_err(map_err)
+        self.pool.script(&COUNT, vec![key], args).await
     }
 
     /// The places in `ranges` of scores that `test` keeps, with its distance, read
@@ -355,11 +344,7 @@ impl RedisStore {
                 args.push(lo.to_string());
                 args.push(hi.to_string());
             }
-            let reply: Vec<Value> = self
-                .pool
-                .eval(&SCAN, vec![key], args)
-                .await
-                .map_err(map_err)?;
+            let reply: Vec<Value> = self.pool.script(&SCAN, vec![key], args).await?;
             let mut reply = reply.into_iter();
             let mut next = || reply.next().ok_or_else(|| unexpected_scan("a short reply"));
             at = next()?

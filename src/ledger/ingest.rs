@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::sink::{Fault, Sink, SinkError};
-use super::{LedgerState, LedgerStatus, LedgerStore, Row, Taken, BATCH, MAX_ATTEMPTS};
+use super::{LedgerState, LedgerStatus, LedgerStore, Row, Take, Taken, BATCH, MAX_ATTEMPTS};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -154,7 +154,14 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
         for voucher in self.store.ledger_vouchers().await? {
             let taken = self
                 .store
-                .ledger_take(&voucher, &self.consumer, self.claim_idle_ms, BATCH)
+                .ledger_take(
+                    &voucher,
+                    Take {
+                        consumer: &self.consumer,
+                        claim_idle_ms: self.claim_idle_ms,
+                        count: BATCH,
+                    },
+                )
                 .await?;
             done += taken.len();
             self.ingest(&voucher, taken).await?;
@@ -273,32 +280,17 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
     use crate::ledger::sink::memory::MemorySink;
     use crate::ledger::{dead_letters, replay, ReplayError};
-    use crate::seckill::{Bought, SeckillStore, Spec};
+    use crate::seckill::SeckillStore;
     use crate::store::memory::MemoryStore;
-    use crate::types::UserId;
 
     type Tested = Ingester<MemoryStore, MemorySink>;
 
     /// A voucher `v1` with an order for each of `buyers` (users 0, 1, ...), and an ingester
     /// that takes over pending entries at once (claim idle 0).
     async fn sold(buyers: u32) -> (Tested, Name) {
-        let store = MemoryStore::new(&Settings::defaults());
-        let v = Name::try_from("v1".to_owned()).unwrap();
-        let now = chrono::Utc::now().timestamp_millis();
-        let spec = Spec {
-            stock: 100,
-            begin_ms: now - 60_000,
-            end_ms: now + 3_600_000,
-            per_user_limit: 1,
-        };
-        store.seckill_put(&v, spec, 1000).await.unwrap();
-        for u in 0..buyers {
-            let bought = store.seckill_buy(&v, UserId(u), 1000, None).await.unwrap();
-            assert!(matches!(bought, Bought::Now(Ok(_))), "{bought:?}");
-        }
+        let (store, v) = crate::ledger::memory::tests::sold(0..buyers).await;
         let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
         let ingester = Ingester::new(store, MemorySink::default(), Duration::ZERO, status);
         (ingester, v)
@@ -333,11 +325,21 @@ mod tests {
         assert_eq!((status.ingested, status.lag, status.pending), (5, 0, 0));
     }
 
+    /// What `consumer` takes of `v`'s pending orders at once, as another instance would.
+    async fn take_over(ing: &Tested, v: &Name, consumer: &str) -> Vec<Taken> {
+        let take = Take {
+            consumer,
+            claim_idle_ms: 0,
+            count: BATCH,
+        };
+        ing.store.ledger_take(v, take).await.unwrap()
+    }
+
     #[tokio::test]
     async fn a_crash_between_insert_and_ack_lands_each_order_once() {
         let (ing, v) = sold(3).await;
         // Another instance took the orders and committed them, then died before its ack.
-        let taken = ing.store.ledger_take(&v, "gone", 0, BATCH).await.unwrap();
+        let taken = take_over(&ing, &v, "gone").await;
         let rows: Vec<Row> = taken.iter().filter_map(|t| t.order.clone()).collect();
         assert_eq!(ing.sink.insert(&rows).await.unwrap(), 3);
         assert_eq!(backlog(&ing, &v).await, (3, 0, 0));
@@ -368,7 +370,7 @@ mod tests {
             }
         }
         assert_eq!(backlog(&ing, &v).await, (3, 0, 0));
-        let taken = ing.store.ledger_take(&v, "look", 0, BATCH).await.unwrap();
+        let taken = take_over(&ing, &v, "look").await;
         assert!(taken.iter().all(|t| t.attempts == 0), "{taken:?}");
         ing.sink.set_down(None);
         assert_eq!(ing.round(true).await.unwrap(), 3);

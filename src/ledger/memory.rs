@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Taken};
+use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Take, Taken};
 use crate::seckill::logic::Seq;
 use crate::seckill::Order;
 use crate::store::error::StoreError;
@@ -77,24 +77,18 @@ impl LedgerStore for MemoryStore {
         Ok(self.seckill_voucher_ids())
     }
 
-    async fn ledger_take(
-        &self,
-        voucher: &Name,
-        consumer: &str,
-        claim_idle_ms: u64,
-        count: usize,
-    ) -> Result<Vec<Taken>, StoreError> {
+    async fn ledger_take(&self, voucher: &Name, take: Take<'_>) -> Result<Vec<Taken>, StoreError> {
         let now = now_ms(self);
         let mut state = self.state(&STATE);
         let group = state.groups.entry(voucher.clone()).or_default();
         let mut out = Vec::new();
         // Entries idle long enough, whoever holds them (XAUTOCLAIM from the start).
         for (id, p) in &mut group.pending {
-            if out.len() == count {
+            if out.len() == take.count {
                 break;
             }
-            if now.saturating_sub(p.since_ms) >= claim_idle_ms {
-                p.consumer = consumer.to_owned();
+            if now.saturating_sub(p.since_ms) >= take.claim_idle_ms {
+                p.consumer = take.consumer.to_owned();
                 p.since_ms = now;
                 out.push(Taken {
                     id: *id,
@@ -104,9 +98,9 @@ impl LedgerStore for MemoryStore {
             }
         }
         // Then new ones (XREADGROUP `>`).
-        if out.len() < count {
+        if out.len() < take.count {
             if let Some(from) = undelivered(group.delivered) {
-                let (fresh, _) = self.seckill_order_log(voucher, from, count - out.len());
+                let (fresh, _) = self.seckill_order_log(voucher, from, take.count - out.len());
                 for (order, nth) in fresh {
                     let id = order.seq;
                     let order = row(voucher, order, nth);
@@ -114,7 +108,7 @@ impl LedgerStore for MemoryStore {
                     group.pending.insert(
                         id,
                         Pending {
-                            consumer: consumer.to_owned(),
+                            consumer: take.consumer.to_owned(),
                             since_ms: now,
                             order: order.clone(),
                         },
@@ -218,35 +212,48 @@ impl LedgerStore for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::Settings;
-    use crate::seckill::{SeckillStore, Spec};
+    use crate::seckill::{Bought, SeckillStore, Spec};
     use crate::types::UserId;
+
+    /// A memory store with voucher `v1` on sale now and an order for each of `buyers`, in turn
+    /// (the ingester's tests start from it too).
+    pub(crate) async fn sold(buyers: impl IntoIterator<Item = u32>) -> (MemoryStore, Name) {
+        let store = MemoryStore::new(&Settings::defaults());
+        let v = Name::try_from("v1".to_owned()).unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        let spec = Spec {
+            stock: 100,
+            begin_ms: now - 60_000,
+            end_ms: now + 3_600_000,
+            per_user_limit: 2,
+        };
+        store.seckill_put(&v, spec, 1000).await.unwrap();
+        for u in buyers {
+            let bought = store.seckill_buy(&v, UserId(u), 1000, None).await.unwrap();
+            assert!(matches!(bought, Bought::Now(Ok(_))), "{bought:?}");
+        }
+        (store, v)
+    }
 
     /// What `ledger_take.lua` does: new entries go to one consumer each, a pending entry is
     /// taken over only once idle long enough, and each row carries the buyer's `nth`.
     #[tokio::test]
     async fn the_group_hands_each_entry_to_one_consumer_at_a_time() {
-        let store = MemoryStore::new(&Settings::defaults());
-        let v = Name::try_from("v1".to_owned()).unwrap();
-        let now = chrono::Utc::now().timestamp_millis();
-        let spec = Spec {
-            stock: 10,
-            begin_ms: now - 1000,
-            end_ms: now + 60_000,
-            per_user_limit: 2,
+        let (store, v) = sold([7, 8, 7]).await;
+        let take = |consumer, claim_idle_ms, count| Take {
+            consumer,
+            claim_idle_ms,
+            count,
         };
-        store.seckill_put(&v, spec, 100).await.unwrap();
-        for u in [7, 8, 7] {
-            store.seckill_buy(&v, UserId(u), 100, None).await.unwrap();
-        }
         assert_eq!(
             store.ledger_vouchers().await.unwrap(),
             std::slice::from_ref(&v)
         );
-        let a = store.ledger_take(&v, "a", 60_000, 2).await.unwrap();
-        let b = store.ledger_take(&v, "b", 60_000, 10).await.unwrap();
+        let a = store.ledger_take(&v, take("a", 60_000, 2)).await.unwrap();
+        let b = store.ledger_take(&v, take("b", 60_000, 10)).await.unwrap();
         let nth = |t: &Taken| {
             let o = t.order.as_ref().unwrap();
             (o.user.0, o.nth)
@@ -258,11 +265,11 @@ mod tests {
         assert_eq!((backlog.pending, backlog.lag), (3, 0));
         // Not idle long enough: nobody else gets them; idle enough: taken over, in id order.
         assert!(store
-            .ledger_take(&v, "c", 60_000, 10)
+            .ledger_take(&v, take("c", 60_000, 10))
             .await
             .unwrap()
             .is_empty());
-        let c = store.ledger_take(&v, "c", 0, 2).await.unwrap();
+        let c = store.ledger_take(&v, take("c", 0, 2)).await.unwrap();
         assert_eq!(
             c.iter().map(|t| t.id).collect::<Vec<_>>(),
             [a[0].id, a[1].id]

@@ -109,6 +109,17 @@ pub(crate) struct DeadLetter {
     pub attempts: Option<u64>,
 }
 
+/// What one take from a voucher's order stream asks for ([`LedgerStore::ledger_take`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Take<'a> {
+    /// The group's consumer the entries go to.
+    pub consumer: &'a str,
+    /// How long an entry stays pending before any consumer may take it over.
+    pub claim_idle_ms: u64,
+    /// At most this many entries.
+    pub count: usize,
+}
+
 crate::store::store_trait! {
     /// What the ledger needs of the store: the voucher registry, and per voucher a consumer
     /// group over its order stream (take, ack, refuse), its backlog and its dead letters. Each
@@ -119,13 +130,8 @@ crate::store::store_trait! {
         /// Up to `count` entries of `voucher`'s order stream for `consumer`: entries any
         /// consumer left pending `claim_idle_ms` or longer first, then new ones (the group is
         /// made on first use, from the start of the stream, so no order is skipped).
-        async fn ledger_take(
-            &self,
-            voucher: &Name,
-            consumer: &str,
-            claim_idle_ms: u64,
-            count: usize,
-        ) -> Result<Vec<Taken>, StoreError> = "ledger.take";
+        async fn ledger_take(&self, voucher: &Name, take: Take<'_>)
+            -> Result<Vec<Taken>, StoreError> = "ledger.take";
         /// Acknowledges entries whose rows are committed, and forgets their refusal counts.
         async fn ledger_ack(&self, voucher: &Name, ids: &[Seq]) -> Result<(), StoreError> = "ledger.ack";
         /// Counts one refusal of each entry's row (`reason` is a code); an entry refused

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
-use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Taken, GROUP};
+use crate::ledger::{Backlog, DeadLetter, LedgerStore, Row, Take, Taken, GROUP};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::store::keys::Keys;
@@ -31,8 +31,7 @@ impl LedgerStore for RedisStore {
     async fn ledger_vouchers(&self) -> Result<Vec<Name>, StoreError> {
         let ids: Vec<String> = self
             .pool
-            .at(&self.keys.voucher_registry())
-            .map_err(map_err)?
+            .at(&self.keys.voucher_registry())?
             .smembers(self.keys.voucher_registry())
             .await
             .map_err(map_err)?;
@@ -43,30 +42,20 @@ impl LedgerStore for RedisStore {
             .collect())
     }
 
-    async fn ledger_take(
-        &self,
-        voucher: &Name,
-        consumer: &str,
-        claim_idle_ms: u64,
-        count: usize,
-    ) -> Result<Vec<Taken>, StoreError> {
+    async fn ledger_take(&self, voucher: &Name, take: Take<'_>) -> Result<Vec<Taken>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &TAKE,
-                vec![
-                    self.keys.voucher_orders(voucher),
-                    self.keys.voucher_ledger_attempts(voucher),
-                ],
+                self.keys.voucher_group(voucher),
                 vec![
                     GROUP.to_owned(),
-                    consumer.to_owned(),
-                    claim_idle_ms.to_string(),
-                    count.to_string(),
+                    take.consumer.to_owned(),
+                    take.claim_idle_ms.to_string(),
+                    take.count.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         reply.iter().map(|e| taken(voucher, e)).collect()
     }
 
@@ -78,16 +67,8 @@ impl LedgerStore for RedisStore {
         args.extend(ids.iter().map(Seq::to_string));
         let _: i64 = self
             .pool
-            .eval(
-                &ACK,
-                vec![
-                    self.keys.voucher_orders(voucher),
-                    self.keys.voucher_ledger_attempts(voucher),
-                ],
-                args,
-            )
-            .await
-            .map_err(map_err)?;
+            .script(&ACK, self.keys.voucher_group(voucher), args)
+            .await?;
         Ok(())
     }
 
@@ -109,7 +90,7 @@ impl LedgerStore for RedisStore {
         args.extend(ids.iter().map(Seq::to_string));
         let n: i64 = self
             .pool
-            .eval(
+            .script(
                 &REFUSE,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -118,8 +99,7 @@ impl LedgerStore for RedisStore {
                 ],
                 args,
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
@@ -132,8 +112,7 @@ impl LedgerStore for RedisStore {
         let start = after.map_or_else(|| "-".to_owned(), |s| format!("({s}"));
         let reply: Vec<Value> = self
             .pool
-            .at(&self.keys.voucher_dead_letters(voucher))
-            .map_err(map_err)?
+            .at(&self.keys.voucher_dead_letters(voucher))?
             .xrange(
                 self.keys.voucher_dead_letters(voucher),
                 start,
@@ -151,8 +130,7 @@ impl LedgerStore for RedisStore {
         }
         let _: i64 = self
             .pool
-            .at(&self.keys.voucher_dead_letters(voucher))
-            .map_err(map_err)?
+            .at(&self.keys.voucher_dead_letters(voucher))?
             .xdel(
                 self.keys.voucher_dead_letters(voucher),
                 ids.iter().map(Seq::to_string).collect::<Vec<_>>(),
@@ -167,7 +145,7 @@ impl LedgerStore for RedisStore {
     async fn ledger_backlog(&self, voucher: &Name) -> Result<Backlog, StoreError> {
         let reply: Vec<i64> = self
             .pool
-            .eval(
+            .script(
                 &BACKLOG,
                 vec![
                     self.keys.voucher_orders(voucher),
@@ -175,8 +153,7 @@ impl LedgerStore for RedisStore {
                 ],
                 vec![GROUP.to_owned(), RETIRE_CONSUMER_MS.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         let at = |i: usize| reply.get(i).copied().unwrap_or(0).max(0) as u64;
         Ok(Backlog {
             pending: at(0),
@@ -256,6 +233,15 @@ impl Keys {
     /// Order entries the ledger gave up on: a stream of copies with the reason.
     pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:dead", self.prefix)
+    }
+
+    /// The consumer group's keys, as `ledger_take.lua` and `ledger_ack.lua` take them: the
+    /// order stream and the refusal counts.
+    pub(crate) fn voucher_group(&self, voucher: &Name) -> Vec<String> {
+        vec![
+            self.voucher_orders(voucher),
+            self.voucher_ledger_attempts(voucher),
+        ]
     }
 
     /// How often the database refused each pending order entry's row (entry id → count):

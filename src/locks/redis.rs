@@ -19,7 +19,7 @@ use fred::types::scripts::Script;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::keys::Keys;
-use crate::store::redis::{map_err, RedisStore};
+use crate::store::redis::{text, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
 use crate::locks::logic::FENCE_GRACE_MS;
@@ -166,15 +166,6 @@ async fn subscriber(
     let _ = client.quit().await;
 }
 
-fn text(v: Option<&Value>) -> Option<String> {
-    match v {
-        Some(Value::String(s)) => Some(s.to_string()),
-        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-        Some(Value::Integer(i)) => Some(i.to_string()),
-        _ => None,
-    }
-}
-
 fn number<T: std::str::FromStr>(v: Option<&Value>) -> Result<T, StoreError> {
     text(v)
         .and_then(|t| t.parse().ok())
@@ -198,7 +189,7 @@ impl LockStore for RedisStore {
     ) -> Result<Attempt, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &ACQUIRE,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
@@ -207,8 +198,7 @@ impl LockStore for RedisStore {
                     FENCE_GRACE_MS.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         if number::<u8>(reply.first())? == 0 {
             let pttl: i64 = number(reply.get(1))?;
             return Ok(Attempt::Held {
@@ -231,7 +221,7 @@ impl LockStore for RedisStore {
     ) -> Result<Option<Lock>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &RENEW,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
@@ -241,8 +231,7 @@ impl LockStore for RedisStore {
                     FENCE_GRACE_MS.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         if number::<u8>(reply.first())? == 0 {
             return Ok(None);
         }
@@ -261,7 +250,7 @@ impl LockStore for RedisStore {
     ) -> Result<bool, StoreError> {
         let released: i64 = self
             .pool
-            .eval(
+            .script(
                 &RELEASE,
                 vec![self.keys.lock(name)],
                 vec![
@@ -271,8 +260,7 @@ impl LockStore for RedisStore {
                     self.kept(&RELEASES).origin.clone(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         // Told here rather than by the announcement coming back (the subscriber skips this
         // process's own), so this process's waiters hear it while the subscriber reconnects
         // too, and only once.
@@ -285,9 +273,8 @@ impl LockStore for RedisStore {
     async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(&INSPECT, vec![self.keys.lock(name)], Vec::<String>::new())
-            .await
-            .map_err(map_err)?;
+            .script(&INSPECT, vec![self.keys.lock(name)], Vec::<String>::new())
+            .await?;
         let Some(value) = text(reply.first()) else {
             return Ok(None);
         };

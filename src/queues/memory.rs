@@ -491,6 +491,17 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    /// Waits for `n` of `waiters` to answer and for any other woken claim to look, then checks
+    /// that exactly `n` answered, on at most two looks since `before`.
+    async fn just_answered(store: &Counted, waiters: &[Waiter], n: usize, before: usize) {
+        until_answered(waiters, n).await;
+        settle().await;
+        let answered = waiters.iter().filter(|w| w.is_finished()).count();
+        assert_eq!(answered, n, "one claim answered per job");
+        let looks = store.looks() - before;
+        assert!(looks <= 2, "{n} answered on {looks} looks");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_enqueue_wakes_one_waiting_claim_and_the_others_keep_waiting() {
         const WAITERS: usize = 20;
@@ -500,15 +511,7 @@ mod tests {
         for n in 1..=WAITERS {
             let before = store.looks();
             store.enqueue(&queue, n, Due::In(0)).await;
-            until_answered(&waiters, n).await;
-            settle().await;
-            assert_eq!(
-                waiters.iter().filter(|w| w.is_finished()).count(),
-                n,
-                "one claim answered per job"
-            );
-            let looks = store.looks() - before;
-            assert!(looks <= 2, "job {n} took {looks} looks");
+            just_answered(&store, &waiters, n, before).await;
         }
         let mut ids = HashSet::new();
         for w in waiters {
@@ -527,11 +530,7 @@ mod tests {
         store.enqueue(&queue, 1, Due::In(1500)).await;
         settle().await;
         assert_eq!(store.looks(), before, "not due yet: nobody looks");
-        until_answered(&waiters, 1).await;
-        settle().await;
-        assert_eq!(waiters.iter().filter(|w| w.is_finished()).count(), 1);
-        let looks = store.looks() - before;
-        assert!(looks <= 2, "{looks} looks");
+        just_answered(&store, &waiters, 1, before).await;
         for w in waiters {
             w.abort();
         }
@@ -554,11 +553,7 @@ mod tests {
         .await;
         first.abort();
         // Another claim looks in its place, well before the 20 s waits end, and only one.
-        until_answered(&others, 1).await;
-        settle().await;
-        assert_eq!(others.iter().filter(|w| w.is_finished()).count(), 1);
-        let looks = store.looks() - before;
-        assert!(looks <= 2, "{looks} looks");
+        just_answered(&store, &others, 1, before).await;
         for w in others {
             w.abort();
         }

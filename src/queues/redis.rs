@@ -10,7 +10,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use crate::store::keys::Keys;
-use crate::store::redis::{map_err, script_after, RedisStore};
+use crate::store::redis::{script_after, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
 use crate::queues::{
@@ -94,7 +94,7 @@ impl QueueStore for RedisStore {
         };
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &ENQUEUE,
                 keys,
                 vec![
@@ -111,8 +111,7 @@ impl QueueStore for RedisStore {
                     self.bells().origin().to_owned(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         let outcome = |tag: &str, rest: &[Value]| -> Option<Enqueued> {
             let run_at = int(rest.first())?;
             let id = name(rest.get(1))?;
@@ -151,7 +150,7 @@ impl QueueStore for RedisStore {
     ) -> Result<Claim, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &CLAIM,
                 self.keys.queue(queue).to_vec(),
                 vec![
@@ -164,8 +163,7 @@ impl QueueStore for RedisStore {
                     IDLE_MS.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         let next = int(reply.first()).ok_or_else(|| bad("claim", &reply))?;
         let jobs = match reply.get(1) {
             Some(Value::Array(jobs)) => jobs
@@ -194,13 +192,12 @@ impl QueueStore for RedisStore {
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
         let reply: String = self
             .pool
-            .eval(
+            .script(
                 &ACK,
                 self.keys.queue(queue).to_vec(),
                 vec![id.to_string(), receipt.to_owned(), IDLE_MS.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match reply.as_str() {
             "ok" => Ok(Acked::Done),
             "expired" => Ok(Acked::Expired),
@@ -212,13 +209,12 @@ impl QueueStore for RedisStore {
     async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
         let reply: String = self
             .pool
-            .eval(
+            .script(
                 &CANCEL,
                 self.keys.queue(queue).to_vec(),
                 vec![id.to_string(), IDLE_MS.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match reply.as_str() {
             "ok" => Ok(Cancelled::Done),
             "not_found" => Ok(Cancelled::NotFound),
@@ -230,9 +226,8 @@ impl QueueStore for RedisStore {
     async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
         let reply: Vec<i64> = self
             .pool
-            .eval(&STATS, self.keys.queue(queue).to_vec(), ())
-            .await
-            .map_err(map_err)?;
+            .script(&STATS, self.keys.queue(queue).to_vec(), ())
+            .await?;
         let n = |i: usize| reply.get(i).and_then(|v| u64::try_from(*v).ok());
         Ok(Stats {
             delayed: n(0).ok_or_else(|| bad("stats", &reply))?,
@@ -250,7 +245,7 @@ impl QueueStore for RedisStore {
     ) -> Result<Vec<DeadJob>, StoreError> {
         let reply: Value = self
             .pool
-            .eval(
+            .script(
                 &DEAD,
                 self.keys.queue(queue).to_vec(),
                 vec![
@@ -259,8 +254,7 @@ impl QueueStore for RedisStore {
                     CLAIM_BYTES.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         let Value::Array(rows) = &reply else {
             return Ok(Vec::new());
         };

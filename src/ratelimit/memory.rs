@@ -209,28 +209,7 @@ impl RateLimitStore for MemoryStore {
     }
 }
 
-// The global limiter's budgets are GCRA buckets of their own kind.
-impl BudgetStore for MemoryStore {
-    async fn budget_spend(
-        &self,
-        client: &str,
-        gcra: &Gcra,
-        quantity: u64,
-    ) -> Result<Decision, StoreError> {
-        self.ratelimit_throttle(&Bucket::Client(client.to_owned()), gcra, quantity)
-            .await
-    }
-
-    async fn budget_spend_many(
-        &self,
-        client: &str,
-        gcra: &Gcra,
-        quantities: &[u64],
-    ) -> Result<Vec<Decision>, StoreError> {
-        self.ratelimit_throttle_many(&Bucket::Client(client.to_owned()), gcra, quantities)
-            .await
-    }
-}
+budget_on_client_buckets!(BudgetStore, MemoryStore);
 
 #[cfg(test)]
 mod tests {

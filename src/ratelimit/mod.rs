@@ -13,6 +13,8 @@
 
 mod http;
 pub mod logic;
+#[macro_use]
+mod budget;
 mod memory;
 mod redis;
 

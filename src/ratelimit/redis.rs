@@ -9,7 +9,7 @@ use fred::types::scripts::Script;
 
 use crate::store::keys::Keys;
 use crate::store::redis::script_after;
-use crate::store::redis::{map_err, RedisStore};
+use crate::store::redis::{text, RedisStore};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
 use crate::ratelimit::{Bucket, RateLimitStore, Spend};
@@ -24,16 +24,6 @@ static SLIDING: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_sliding.lua")));
 static FIXED: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_fixed.lua")));
-
-/// The text of a script's string reply (`None` for nil/false).
-fn text(v: Option<&Value>) -> Option<String> {
-    match v {
-        Some(Value::String(s)) => Some(s.to_string()),
-        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-        Some(Value::Integer(i)) => Some(i.to_string()),
-        _ => None,
-    }
-}
 
 /// A decimal µs value the script returned as a string (`nil` → `None`), read in place.
 fn micros(v: Option<&Value>) -> Result<Option<i128>, StoreError> {
@@ -72,7 +62,7 @@ impl RateLimitStore for RedisStore {
         args.extend(Idempotency::script_args(idem));
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &GCRA,
                 vec![
                     self.keys.ratelimit(bucket),
@@ -81,13 +71,8 @@ impl RateLimitStore for RedisStore {
                 ],
                 args,
             )
-            .await
-            .map_err(map_err)?;
-        let flag = match reply.get(2) {
-            Some(Value::String(s)) => s.to_string(),
-            Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
-            _ => String::new(),
-        };
+            .await?;
+        let flag = text(reply.get(2)).unwrap_or_default();
         if flag == "key_reused" {
             return Ok(Once::KeyReused);
         }
@@ -117,9 +102,8 @@ impl RateLimitStore for RedisStore {
         }
         let reply: Vec<Value> = self
             .pool
-            .eval(&GCRA_MANY, vec![self.keys.ratelimit(bucket)], args)
-            .await
-            .map_err(map_err)?;
+            .script(&GCRA_MANY, vec![self.keys.ratelimit(bucket)], args)
+            .await?;
         let now = micros(reply.first())?.ok_or_else(|| {
             StoreError::Internal("ratelimit_gcra_many.lua returned no clock".to_owned())
         })?;
@@ -151,11 +135,7 @@ impl RateLimitStore for RedisStore {
             quantity.to_string(),
         ];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self
-            .pool
-            .eval(script, vec![log, record], args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(script, vec![log, record], args).await?;
         let flag = text(reply.last()).unwrap_or_default();
         if flag == "key_reused" {
             return Ok(Once::KeyReused);
@@ -183,28 +163,7 @@ impl RateLimitStore for RedisStore {
     }
 }
 
-// The global limiter's budgets are GCRA buckets of their own kind.
-impl BudgetStore for RedisStore {
-    async fn budget_spend(
-        &self,
-        client: &str,
-        gcra: &Gcra,
-        quantity: u64,
-    ) -> Result<Decision, StoreError> {
-        self.ratelimit_throttle(&Bucket::Client(client.to_owned()), gcra, quantity)
-            .await
-    }
-
-    async fn budget_spend_many(
-        &self,
-        client: &str,
-        gcra: &Gcra,
-        quantities: &[u64],
-    ) -> Result<Vec<Decision>, StoreError> {
-        self.ratelimit_throttle_many(&Bucket::Client(client.to_owned()), gcra, quantities)
-            .await
-    }
-}
+budget_on_client_buckets!(BudgetStore, RedisStore);
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
 impl Keys {

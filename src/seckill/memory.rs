@@ -88,6 +88,14 @@ impl MemoryStore {
         }
         s.vouchers.get(voucher).cloned()
     }
+
+    /// `read` on the voucher's sale and its spec, under the sale's lock; `None` when the voucher
+    /// is unknown (never put, or only reserved by a refused put).
+    fn read_sale<T>(&self, voucher: &Name, read: impl FnOnce(&Sale, Spec) -> T) -> Option<T> {
+        let sale = self.sale(voucher, false)?;
+        let sale = lock(&sale);
+        sale.spec.map(|spec| read(&sale, spec))
+    }
 }
 
 impl SeckillStore for MemoryStore {
@@ -158,11 +166,7 @@ impl SeckillStore for MemoryStore {
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
-        let Some(sale) = self.sale(voucher, false) else {
-            return Ok(None);
-        };
-        let sale = lock(&sale);
-        Ok(sale.spec.map(|spec| sale.view(spec, self.clock().now_ms())))
+        Ok(self.read_sale(voucher, |sale, spec| sale.view(spec, self.clock().now_ms())))
     }
 
     async fn seckill_buy(
@@ -219,22 +223,15 @@ impl SeckillStore for MemoryStore {
         after: Option<Seq>,
         limit: usize,
     ) -> Result<Option<Vec<Order>>, StoreError> {
-        let Some(sale) = self.sale(voucher, false) else {
-            return Ok(None);
-        };
-        let sale = lock(&sale);
-        if sale.spec.is_none() {
-            return Ok(None);
-        }
-        let start = after.map_or(0, |a| sale.orders.partition_point(|o| o.seq <= a));
-        Ok(Some(
+        Ok(self.read_sale(voucher, |sale, _| {
+            let start = after.map_or(0, |a| sale.orders.partition_point(|o| o.seq <= a));
             sale.orders
                 .iter()
                 .skip(start)
                 .take(limit)
                 .copied()
-                .collect(),
-        ))
+                .collect()
+        }))
     }
 
     async fn seckill_user_orders(
@@ -242,14 +239,9 @@ impl SeckillStore for MemoryStore {
         voucher: &Name,
         user: UserId,
     ) -> Result<Option<Vec<Seq>>, StoreError> {
-        let Some(sale) = self.sale(voucher, false) else {
-            return Ok(None);
-        };
-        let sale = lock(&sale);
-        if sale.spec.is_none() {
-            return Ok(None);
-        }
-        Ok(Some(sale.buyers.get(&user.0).cloned().unwrap_or_default()))
+        Ok(self.read_sale(voucher, |sale, _| {
+            sale.buyers.get(&user.0).cloned().unwrap_or_default()
+        }))
     }
 }
 

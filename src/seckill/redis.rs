@@ -68,8 +68,7 @@ impl RedisStore {
     async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
         let _: i64 = self
             .pool
-            .at(&self.keys.voucher_registry())
-            .map_err(map_err)?
+            .at(&self.keys.voucher_registry())?
             .sadd(self.keys.voucher_registry(), voucher.as_str())
             .await
             .map_err(map_err)?;
@@ -84,7 +83,7 @@ impl SeckillStore for RedisStore {
         self.register_voucher(voucher).await?;
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &PUT,
                 vec![self.keys.voucher(voucher)],
                 vec![
@@ -95,8 +94,7 @@ impl SeckillStore for RedisStore {
                     cap.to_string(),
                 ],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "over_cap" => Ok(Put::OverCap {
                 sold: int(reply.get(1))
@@ -127,11 +125,7 @@ impl SeckillStore for RedisStore {
         ];
         let mut args = vec![quantity.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self
-            .pool
-            .eval(&RESTOCK, keys, args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&RESTOCK, keys, args).await?;
         match tag(&reply).as_str() {
             "key_reused" => Ok(Once::KeyReused),
             "replay" => restocked(&reply[1..]).map(Once::Replayed),
@@ -142,9 +136,8 @@ impl SeckillStore for RedisStore {
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(&GET, vec![self.keys.voucher(voucher)], ())
-            .await
-            .map_err(map_err)?;
+            .script(&GET, vec![self.keys.voucher(voucher)], ())
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
             "ok" => view(&reply).map(Some).ok_or_else(|| bad("get", &reply)),
@@ -166,7 +159,7 @@ impl SeckillStore for RedisStore {
         );
         let mut args = vec![user.to_string(), voucher.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self.pool.eval(&BUY, keys, args).await.map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&BUY, keys, args).await?;
         match tag(&reply).as_str() {
             "key_reused" => Ok(Bought::KeyReused),
             "replay" => Ok(Bought::Replayed(purchase(
@@ -215,7 +208,7 @@ impl SeckillStore for RedisStore {
     ) -> Result<Option<Vec<Seq>>, StoreError> {
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &USER_ORDERS,
                 vec![
                     self.keys.voucher(voucher),
@@ -223,8 +216,7 @@ impl SeckillStore for RedisStore {
                 ],
                 vec![user.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => Ok(None),
             "ok" => seqs(&reply.get(1).and_then(Value::as_string).unwrap_or_default()).map(Some),
@@ -317,7 +309,7 @@ impl RedisStore {
         };
         let reply: Vec<Value> = self
             .pool
-            .eval(
+            .script(
                 &ORDERS,
                 vec![
                     self.keys.voucher(voucher),
@@ -325,8 +317,7 @@ impl RedisStore {
                 ],
                 vec![start, limit.to_string()],
             )
-            .await
-            .map_err(map_err)?;
+            .await?;
         match tag(&reply).as_str() {
             "not_found" => return Ok(None),
             "ok" => {}

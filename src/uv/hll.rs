@@ -240,10 +240,11 @@ fn tau(mut x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn filled(prefix: &str, n: u32) -> Hll {
+    /// A sketch of `n` distinct members, `<prefix>0` up: the Redis encoding's tests use it too.
+    pub(crate) fn filled(prefix: &str, n: u32) -> Hll {
         let mut h = Hll::new();
         for i in 0..n {
             h.add(format!("{prefix}{i}").as_bytes());

@@ -78,8 +78,7 @@ impl RedisStore {
         if !existed || !self.kept(&CHUNKS).contains(chunk) {
             let _: i64 = self
                 .pool
-                .at(&self.keys.cohort_registry())
-                .map_err(map_err)?
+                .at(&self.keys.cohort_registry())?
                 .sadd(self.keys.cohort_registry(), i64::from(chunk))
                 .await
                 .map_err(map_err)?;
@@ -94,8 +93,7 @@ impl RedisStore {
     pub(super) async fn cohort(&self, days: &[Day]) -> Result<Cohort, StoreError> {
         let chunks: Vec<i64> = self
             .pool
-            .at(&self.keys.cohort_registry())
-            .map_err(map_err)?
+            .at(&self.keys.cohort_registry())?
             .smembers(self.keys.cohort_registry())
             .await
             .map_err(map_err)?;
@@ -123,11 +121,11 @@ impl RedisStore {
             let key = self.keys.cohort_chunk(chunk, *d);
             async move {
                 self.pool
-                    .eval::<Vec<Value>, _, _>(&COHORT_GET, key, ())
+                    .script::<Vec<Value>, _, _>(&COHORT_GET, key, ())
                     .await
             }
         });
-        let values = futures::future::try_join_all(gets).await.map_err(map_err)?;
+        let values = futures::future::try_join_all(gets).await?;
         let owned: Vec<Vec<u8>> = values
             .into_iter()
             .map(chunk_bitmap)

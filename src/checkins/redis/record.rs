@@ -124,7 +124,7 @@ pub(super) async fn record_group(
         }
         match store
             .pool
-            .eval::<Vec<Value>, _, _>(&CHECKIN_SET_MANY, keys, args)
+            .script::<Vec<Value>, _, _>(&CHECKIN_SET_MANY, keys, args)
             .await
         {
             Ok(reply) if reply.len() == n => replies.extend(reply.into_iter().map(one_of_many)),
@@ -134,10 +134,7 @@ pub(super) async fn record_group(
                     reply.len()
                 )))
             })),
-            Err(e) => {
-                let e = map_err(e);
-                replies.extend((0..n).map(|_| Err(e.clone())));
-            }
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
         }
     }
     replies
@@ -187,13 +184,13 @@ impl RedisStore {
         let args: Vec<i64> = vec![n, write, bit, month_at, from, budget, window[0].serial()];
         let user_call = self
             .pool
-            .eval::<Vec<i64>, _, _>(&CHECKIN_SET, plan.months, args);
-        let cohort_call = self.pool.eval::<i64, _, _>(
+            .script::<Vec<i64>, _, _>(&CHECKIN_SET, plan.months, args);
+        let cohort_call = self.pool.script::<i64, _, _>(
             &COHORT_SET,
             vec![plan.chunk],
             vec![cohort_bit, day_at, COHORT_SPARSE_MAX],
         );
-        let (reply, existed) = tokio::try_join!(user_call, cohort_call).map_err(map_err)?;
+        let (reply, existed) = tokio::try_join!(user_call, cohort_call)?;
         self.register_chunk(chunk as u32, existed != 0).await?;
         four(reply)
     }
@@ -209,11 +206,7 @@ impl RedisStore {
         let keys = self.keys.checkin_months(user, months);
         // No write; the walk starts at the month's last day (from = 0).
         let args: Vec<i64> = vec![keys.len() as i64, 0, 0, 0, 0, budget, months[0].serial()];
-        let reply: Vec<i64> = self
-            .pool
-            .eval(&CHECKIN_SET, keys, args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<i64> = self.pool.script(&CHECKIN_SET, keys, args).await?;
         Ok(four(reply)?[2])
     }
 }

@@ -11,7 +11,7 @@ use fred::types::scripts::Script;
 use super::params::stored;
 use super::LAYER_PIECE_BYTES;
 use super::{Batch, Step};
-use crate::store::redis::{map_err, script_after, RedisStore};
+use crate::store::redis::{script_after, RedisStore};
 
 use crate::dedup::logic::{ItemHash, Params};
 use crate::dedup::{Added, Engine, Policy};
@@ -94,11 +94,7 @@ impl RedisStore {
                     args.push(Value::from(half as i64));
                 }
             }
-            let reply: Vec<Value> = self
-                .pool
-                .eval(script, keys.clone(), args)
-                .await
-                .map_err(map_err)?;
+            let reply: Vec<Value> = self.pool.script(script, keys.clone(), args).await?;
             match LayersReply::parse(&reply)? {
                 LayersReply::Flags(f) => flags.extend(f),
                 LayersReply::Grow(layer, f) => {
@@ -126,7 +122,7 @@ impl RedisStore {
         for (key, bytes) in self.layer_parts(filter, params, layer) {
             let _: u64 = self
                 .pool
-                .eval(
+                .script(
                     &GROW,
                     vec![key.as_str()],
                     vec![
@@ -135,8 +131,7 @@ impl RedisStore {
                         policy.retention_secs as i64,
                     ],
                 )
-                .await
-                .map_err(map_err)?;
+                .await?;
         }
         Ok(())
     }

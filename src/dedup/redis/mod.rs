@@ -166,8 +166,7 @@ impl DedupStore for RedisStore {
         let meta = self.keys.dedup_meta(filter);
         let fields: Vec<Option<String>> = self
             .pool
-            .at(&meta)
-            .map_err(map_err)?
+            .at(&meta)?
             .hmget(
                 &meta,
                 vec!["capacity", "error_rate", "engine", "layers", "items"],

@@ -128,8 +128,7 @@ impl RedisStore {
     async fn touch_native(&self, key: &str, policy: Policy) -> Result<(), StoreError> {
         let _: i64 = self
             .pool
-            .at(key)
-            .map_err(map_err)?
+            .at(key)?
             .expire(key, policy.retention_secs as i64, None)
             .await
             .map_err(map_err)?;

@@ -176,11 +176,7 @@ impl RedisStore {
             Value::from(i64::from(may_create)),
             Value::from(LAYER_PIECE_BYTES as i64),
         ];
-        let reply: Vec<Value> = self
-            .pool
-            .eval(&RESERVE, keys, args)
-            .await
-            .map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&RESERVE, keys, args).await?;
         MetaReply::parse(&reply)
     }
 }

@@ -279,6 +279,17 @@ fn warn_unreachable(e: &Error) {
     tracing::warn!(reason, error = %e, "Redis is not reachable yet: {hint}; retrying in the background");
 }
 
+/// The text of a script's reply value: a string, bytes (lossily) or an integer; `None` for
+/// nil, false or anything else.
+pub(crate) fn text(v: Option<&Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s.to_string()),
+        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        Some(Value::Integer(i)) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
 /// anything else is a bug on our side.
 pub(crate) fn map_err(e: Error) -> StoreError {

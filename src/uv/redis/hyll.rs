@@ -116,14 +116,7 @@ fn encode_dense(regs: &[u8; REGISTERS]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn filled(prefix: &str, n: u32) -> Hll {
-        let mut h = Hll::new();
-        for i in 0..n {
-            h.add(format!("{prefix}{i}").as_bytes());
-        }
-        h
-    }
+    use crate::uv::hll::tests::filled;
 
     #[test]
     fn both_encodings_round_trip() {

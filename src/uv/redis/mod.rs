@@ -107,11 +107,7 @@ async fn record_one(
     args: Vec<Value>,
     day: Day,
 ) -> Result<Recorded, StoreError> {
-    let reply: Vec<Value> = store
-        .pool
-        .eval(&RECORD, keys, args)
-        .await
-        .map_err(map_err)?;
+    let reply: Vec<Value> = store.pool.script(&RECORD, keys, args).await?;
     match &reply[..] {
         [changed, pv] => Ok(Recorded {
             day,
@@ -132,11 +128,7 @@ async fn record_many(
     day: Day,
     sizes: &[u64],
 ) -> Result<Vec<Recorded>, StoreError> {
-    let reply: Vec<Value> = store
-        .pool
-        .eval(&RECORD_MANY, keys, args)
-        .await
-        .map_err(map_err)?;
+    let reply: Vec<Value> = store.pool.script(&RECORD_MANY, keys, args).await?;
     let [pv, changed @ ..] = &reply[..] else {
         return Err(StoreError::Internal(
             "uv_record_many.lua returned nothing".to_owned(),
@@ -206,7 +198,7 @@ impl UvStore for RedisStore {
         args.push((IDEMPOTENCY_SECS as i64).into());
         args.push(day.to_string().into());
         args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
-        let reply: Vec<Value> = self.pool.eval(&RECORD, keys, args).await.map_err(map_err)?;
+        let reply: Vec<Value> = self.pool.script(&RECORD, keys, args).await?;
         let bad = || StoreError::Internal(format!("uv_record.lua returned {reply:?}"));
         let text = |v: &Value| v.as_str().map(|s| s.into_owned());
         let [changed, pv, first_day, flag] = &reply[..] else {
@@ -326,7 +318,7 @@ impl UvStore for RedisStore {
                     part.iter()
                         .map(|(_, h)| Value::Bytes(Bytes::from(hyll::encode(h)))),
                 );
-                let _: i64 = self.pool.eval(&FOLD, keys, args).await.map_err(map_err)?;
+                let _: i64 = self.pool.script(&FOLD, keys, args).await?;
             }
         }
         Ok(folded)

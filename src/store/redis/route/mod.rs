@@ -31,6 +31,8 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
 
+use crate::store::error::StoreError;
+
 use cluster::{Cluster, Node};
 pub(super) use single::Failures;
 use single::Single;
@@ -83,7 +85,14 @@ impl Route {
         }
     }
 
-    pub(crate) async fn eval<R, K, V>(&self, script: &Script, keys: K, args: V) -> Result<R, Error>
+    /// Runs a script (`EVALSHA`, loading it on `NOSCRIPT`) on the node of its first key, its
+    /// error mapped onto the store boundary as every backend wants it.
+    pub(crate) async fn script<R, K, V>(
+        &self,
+        script: &Script,
+        keys: K,
+        args: V,
+    ) -> Result<R, StoreError>
     where
         R: FromValue,
         K: Into<MultipleKeys> + Send,
@@ -92,10 +101,12 @@ impl Route {
     {
         // Unwrapped rather than cloned to read the first key: cloning copied every key.
         let keys = keys.into().inner();
-        let (client, node) = self.pick(keys.first().map(|k| k.as_bytes()))?;
+        let (client, node) = self
+            .pick(keys.first().map(|k| k.as_bytes()))
+            .map_err(super::map_err)?;
         let result = script.evalsha_with_reload(&client, keys, args).await;
         self.observe(node, &result);
-        result
+        result.map_err(super::map_err)
     }
 
     /// MGET of keys sharing one slot.
@@ -154,7 +165,9 @@ impl Route {
     }
 
     /// The client serving `key`'s slot, for a plain command. A down node is an error at once.
-    pub(crate) fn at(&self, key: &str) -> Result<Client, Error> {
-        self.pick(Some(key.as_bytes())).map(|(client, _)| client)
+    pub(crate) fn at(&self, key: &str) -> Result<Client, StoreError> {
+        self.pick(Some(key.as_bytes()))
+            .map(|(client, _)| client)
+            .map_err(super::map_err)
     }
 }

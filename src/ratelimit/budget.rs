@@ -1,0 +1,34 @@
+//! The global limiter's budgets are GCRA buckets of their own kind (`Bucket::Client`), so each
+//! backend's budget store is its rate-limit store; both implement the limiter's trait with this
+//! one macro. The backend names the trait: this core keeps to its own store (docs/design.md).
+
+/// Implements the global limiter's budget trait `$budget` for `$store` on its client buckets.
+macro_rules! budget_on_client_buckets {
+    ($budget:path, $store:ty) => {
+        impl $budget for $store {
+            async fn budget_spend(
+                &self,
+                client: &str,
+                gcra: &$crate::gcra::Gcra,
+                quantity: u64,
+            ) -> Result<$crate::gcra::Decision, $crate::store::error::StoreError> {
+                let bucket = $crate::ratelimit::Bucket::Client(client.to_owned());
+                $crate::ratelimit::RateLimitStore::ratelimit_throttle(self, &bucket, gcra, quantity)
+                    .await
+            }
+
+            async fn budget_spend_many(
+                &self,
+                client: &str,
+                gcra: &$crate::gcra::Gcra,
+                quantities: &[u64],
+            ) -> Result<Vec<$crate::gcra::Decision>, $crate::store::error::StoreError> {
+                let bucket = $crate::ratelimit::Bucket::Client(client.to_owned());
+                $crate::ratelimit::RateLimitStore::ratelimit_throttle_many(
+                    self, &bucket, gcra, quantities,
+                )
+                .await
+            }
+        }
+    };
+}
