@@ -28,7 +28,7 @@ const ONLY_AFTER_EVENTS: &[&str] = &[
 ];
 
 /// PromQL words that look like identifiers but name no metric: aggregations, set operators,
-/// modifiers. Functions need no list: they are always followed by `(`.
+/// modifiers (and [`GROUPING`]). Functions need no list: they are always followed by `(`.
 const KEYWORDS: &[&str] = &[
     "sum",
     "min",
@@ -42,12 +42,6 @@ const KEYWORDS: &[&str] = &[
     "bottomk",
     "quantile",
     "count_values",
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
     "and",
     "or",
     "unless",
@@ -55,6 +49,16 @@ const KEYWORDS: &[&str] = &[
     "offset",
     "inf",
     "nan",
+];
+
+/// Modifiers followed by a list of label names, none of them a metric.
+const GROUPING: &[&str] = &[
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
 ];
 
 /// The metric names a PromQL expression refers to. Hand-rolled rather than a PromQL parser
@@ -116,16 +120,7 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
         }
         let word: String = chars[start..i].iter().collect();
         let next = chars[i..].iter().find(|c| !c.is_whitespace());
-        if [
-            "by",
-            "without",
-            "on",
-            "ignoring",
-            "group_left",
-            "group_right",
-        ]
-        .contains(&word.as_str())
-        {
+        if GROUPING.contains(&word.as_str()) {
             grouping = next == Some(&'(');
             // Step past the `(` so the `)` that ends the list is the next one.
             continue;
@@ -364,15 +359,7 @@ async fn every_queried_metric_is_exposed() {
     }
     // The ledger's gauges are measured every second: wait for them rather than a fixed sleep.
     let text = loop {
-        let text = gw
-            .client
-            .get(gw.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = gw.text("/metrics").await;
         if text.contains("gateway_ledger_lag") {
             break text;
         }

@@ -405,6 +405,12 @@ impl Gateway {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// A GET's body as text, for what is not JSON (`/metrics`).
+    pub async fn text(&self, path: &str) -> String {
+        let response = self.client.get(self.url(path)).send().await.unwrap();
+        response.text().await.unwrap()
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.send(self.client.get(self.url(path))).await
     }
