@@ -35,13 +35,15 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
     let workers = settings.workers.max(1);
     let pool_size = (settings.redis_pool_size / workers).max(1);
     let wait = settings.store_timeout.max(Duration::from_secs(2));
+    // The recorder first: building the state connects the store, and a Cluster sets its nodes'
+    // `gateway_redis_node_up` gauges then, which a recorder installed later would never see.
+    // Its upkeep task belongs to this thread, not to a worker.
+    crate::telemetry::metrics();
     let state = crate::build_state(settings)
         .await
         .map_err(std::io::Error::other)?;
     listener.set_nonblocking(true)?;
     crate::announce(&state, listener.local_addr()?, workers);
-    // The metrics recorder's upkeep task belongs to this thread, not to a worker.
-    crate::telemetry::metrics();
     let mut guards = state.settings.connections;
     guards.max_connections = guards.max_connections.div_ceil(workers).max(1);
     // Not split like the connection cap: one table for the process, or an address could hold

@@ -321,10 +321,8 @@ async fn every_queried_metric_is_exposed() {
     s.store_timeout = Duration::from_secs(10);
     s.global.enabled = true;
     s.global.max_burst = 10_000;
-    // Installed before the state is built, so the Cluster's node gauges, set while it connects,
-    // are recorded. The binary installs it only after (src/workers.rs `serve_all`), so there
-    // `gateway_redis_node_up` is missing until the first topology refresh:
-    // `node_gauges_survive_start_up` below shows it.
+    // Installed before the state is built, as the binary does (src/workers.rs `serve_all`), so
+    // the Cluster's node gauges, set while it connects, are recorded.
     redis_gateway::telemetry::metrics();
     let gw = Gateway::with_settings(s).await;
 
@@ -397,11 +395,10 @@ async fn every_queried_metric_is_exposed() {
 }
 
 /// The binary on a healthy Redis Cluster exposes `gateway_redis_node_up` for each master, which
-/// GatewayRedisNodeDown and the dashboard need. Ignored: it fails today, since the binary
-/// installs its metrics recorder after the Cluster has connected and set its gauges
-/// (src/workers.rs `serve_all`), and nothing sets them again until a topology refresh.
+/// GatewayRedisNodeDown and the dashboard need: the gauges are set while the Cluster connects,
+/// so the binary must install its metrics recorder before building the state (nothing sets
+/// them again until a topology refresh).
 #[tokio::test]
-#[ignore = "fails until the binary installs its metrics recorder before building the state"]
 async fn node_gauges_survive_start_up() {
     let url = common::shared_cluster().url();
     let gw = common::binary::Binary::start(&[("REDIS_URL", url.as_str())]);
