@@ -176,7 +176,34 @@ fn compression() -> compress::AskedCompressionLayer<impl Predicate> {
     )
 }
 
-/// CORS for browsers calling the gateway directly, with the limiter's headers readable by scripts.
+/// Request headers the API reads (docs/api.md): a browser's preflight must allow each, or a
+/// page that sends one (an `Idempotency-Key` on a purchase) gets no answer at all.
+/// `traceparent` / `tracestate` continue the caller's trace (see [`request_span`]).
+const CORS_REQUEST_HEADERS: [&str; 7] = [
+    "content-type",
+    "authorization",
+    "x-api-key",
+    "x-request-id",
+    "idempotency-key",
+    "traceparent",
+    "tracestate",
+];
+
+/// Response headers the API writes (docs/api.md): scripts read only the ones listed, so a page
+/// could not tell a replayed purchase or its remaining budget without them.
+const CORS_RESPONSE_HEADERS: [&str; 8] = [
+    "ratelimit",
+    "ratelimit-policy",
+    "ratelimit-limit",
+    "ratelimit-remaining",
+    "ratelimit-reset",
+    "retry-after",
+    "x-request-id",
+    "idempotency-replayed",
+];
+
+/// CORS for browsers calling the gateway directly: every header the API defines usable by
+/// scripts (docs/configuration.md lists them).
 fn cors(origins: &[String]) -> Option<CorsLayer> {
     if origins.is_empty() {
         return None;
@@ -186,16 +213,6 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
     } else {
         AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
     };
-    let expose = [
-        "ratelimit",
-        "ratelimit-policy",
-        "ratelimit-limit",
-        "ratelimit-remaining",
-        "ratelimit-reset",
-        "retry-after",
-        "x-request-id",
-    ]
-    .map(HeaderName::from_static);
     Some(
         CorsLayer::new()
             .allow_origin(allow)
@@ -206,13 +223,8 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
                 Method::DELETE,
                 Method::OPTIONS,
             ])
-            .allow_headers([
-                axum::http::header::CONTENT_TYPE,
-                axum::http::header::AUTHORIZATION,
-                HeaderName::from_static("x-api-key"),
-                HeaderName::from_static("x-request-id"),
-            ])
-            .expose_headers(expose)
+            .allow_headers(CORS_REQUEST_HEADERS.map(HeaderName::from_static))
+            .expose_headers(CORS_RESPONSE_HEADERS.map(HeaderName::from_static))
             .max_age(Duration::from_secs(600)),
     )
 }
