@@ -38,39 +38,36 @@ fn serve(page: String) -> String {
     origin
 }
 
-/// The page's script: buys twice with one `Idempotency-Key` and writes what it could read
-/// (or the error) as JSON into `#out`.
-fn page(gateway: &str, voucher: &str) -> String {
-    format!(
-        r#"<!doctype html><html><body><pre id="out">pending</pre><script>
-const url = "{gateway}/v1/seckill/vouchers/{voucher}/orders";
-async function buy(requestId) {{
-  const r = await fetch(url, {{
+/// The page's script: buys twice with one `Idempotency-Key` at the orders URL given as its
+/// query string (the gateway starts after the page's origin is known) and writes what it could
+/// read (or the error) as JSON into `#out`.
+const PAGE: &str = r#"<!doctype html><html><body><pre id="out">pending</pre><script>
+const url = decodeURIComponent(location.search.slice(1));
+async function buy(requestId) {
+  const r = await fetch(url, {
     method: "POST",
-    headers: {{"content-type": "application/json", "idempotency-key": "browser-1",
-               "x-request-id": requestId}},
-    body: JSON.stringify({{user_id: 7}}),
-  }});
-  const h = {{}};
+    headers: {"content-type": "application/json", "idempotency-key": "browser-1",
+               "x-request-id": requestId},
+    body: JSON.stringify({user_id: 7}),
+  });
+  const h = {};
   for (const name of ["idempotency-replayed", "ratelimit", "ratelimit-policy",
                       "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset",
-                      "x-request-id"]) {{
+                      "x-request-id"]) {
     h[name] = r.headers.get(name);
-  }}
-  return {{status: r.status, headers: h, body: await r.json()}};
-}}
-(async () => {{
-  try {{
+  }
+  return {status: r.status, headers: h, body: await r.json()};
+}
+(async () => {
+  try {
     const first = await buy("page-first");
     const again = await buy("page-again");
-    document.getElementById("out").textContent = JSON.stringify({{first, again}});
-  }} catch (e) {{
-    document.getElementById("out").textContent = JSON.stringify({{error: String(e)}});
-  }}
-}})();
-</script></body></html>"#
-    )
-}
+    document.getElementById("out").textContent = JSON.stringify({first, again});
+  } catch (e) {
+    document.getElementById("out").textContent = JSON.stringify({error: String(e)});
+  }
+})();
+</script></body></html>"#;
 
 /// Loads `url` in headless Chromium and returns what the page wrote into `#out`.
 fn browse(url: &str) -> Value {
@@ -112,21 +109,12 @@ fn browse(url: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
-    // Both page servers first: the allowed origin goes into the gateway's configuration.
-    let gateway_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let gateway_origin = format!("http://127.0.0.1:{gateway_port}");
-    let voucher = "browser";
-    let allowed = serve(page(&gateway_origin, voucher));
-    let other = serve(page(&gateway_origin, voucher));
-    let gateway = Binary::start(&[
-        ("GATEWAY_LISTEN", &format!("127.0.0.1:{gateway_port}")),
-        ("GATEWAY_CORS_ORIGINS", &allowed),
-    ]);
+    // The pages first: the allowed origin goes into the gateway's configuration.
+    let allowed = serve(PAGE.to_owned());
+    let other = serve(PAGE.to_owned());
+    let gateway = Binary::start(&[("GATEWAY_CORS_ORIGINS", &allowed)]);
     gateway.wait_ready().await;
+    let voucher = "browser";
     let client = reqwest::Client::new();
     let defined = client
         .put(gateway.url(&format!("/v1/seckill/vouchers/{voucher}")))
@@ -137,15 +125,25 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
         .unwrap();
     assert!(defined.status().is_success(), "{}", defined.status());
 
-    let seen = browse(&format!("{allowed}/"));
+    let orders = gateway.url(&format!("/v1/seckill/vouchers/{voucher}/orders"));
+    let seen = browse(&format!("{allowed}/?{orders}"));
     let (first, again) = (&seen["first"], &seen["again"]);
     assert!(
-        first["status"].as_u64().is_some_and(|s| (200..300).contains(&s)),
+        first["status"]
+            .as_u64()
+            .is_some_and(|s| (200..300).contains(&s)),
         "{seen}"
     );
     assert_eq!(again["status"], first["status"], "{seen}");
-    assert_eq!(again["body"], first["body"], "the repeat is the first reply: {seen}");
-    assert_eq!(first["headers"]["idempotency-replayed"], Value::Null, "{seen}");
+    assert_eq!(
+        again["body"], first["body"],
+        "the repeat is the first reply: {seen}"
+    );
+    assert_eq!(
+        first["headers"]["idempotency-replayed"],
+        Value::Null,
+        "{seen}"
+    );
     assert_eq!(again["headers"]["idempotency-replayed"], "true", "{seen}");
     for reply in [first, again] {
         for name in [
@@ -155,7 +153,10 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
             "ratelimit-remaining",
             "ratelimit-reset",
         ] {
-            assert!(reply["headers"][name].is_string(), "{name} unreadable: {seen}");
+            assert!(
+                reply["headers"][name].is_string(),
+                "{name} unreadable: {seen}"
+            );
         }
     }
     assert_eq!(first["headers"]["x-request-id"], "page-first", "{seen}");
@@ -173,9 +174,11 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
     assert_eq!(read["stock"], 4, "{read}");
 
     // Another origin's page gets no answer it may read (the preflight is refused).
-    let refused = browse(&format!("{other}/"));
+    let refused = browse(&format!("{other}/?{orders}"));
     assert!(
-        refused["error"].as_str().is_some_and(|e| e.contains("TypeError")),
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("TypeError")),
         "{refused}"
     );
 }
