@@ -162,6 +162,15 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
     assert_eq!(first["headers"]["x-request-id"], "page-first", "{seen}");
     assert_eq!(again["headers"]["x-request-id"], "page-again", "{seen}");
 
+    // Another origin's page gets no answer it may read (the preflight is refused).
+    let refused = browse(&format!("{other}/?{orders}"));
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("TypeError")),
+        "{refused}"
+    );
+
     // One order: the repeat bought nothing more.
     let read: Value = client
         .get(gateway.url(&format!("/v1/seckill/vouchers/{voucher}")))
@@ -172,13 +181,4 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
         .await
         .unwrap();
     assert_eq!(read["stock"], 4, "{read}");
-
-    // Another origin's page gets no answer it may read (the preflight is refused).
-    let refused = browse(&format!("{other}/?{orders}"));
-    assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("TypeError")),
-        "{refused}"
-    );
 }
