@@ -172,13 +172,8 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
     );
 
     // One order: the repeat bought nothing more.
-    let read: Value = client
-        .get(gateway.url(&format!("/v1/seckill/vouchers/{voucher}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let read = gateway
+        .get_json(&format!("/v1/seckill/vouchers/{voucher}"))
+        .await;
     assert_eq!(read["stock"], 4, "{read}");
 }

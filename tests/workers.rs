@@ -7,7 +7,7 @@ use std::process::Command;
 
 use common::binary::Binary;
 use common::RedisProcess;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// 60 visits, each on a connection of its own and 20 of them at once, land on whichever
 /// worker accepts it; every worker sees them all: the view counter is exact.
@@ -43,12 +43,7 @@ async fn visits_on_many_connections_count_once(env: &[(&str, &str)]) {
             }
         }
     }
-    let counts: Value = reqwest::get(gw.url("/v1/uv/spread"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let counts = gw.get_json("/v1/uv/spread").await;
     assert_eq!(counts["pv"], 60, "{counts}");
     // HyperLogLog's estimate; at 50 it is exact on Redis and on the embedded store alike.
     assert_eq!(counts["uv"], 50, "{counts}");

@@ -44,9 +44,7 @@ impl Unreachable {
             Self::TlsFailed => "tls_failed",
         }
     }
-}
 
-impl Unreachable {
     /// What to do about it, for the start-up log line.
     pub fn hint(self) -> &'static str {
         match self {

@@ -63,6 +63,16 @@ impl Binary {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// A GET's JSON answer, whatever its status.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        reqwest::get(self.url(path))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Waits until `/readyz` answers 200.
     pub async fn wait_ready(&self) {
         for _ in 0..400 {
