@@ -15,15 +15,18 @@
 //!
 //! Here: the accept loop and each connection's start; `per_address.rs`: the per-address cap;
 //! `clock.rs`: a connection's traffic, idle watch and header timer; `socket.rs`: its socket
-//! and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings.
+//! and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `tls.rs`: HTTPS, its certificate and its reloading.
 
 mod clock;
 mod h2;
 mod per_address;
 mod socket;
+mod tls;
 
 pub use h2::MAX_STREAMS;
 pub use per_address::PerAddress;
+pub use tls::Tls;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -70,12 +73,14 @@ pub struct Guards {
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains: no new connections,
 /// in-flight requests finish, idle connections close. `per_address` is the per-address cap;
-/// servers that share it (the binary's workers) share its counts.
+/// servers that share it (the binary's workers) share its counts. With `tls`, every
+/// connection is HTTPS.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     guards: Guards,
     per_address: PerAddress,
+    tls: Option<Tls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cap = guards.max_connections.clamp(1, Semaphore::MAX_PERMITS);
@@ -116,8 +121,12 @@ pub async fn serve(
             stopping: stopping.clone(),
             connected: Instant::now(),
         };
+        let tls = tls.as_ref().map(Tls::acceptor);
         tokio::spawn(async move {
-            conn.serve(stream).await;
+            match tls {
+                None => conn.serve(stream).await,
+                Some(tls) => conn.serve_tls(stream, tls).await,
+            }
             drop((slot, held));
         });
     }
@@ -142,6 +151,24 @@ impl Connection {
             Some(Protocol::Http1) => self.http1(stream).await,
             Some(Protocol::Http2) => self.http2(stream).await,
             None => {}
+        }
+    }
+
+    /// HTTPS: the handshake within the header timeout (it holds the connection's slots like
+    /// any connection), then the protocol ALPN chose, HTTP/1.1 when the client named none.
+    async fn serve_tls(mut self, stream: TcpStream, tls: tokio_rustls::TlsAcceptor) {
+        let stream = match self.in_time(tls.accept(stream)).await {
+            Some(Ok(stream)) => stream,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, peer = %self.app.peer.0, "TLS handshake failed");
+                return;
+            }
+            None => return,
+        };
+        if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+            self.http2(stream).await;
+        } else {
+            self.http1(stream).await;
         }
     }
 
