@@ -773,7 +773,8 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
            "other work on the machine adds noise: compare the ratios, which come from the same "
            "run, not absolute numbers across runs.", "",
            "## Results", "",
-           "%d connections (the 200-connection row excepted), %d s per run, %d alternations of "
+           "%d connections (the 200-connection and HTTP/2 rows excepted), %d s per run, %d "
+           "alternations of "
            "gateway (wrk, %d threads) and raw Redis (redis-benchmark, %d thread%s, no "
            "pipelining); every figure is the median over the alternations. ratio = gateway "
            "req/s ÷ raw req/s. Targets are issue 8's. n/a: the endpoint is not on this build "
@@ -793,6 +794,9 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
             "- check-in: `POST /v1/checkins/{random user < 10^6}`, no body (today); raw "
             "`SETBIT` on a random key (a user's month bitmap).",
             "- UV: `{\"visitor\": random of 10^6}` to one page; raw `PFADD` of a random visitor.",
+            "- UV over h2: h2load (h2c, 10 connections with 20 streams each) sends "
+            "`{\"visitor\": \"probe\"}` to one page, the same body every time (h2load sends "
+            "one); raw as the UV row.",
             "- rate-limit: random key of 10^4, burst 100, 50/s (all allowed); raw: "
             "`bench/lua/gcra.lua`, a minimal GCRA script by EVALSHA.",
             "- seckill: a voucher with {:,} stock, a new user id per request (201); sold out: "

@@ -469,3 +469,27 @@ async fn graceful_shutdown_finishes_streams_in_flight() {
         .unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// An HTTP/2 connection counts against the per-address cap like an HTTP/1.1 one: with a cap
+/// of 1, a second connection from the address is closed at once, whatever its streams.
+#[tokio::test]
+async fn http2_connections_count_against_the_per_address_cap() {
+    let gw = Binary::start(&[("GATEWAY_MAX_CONNECTIONS_PER_ADDRESS", "1")]);
+    // Not `wait_ready`: its connection could still hold the address's one place.
+    gw.line(|l| l.contains("serving on"));
+    let (client, _conn) = connect(gw.addr()).await;
+    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let mut second = TcpStream::connect(gw.addr()).await.unwrap();
+    let _ = second.write_all(PREFACE).await;
+    assert!(closed_by_server(&mut second).await);
+    let mut got = Vec::new();
+    let _ = second.read_to_end(&mut got).await;
+    assert!(got.is_empty(), "no SETTINGS: the server never took it up");
+    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "the first connection goes on");
+}
