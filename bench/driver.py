@@ -52,6 +52,14 @@ ROWS = [
          probe=("POST", "/v1/uv/bench", {"visitor": "probe"}), expect=200,
          raw=["PFADD", "bench:uv", "v__rand_int__"], keyspace=1_000_000,
          target=0.8, p99_ms=5.0, cheap=True),
+    # The UV add again, over HTTP/2 (h2c) with h2load: fewer connections, many streams each,
+    # as a load balancer or a mobile client multiplexes. Every request carries the same
+    # visitor (h2load sends one body), so Redis's PFADD changes nothing after the first.
+    dict(id="uv_h2", label="UV add over h2 (h2load, 10 connections × 20 streams)",
+         scenario="uv", h2_streams=20, conns=10,
+         probe=("POST", "/v1/uv/bench", {"visitor": "probe"}), expect=200,
+         raw=["PFADD", "bench:uv", "v__rand_int__"], keyspace=1_000_000,
+         target=0.8, p99_ms=5.0),
     dict(id="ratelimit", label="rate-limit `POST /v1/ratelimit/check`", scenario="ratelimit",
          probe=("POST", "/v1/ratelimit/check",
                 {"key": "probe", "max_burst": 100, "count_per_period": 50, "period": 1}),
@@ -303,6 +311,49 @@ def run_wrk(port, scenario, conns, threads, duration, base=0):
     return parsed
 
 
+def parse_h2load(text, log_file):
+    """h2load's summary, and its per-request log for the percentiles (it prints none) →
+    {rps, p50, p99 (ms), requests, non2xx, socket_errors}."""
+    m = re.search(r"^finished in [\d.]+s, ([\d.]+) req/s", text, re.M)
+    done = re.search(r"^requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, "
+                     r"(\d+) failed, (\d+) errored, (\d+) timeout", text, re.M)
+    codes = re.search(r"^status codes: (\d+) 2xx", text, re.M)
+    if not (m and done and codes):
+        return None
+    with open(log_file) as f:
+        took = sorted(int(line.split("\t")[2]) for line in f if line.count("\t") == 2)
+    if not took:
+        return None
+
+    def pct(p):
+        return took[min(len(took) - 1, int(len(took) * p))] / 1000.0
+
+    return dict(rps=float(m.group(1)), p50=pct(0.5), p99=pct(0.99),
+                requests=int(done.group(2)), non2xx=int(done.group(2)) - int(codes.group(1)),
+                socket_errors=sum(int(done.group(i)) for i in (4, 5, 6)))
+
+
+def run_h2load(port, row, conns, threads, duration):
+    """One h2load run of `row` (its probe's request, `h2_streams` streams per connection)."""
+    method, path, body = row["probe"]
+    with tempfile.TemporaryDirectory(prefix="gateway-h2load-") as tmp:
+        body_file, log_file = os.path.join(tmp, "body.json"), os.path.join(tmp, "log")
+        argv = ["h2load", "-c", str(conns), "-m", str(row["h2_streams"]),
+                "-t", str(min(threads, conns)), "-D", str(duration),
+                "--log-file", log_file, "http://127.0.0.1:%d%s" % (port, path)]
+        if body is not None:
+            with open(body_file, "w") as f:
+                json.dump(body, f)
+            argv[1:1] = ["-d", body_file, "-H", "content-type: application/json"]
+        meter = CpuMeter({"gateway": PIDS[port], "redis": PIDS["redis"]})
+        r = subprocess.run(argv, capture_output=True, text=True)
+        parsed = parse_h2load(r.stdout, log_file)
+    if r.returncode != 0 or parsed is None:
+        sys.exit("bench: h2load failed (%s):\n%s%s" % (" ".join(argv), r.stdout, r.stderr))
+    parsed["cpu"] = meter.per_request(parsed["requests"])
+    return parsed
+
+
 def run_rb(port, command, keyspace, conns, requests, threads):
     argv = ["redis-benchmark", "-p", str(port), "-c", str(conns), "-n", str(int(requests)),
             "--csv", "--precision", "3"]
@@ -459,6 +510,9 @@ class Bench:
         self.failures = []
 
     def wrk(self, port, row, conns, seconds=None):
+        if row.get("h2_streams"):
+            return run_h2load(port, row, conns, self.args.threads,
+                              seconds or self.args.duration)
         self.base += 20_000_000
         return run_wrk(port, row["scenario"], conns, self.args.threads,
                        seconds or self.args.duration, self.base)
@@ -522,7 +576,7 @@ class Bench:
     def run(self, only):
         rows = [r for r in ROWS if not only or r["id"] in only]
         for row in rows:
-            self.results.append(self.measure(row))
+            self.results.append(self.measure(row, conns=row.get("conns")))
         cheap = [r for r in self.results if r["row"].get("cheap") and r["gw"]]
         if self.args.cheapest:
             cheap = [r for r in self.results if r["row"]["id"] == self.args.cheapest] or cheap
@@ -719,7 +773,8 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
            "other work on the machine adds noise: compare the ratios, which come from the same "
            "run, not absolute numbers across runs.", "",
            "## Results", "",
-           "%d connections (the 200-connection row excepted), %d s per run, %d alternations of "
+           "%d connections (the 200-connection and HTTP/2 rows excepted), %d s per run, %d "
+           "alternations of "
            "gateway (wrk, %d threads) and raw Redis (redis-benchmark, %d thread%s, no "
            "pipelining); every figure is the median over the alternations. ratio = gateway "
            "req/s ÷ raw req/s. Targets are issue 8's. n/a: the endpoint is not on this build "
@@ -739,6 +794,9 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
             "- check-in: `POST /v1/checkins/{random user < 10^6}`, no body (today); raw "
             "`SETBIT` on a random key (a user's month bitmap).",
             "- UV: `{\"visitor\": random of 10^6}` to one page; raw `PFADD` of a random visitor.",
+            "- UV over h2: h2load (h2c, 10 connections with 20 streams each) sends "
+            "`{\"visitor\": \"probe\"}` to one page, the same body every time (h2load sends "
+            "one); raw as the UV row.",
             "- rate-limit: random key of 10^4, burst 100, 50/s (all allowed); raw: "
             "`bench/lua/gcra.lua`, a minimal GCRA script by EVALSHA.",
             "- seckill: a voucher with {:,} stock, a new user id per request (201); sold out: "
@@ -794,7 +852,7 @@ def main():
     ap.add_argument("--command", default="./scripts/bench", help=argparse.SUPPRESS)
     args = ap.parse_args()
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    for tool in ("redis-server", "redis-cli", "redis-benchmark", "wrk"):
+    for tool in ("redis-server", "redis-cli", "redis-benchmark", "wrk", "h2load"):
         if not shutil.which(tool):
             sys.exit("bench: %s is missing (./scripts/bench installs it)" % tool)
 

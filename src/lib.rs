@@ -113,6 +113,9 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         None => clients::Clients::none(global),
     });
     clients.watch();
+    if let Some(tls) = &settings.tls {
+        tls.watch();
+    }
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
@@ -162,7 +165,8 @@ pub async fn run(
         guards.max_per_address,
         state.settings.trusted_proxies.clone(),
     );
-    serve::serve(listener, app(state), guards, per_address, shutdown).await
+    let tls = state.settings.tls.clone();
+    serve::serve(listener, app(state), guards, per_address, tls, shutdown).await
 }
 
 /// The start-up line: where, on which backend, with how many serving threads.

@@ -129,6 +129,15 @@ pub struct Config {
     )]
     pub max_connections_per_address: usize,
 
+    /// PEM certificate chain to serve HTTPS with (ALPN h2 and http/1.1), reloaded when it
+    /// changes. Set together with --tls-key-file; unset: plain HTTP/1.1 and h2c.
+    #[arg(long, env = "GATEWAY_TLS_CERT_FILE")]
+    pub tls_cert_file: Option<std::path::PathBuf>,
+
+    /// PEM private key of --tls-cert-file (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    #[arg(long, env = "GATEWAY_TLS_KEY_FILE")]
+    pub tls_key_file: Option<std::path::PathBuf>,
+
     /// TOML file of API clients (id, SHA-256 of the key, optional burst/count/period). Unset:
     /// no API clients, every caller is limited by its address and any X-Api-Key is refused.
     #[arg(long, env = "GATEWAY_CLIENTS_FILE")]

@@ -49,6 +49,8 @@ pub struct Settings {
     pub checkin_retention_days: u32,
     pub request_timeout: Duration,
     pub connections: crate::serve::Guards,
+    /// `None`: plain HTTP (`GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` unset).
+    pub tls: Option<crate::serve::Tls>,
     pub access_log: bool,
     pub clients_file: Option<std::path::PathBuf>,
     /// With a clients file, anonymous callers may use rate-limit checks, locks and queues.

@@ -118,6 +118,7 @@ impl Config {
                 max_connections: self.max_connections,
                 max_per_address: self.max_connections_per_address,
             },
+            tls: self.tls()?,
             redis_pool_size: self.redis_pool_size,
             workers: match self.workers {
                 Some(0) => return Err("GATEWAY_WORKERS=0: must be at least 1".to_owned()),
@@ -170,6 +171,22 @@ fn redis_url(url: &str) -> Result<&str, String> {
 }
 
 impl Config {
+    /// Both TLS files or neither; both are read now, so a bad pair stops the start.
+    fn tls(&self) -> Result<Option<crate::serve::Tls>, String> {
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (None, None) => Ok(None),
+            (Some(cert), Some(key)) => crate::serve::Tls::load(cert.clone(), key.clone()).map(Some),
+            (Some(_), None) => Err(
+                "GATEWAY_TLS_CERT_FILE is set without GATEWAY_TLS_KEY_FILE: set both, or neither"
+                    .to_owned(),
+            ),
+            (None, Some(_)) => Err(
+                "GATEWAY_TLS_KEY_FILE is set without GATEWAY_TLS_CERT_FILE: set both, or neither"
+                    .to_owned(),
+            ),
+        }
+    }
+
     fn jwt(&self) -> Result<Option<JwtSettings>, String> {
         let key = match (&self.jwt_secret, &self.jwt_public_key_file) {
             (None, None) => return Ok(None),

@@ -1,6 +1,6 @@
-//! The clocks of one connection: what went over it ([`Traffic`]), the idle watch that closes
-//! it after a quiet spell or at shutdown ([`Watch`]), and the header timer whose clock starts
-//! at a request's first byte ([`HeaderTimer`]).
+//! The clocks of one connection: what went over it ([`Traffic`] for HTTP/1, the streams for
+//! HTTP/2), the idle watch that closes it after a quiet spell or at shutdown ([`Watch`]), and
+//! the HTTP/1 header timer whose clock starts at a request's first byte ([`HeaderTimer`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,10 +13,46 @@ use std::time::{Duration, Instant};
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::watch;
 
+use super::h2::Streams;
+
+/// What a connection's idle clock reads.
+#[derive(Debug)]
+pub(super) enum Activity {
+    /// HTTP/1: bytes either way. Hyper's header timer cuts a head that does not come.
+    Socket(Arc<Traffic>),
+    /// HTTP/2: streams opened and ended, since `PING`s and other frames flow without any
+    /// request; and until the first request, the header timeout from the connect.
+    Streams {
+        streams: Arc<Streams>,
+        first_request_by: Instant,
+    },
+}
+
+impl Activity {
+    /// When the connection will have been quiet for `idle`; `None` while a stream is open.
+    fn quiet_until(&self, idle: Duration) -> Option<tokio::time::Instant> {
+        match self {
+            Self::Socket(traffic) => Some(traffic.quiet_until(idle)),
+            Self::Streams { streams, .. } => streams.quiet_until(idle),
+        }
+    }
+
+    /// When a connection that has had no request yet is cut, if it has had none.
+    fn first_request_due(&self) -> Option<tokio::time::Instant> {
+        match self {
+            Self::Streams {
+                streams,
+                first_request_by,
+            } if !streams.any() => Some(tokio::time::Instant::from_std(*first_request_by)),
+            _ => None,
+        }
+    }
+}
+
 /// What one connection's task watches besides the connection itself.
 #[derive(Debug)]
 pub(super) struct Watch {
-    pub(super) traffic: Arc<Traffic>,
+    pub(super) activity: Activity,
     pub(super) idle: Duration,
     /// Becomes `true` when the server shuts down.
     pub(super) stopping: watch::Receiver<bool>,
@@ -24,19 +60,34 @@ pub(super) struct Watch {
 }
 
 impl Watch {
+    /// When the timer should next look: the idle close, or the first request's deadline if
+    /// that comes sooner.
+    fn next_look(&self) -> tokio::time::Instant {
+        let idle = self
+            .activity
+            .quiet_until(self.idle)
+            .unwrap_or_else(|| tokio::time::Instant::now() + self.idle);
+        match self.activity.first_request_due() {
+            Some(due) => due.min(idle),
+            None => idle,
+        }
+    }
+
     /// Drives `conn` to its end. No traffic for `idle`, or the server shutting down, starts
-    /// hyper's graceful close: a request in flight still gets its response, then the socket
-    /// closes.
+    /// hyper's graceful close: a request in flight still gets its response (HTTP/2: `GOAWAY`,
+    /// and the open streams finish), then the socket closes. An HTTP/2 connection whose first
+    /// request has not come by its header deadline is dropped.
     ///
     /// One timer per connection, set for `idle` after the last traffic it knew of; when it
     /// fires early (traffic since) it is moved to `idle` after the latest. The close comes
     /// `idle` after the last byte, to within the timer's millisecond.
-    pub(super) async fn drive<C>(mut self, conn: C)
+    pub(super) async fn drive<C, E>(mut self, conn: C)
     where
-        C: GracefulConnection<Error = hyper::Error>,
+        C: GracefulConnection<Error = E>,
+        E: std::fmt::Display,
     {
         tokio::pin!(conn);
-        let idle = tokio::time::sleep_until(self.traffic.quiet_until(self.idle));
+        let idle = tokio::time::sleep_until(self.next_look());
         tokio::pin!(idle);
         let mut closing = *self.stopping.borrow();
         if closing {
@@ -51,9 +102,14 @@ impl Watch {
                     return;
                 }
                 () = &mut idle, if !closing => {
-                    let due = self.traffic.quiet_until(self.idle);
-                    if due > idle.deadline() {
-                        idle.as_mut().reset(due);
+                    let now = idle.deadline();
+                    if self.activity.first_request_due().is_some_and(|due| due <= now) {
+                        tracing::debug!(peer = %self.peer, "closing an HTTP/2 connection that sent no request in time");
+                        return;
+                    }
+                    let next = self.next_look();
+                    if next > now {
+                        idle.as_mut().reset(next);
                     } else {
                         tracing::debug!(peer = %self.peer, "closing an idle connection");
                         closing = true;
@@ -83,13 +139,14 @@ pub(super) struct Traffic {
 }
 
 impl Traffic {
-    pub(super) fn new() -> Self {
+    /// A connection made at `epoch`.
+    pub(super) fn new(epoch: Instant) -> Self {
         Self {
             last: AtomicU64::new(0),
             // The first request's clock runs from the connect: a client that connects and
             // sends nothing is cut at the header timeout too.
             request_started: AtomicU64::new(1),
-            epoch: Instant::now(),
+            epoch,
         }
     }
 

@@ -1,7 +1,8 @@
-//! The HTTP/1 server loop with the connection guards of docs/operations.md "Connections": a header
-//! read timeout, an idle keep-alive timeout, a cap on concurrent connections and one per peer
-//! address, a bound on the request head, then graceful shutdown (stop accepting, let in-flight
-//! requests finish, close idle connections).
+//! The server loop, HTTP/1.1 and HTTP/2 (h2c with prior knowledge) on one port, with the
+//! connection guards of docs/operations.md "Connections": a header read timeout, an idle
+//! keep-alive timeout, a cap on concurrent connections and one per peer address, bounds on the
+//! request head and on an HTTP/2 connection's streams, then graceful shutdown (stop
+//! accepting, let in-flight requests finish, close idle connections).
 //!
 //! Written here rather than `axum::serve` because axum 0.8's server exposes none of these:
 //! it runs hyper without a timer, so a client that sends half a header holds its socket and
@@ -9,29 +10,42 @@
 //! what hyper lacks for HTTP/1: an idle timeout, a header clock that starts at a request's
 //! first byte (see `HeaderTimer`), the per-address cap (see `PerAddress`), and problem
 //! documents instead of the empty answers hyper gives the requests it cannot parse (see
-//! `Watched`).//!
-//! Here: the accept loop; `per_address.rs`: the per-address cap; `clock.rs`: a connection's
-//! traffic, idle watch and header timer; `socket.rs`: its socket and hyper's refusals.
+//! `Watched`). HTTP/2 has hyper's own bounds (streams, header list, resets) and an idle clock
+//! of its own, read from its streams (see `h2.rs`).
+//!
+//! Here: the accept loop and each connection's start; `per_address.rs`: the per-address cap;
+//! `clock.rs`: a connection's traffic, idle watch and header timer; `socket.rs`: its socket
+//! and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `tls.rs`: HTTPS, its certificate and its reloading.
 
 mod clock;
+mod h2;
 mod per_address;
 mod socket;
+mod tls;
 
+pub use h2::MAX_STREAMS;
 pub use per_address::PerAddress;
+pub use tls::Tls;
 
+use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use axum::extract::ConnectInfo;
+use axum::extract::{ConnectInfo, Request};
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
-use tower::ServiceExt;
 
-use clock::{HeaderTimer, Traffic, Watch};
+use clock::{Activity, HeaderTimer, Traffic, Watch};
+use h2::{Counted, Protocol, Streams};
 use socket::Watched;
 
 /// The largest request head (request line and header fields), in bytes: past it, `431`.
@@ -59,12 +73,14 @@ pub struct Guards {
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains: no new connections,
 /// in-flight requests finish, idle connections close. `per_address` is the per-address cap;
-/// servers that share it (the binary's workers) share its counts.
+/// servers that share it (the binary's workers) share its counts. With `tls`, every
+/// connection is HTTPS.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     guards: Guards,
     per_address: PerAddress,
+    tls: Option<Tls>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cap = guards.max_connections.clamp(1, Semaphore::MAX_PERMITS);
@@ -96,30 +112,21 @@ pub async fn serve(
             drop(stream);
             continue;
         };
-        let traffic = Arc::new(Traffic::new());
-        let io = TokioIo::new(Watched::new(stream, traffic.clone()));
-        let service = TowerToHyperService::new(app.clone().map_request(
-            move |mut req: axum::extract::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ConnectInfo(peer));
-                req
+        let conn = Connection {
+            app: WithPeer {
+                app: app.clone(),
+                peer: ConnectInfo(peer),
             },
-        ));
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(HeaderTimer {
-                traffic: traffic.clone(),
-                timeout: guards.header_timeout,
-            })
-            .header_read_timeout(guards.header_timeout)
-            .max_header_size(MAX_HEAD_BYTES)
-            .serve_connection(io, service);
-        let watch = Watch {
-            traffic,
-            idle: guards.idle_timeout,
+            guards,
             stopping: stopping.clone(),
-            peer,
+            connected: Instant::now(),
         };
+        let tls = tls.as_ref().map(Tls::acceptor);
         tokio::spawn(async move {
-            watch.drive(conn).await;
+            match tls {
+                None => conn.serve(stream).await,
+                Some(tls) => conn.serve_tls(stream, tls).await,
+            }
             drop((slot, held));
         });
     }
@@ -128,4 +135,120 @@ pub async fn serve(
     // Every connection holds a slot until it ends: holding them all means all have ended.
     let _all = slots.acquire_many(cap as u32).await;
     Ok(())
+}
+
+/// One accepted connection, before it knows its protocol.
+struct Connection {
+    app: WithPeer,
+    guards: Guards,
+    stopping: watch::Receiver<bool>,
+    connected: Instant,
+}
+
+impl Connection {
+    async fn serve(mut self, stream: TcpStream) {
+        match self.in_time(h2::sniff(&stream)).await {
+            Some(Protocol::Http1) => self.http1(stream).await,
+            Some(Protocol::Http2) => self.http2(stream).await,
+            None => {}
+        }
+    }
+
+    /// HTTPS: the handshake within the header timeout (it holds the connection's slots like
+    /// any connection), then the protocol ALPN chose, HTTP/1.1 when the client named none.
+    async fn serve_tls(mut self, stream: TcpStream, tls: tokio_rustls::TlsAcceptor) {
+        let stream = match self.in_time(tls.accept(stream)).await {
+            Some(Ok(stream)) => stream,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, peer = %self.app.peer.0, "TLS handshake failed");
+                return;
+            }
+            None => return,
+        };
+        if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+            self.http2(stream).await;
+        } else {
+            self.http1(stream).await;
+        }
+    }
+
+    /// `step`, unless the connection's header deadline (from the connect) or the server's
+    /// shutdown comes first.
+    async fn in_time<T>(&mut self, step: impl Future<Output = T>) -> Option<T> {
+        let due = tokio::time::Instant::from_std(self.connected + self.guards.header_timeout);
+        tokio::select! {
+            biased;
+            done = step => Some(done),
+            () = tokio::time::sleep_until(due) => None,
+            _ = self.stopping.wait_for(|stopping| *stopping) => None,
+        }
+    }
+
+    async fn http1<S>(self, io: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let traffic = Arc::new(Traffic::new(self.connected));
+        let io = TokioIo::new(Watched::new(io, traffic.clone()));
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(HeaderTimer {
+                traffic: traffic.clone(),
+                timeout: self.guards.header_timeout,
+            })
+            .header_read_timeout(self.guards.header_timeout)
+            .max_header_size(MAX_HEAD_BYTES)
+            .serve_connection(io, TowerToHyperService::new(self.app.clone()));
+        self.watch(Activity::Socket(traffic)).drive(conn).await;
+    }
+
+    async fn http2<S>(self, io: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let streams = Arc::new(Streams::new(self.connected));
+        let service = Counted {
+            inner: self.app.clone(),
+            streams: streams.clone(),
+        };
+        let conn =
+            h2::builder().serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
+        let first_request_by = self.connected + self.guards.header_timeout;
+        self.watch(Activity::Streams {
+            streams,
+            first_request_by,
+        })
+        .drive(conn)
+        .await;
+    }
+
+    fn watch(self, activity: Activity) -> Watch {
+        Watch {
+            activity,
+            idle: self.guards.idle_timeout,
+            stopping: self.stopping,
+            peer: self.app.peer.0,
+        }
+    }
+}
+
+/// The app, each request told its peer's address (`ConnectInfo`, as `axum::serve` does).
+#[derive(Debug, Clone)]
+struct WithPeer {
+    app: Router,
+    peer: ConnectInfo<SocketAddr>,
+}
+
+impl tower::Service<Request<Incoming>> for WithPeer {
+    type Response = <Router as tower::Service<Request<Incoming>>>::Response;
+    type Error = Infallible;
+    type Future = <Router as tower::Service<Request<Incoming>>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        tower::Service::<Request<Incoming>>::poll_ready(&mut self.app, cx)
+    }
+
+    fn call(&mut self, mut req: Request<Incoming>) -> Self::Future {
+        req.extensions_mut().insert(self.peer);
+        self.app.call(req)
+    }
 }

@@ -25,15 +25,15 @@ use crate::error::{ApiError, Problem};
 /// exactly such a head, and a problem document is written instead. The service's own error
 /// responses never match: every one has a problem body. Costs a 3-byte compare per response.
 #[derive(Debug)]
-pub(super) struct Watched {
-    inner: TcpStream,
+pub(super) struct Watched<S = TcpStream> {
+    inner: S,
     traffic: Arc<Traffic>,
     /// A refusal being written in place of hyper's, and how much of it is written.
     refusal: Option<(Vec<u8>, usize)>,
 }
 
-impl Watched {
-    pub(super) fn new(inner: TcpStream, traffic: Arc<Traffic>) -> Self {
+impl<S> Watched<S> {
+    pub(super) fn new(inner: S, traffic: Arc<Traffic>) -> Self {
         Self {
             inner,
             traffic,
@@ -42,7 +42,7 @@ impl Watched {
     }
 }
 
-impl Watched {
+impl<S: AsyncWrite + Unpin> Watched<S> {
     /// Writes the refusal, then tells hyper its own `claimed` bytes went out.
     fn poll_refusal(
         &mut self,
@@ -110,7 +110,7 @@ fn problem_for(head: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -125,7 +125,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

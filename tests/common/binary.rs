@@ -100,6 +100,31 @@ impl Binary {
         panic!("no such log line");
     }
 
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Sends SIGTERM.
+    pub fn sigterm(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+
+    /// The exit status, within `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit within {within:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -1,0 +1,169 @@
+//! HTTPS when `GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` are set (docs/operations.md
+//! "TLS"): the certificate and key read from PEM files, rustls with its ring provider (the one
+//! fred already links), ALPN offering `h2` and `http/1.1`, and the certificate reloaded when
+//! its files change ([`Tls::watch`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+use tokio_rustls::TlsAcceptor;
+
+/// How often the certificate files are checked for changes.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// The server's TLS: one rustls configuration whose certificate is swapped in place when its
+/// files change, so connections made after a reload get the new one and none is dropped.
+#[derive(Debug, Clone)]
+pub struct Tls {
+    config: Arc<ServerConfig>,
+    current: Arc<Current>,
+}
+
+impl Tls {
+    /// Reads the certificate chain and key. `Err` is one line naming the setting at fault: a
+    /// file that cannot be read, one with no PEM certificate or key in it, or a key that does
+    /// not match the certificate.
+    pub fn load(cert: PathBuf, key: PathBuf) -> Result<Self, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let files = Files { cert, key };
+        let pair = files.read(&provider)?;
+        let current = Arc::new(Current {
+            pair: RwLock::new(pair),
+            files,
+            provider: provider.clone(),
+        });
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?
+            .with_no_client_auth()
+            .with_cert_resolver(current.clone());
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Self {
+            config: Arc::new(config),
+            current,
+        })
+    }
+
+    pub(super) fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(self.config.clone())
+    }
+
+    /// Checks the files every 2 s (their modification time and length) and, when either
+    /// changed, reads the pair again: a good pair replaces the certificate for new
+    /// connections, a bad one (unreadable, not PEM, a key that does not match) is logged and
+    /// the certificate served so far is kept. Needs a Tokio runtime; the task ends with the
+    /// last clone of this `Tls`.
+    pub fn watch(&self) {
+        let weak = Arc::downgrade(&self.current);
+        let mut seen = self.current.files.stamp();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                let Some(current) = weak.upgrade() else {
+                    return;
+                };
+                let now = current.files.stamp();
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                match current.files.read(&current.provider) {
+                    Ok(pair) => {
+                        *current.pair.write().unwrap_or_else(PoisonError::into_inner) = pair;
+                        tracing::info!(
+                            cert = %current.files.cert.display(),
+                            "TLS certificate reloaded"
+                        );
+                    }
+                    Err(error) => tracing::warn!(
+                        %error,
+                        "TLS certificate files changed but cannot be used; still serving the previous certificate"
+                    ),
+                }
+            }
+        });
+    }
+}
+
+/// The certificate served now, and where it is read from.
+#[derive(Debug)]
+struct Current {
+    pair: RwLock<Arc<CertifiedKey>>,
+    files: Files,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ResolvesServerCert for Current {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(
+            self.pair
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Files {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Files {
+    fn stamp(&self) -> [Option<(SystemTime, u64)>; 2] {
+        [stamp(&self.cert), stamp(&self.key)]
+    }
+
+    fn read(&self, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, String> {
+        let cert_file = format!("GATEWAY_TLS_CERT_FILE {}", self.cert.display());
+        let key_file = format!("GATEWAY_TLS_KEY_FILE {}", self.key.display());
+        let certs = read(&self.cert, &cert_file)?;
+        let certs = CertificateDer::pem_slice_iter(&certs)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{cert_file}: not a PEM certificate chain: {e}"))?;
+        if certs.is_empty() {
+            return Err(format!(
+                "{cert_file}: no certificate in it (PEM, -----BEGIN CERTIFICATE-----)"
+            ));
+        }
+        let key = read(&self.key, &key_file)?;
+        let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| match e {
+            pem::Error::NoItemsFound => {
+                format!("{key_file}: no private key in it (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)")
+            }
+            e => format!("{key_file}: not a PEM private key: {e}"),
+        })?;
+        let key = provider
+            .key_provider
+            .load_private_key(key)
+            .map_err(|e| format!("{key_file}: {e}"))?;
+        let pair = CertifiedKey::new(certs, key);
+        match pair.keys_match() {
+            // Unknown: the key cannot say its public half; rustls's own loading accepts that.
+            Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
+                Ok(Arc::new(pair))
+            }
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => Err(
+                format!("{key_file} does not match the certificate in {cert_file}"),
+            ),
+            Err(e) => Err(format!("{cert_file}: {e}")),
+        }
+    }
+}
+
+fn read(path: &Path, setting: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{setting}: {e}"))
+}
+
+fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(file).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
