@@ -50,11 +50,14 @@ pub(super) enum Protocol {
 /// connection preface, else HTTP/1 (which answers or closes whatever they are).
 ///
 /// Resolves as soon as one byte differs from the preface; the caller bounds the wait (the
-/// header timeout). A client that sends a part of the preface and stops is checked again
-/// every few milliseconds: a peek returns at once while any byte is unread, so it cannot wait
-/// for more. Real clients send the preface in one segment.
+/// header timeout). A client that sends a part of the preface and stops is checked
+/// again after a pause that doubles from 5 ms to 320 ms: a peek returns at once while any byte
+/// is unread, so it cannot wait for more, and a fixed short pause would let connections that
+/// stall mid-preface (up to the connection cap, for the whole header timeout) keep the workers
+/// waking hundreds of times a second each. Real clients send the preface in one segment.
 pub(super) async fn sniff(stream: &TcpStream) -> Protocol {
     let mut buf = [0u8; PREFACE.len()];
+    let mut pause = Duration::from_millis(5);
     loop {
         let n = match stream.peek(&mut buf).await {
             Ok(n) => n,
@@ -66,7 +69,8 @@ pub(super) async fn sniff(stream: &TcpStream) -> Protocol {
         if n == PREFACE.len() {
             return Protocol::Http2;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(320));
     }
 }
 
