@@ -151,6 +151,28 @@ pub fn decide_steps(
         .collect()
 }
 
+/// Decides one request's steps on several buckets at one instant `now`, all or nothing
+/// (docs/policies.md "Stacking"): `steps` are (budget, quantity, enforced) and `stored` each
+/// bucket's TAT. Returns each bucket's decision and whether the request is admitted — no
+/// enforced step refused — in which case (and only then) each allowed step's write is made.
+/// A refused shadow step admits the request and leaves its own bucket as it was.
+pub fn decide_all(
+    steps: &[(Gcra, u64, bool)],
+    now: i128,
+    stored: &[Option<i128>],
+) -> (Vec<Decision>, bool) {
+    let decisions: Vec<Decision> = steps
+        .iter()
+        .zip(stored)
+        .map(|((gcra, quantity, _), tat)| decide(gcra, *quantity, now, *tat))
+        .collect();
+    let admitted = steps
+        .iter()
+        .zip(&decisions)
+        .all(|((_, _, enforce), d)| d.allowed || !enforce);
+    (decisions, admitted)
+}
+
 /// A decision as `CL.THROTTLE` and `POST /v1/ratelimit/check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {

@@ -46,6 +46,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
+pub mod policies;
 pub mod queues;
 pub mod ratelimit;
 pub mod readiness;
@@ -81,6 +82,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error("GATEWAY_CLIENTS_FILE: {0}")]
     Clients(String),
+    #[error("GATEWAY_POLICIES_FILE: {0}")]
+    Policies(String),
     #[error("end-user JWTs: {0}")]
     Jwt(String),
     #[error("order ledger: {0}")]
@@ -113,6 +116,18 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         None => clients::Clients::none(global),
     });
     clients.watch();
+    let policies = Arc::new(match &settings.policies_file {
+        Some(file) => policies::Policies::load(
+            file,
+            openapi::operation_routes(),
+            policies::Bounds {
+                max_ttl_s: settings.ratelimit_max_ttl_s,
+            },
+        )
+        .map_err(StartError::Policies)?,
+        None => policies::Policies::none(),
+    });
+    policies.watch();
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
@@ -131,6 +146,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         }),
         ledger,
         clients,
+        policies,
         ready_probe: readiness::ReadyProbe::default(),
     }))
 }

@@ -140,6 +140,21 @@ pub fn split() -> (
     (api, ops, document)
 }
 
+/// Every operation by operationId, with the method and route template it is served at: what a
+/// limit policy names (docs/policies.md).
+pub fn operation_routes() -> crate::policies::Operations {
+    let mut document = document();
+    let mut routes = crate::policies::Operations::new();
+    for (path, item) in document.paths.paths.iter_mut() {
+        for (method, operation) in operations(item) {
+            if let Some(id) = operation.as_ref().and_then(|o| o.operation_id.clone()) {
+                routes.insert(id, (method.to_owned(), path.clone()));
+            }
+        }
+    }
+    routes
+}
+
 /// The OpenAPI document the code describes.
 pub fn document() -> utoipa::openapi::OpenApi {
     split().2

@@ -4,8 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
-use crate::ratelimit::{Bucket, RateLimitStore, Spend};
-use crate::store::budget::BudgetStore;
+use crate::ratelimit::{Bucket, RateLimitStore, Spend, Throttle};
+use crate::store::budget::{BudgetStore, Step};
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
@@ -111,6 +111,43 @@ impl RateLimitStore for MemoryStore {
         Ok(Once::Now(decision))
     }
 
+    async fn ratelimit_throttle_all(
+        &self,
+        steps: &[Throttle<'_>],
+    ) -> Result<Vec<Decision>, StoreError> {
+        let mut s = self.state(&STATE);
+        let now = now_us(self);
+        let stored: Vec<Option<i128>> = steps
+            .iter()
+            .map(|step| {
+                s.buckets
+                    .get(&step.bucket)
+                    .filter(|(_, at)| *at > now)
+                    .map(|(tat, _)| *tat)
+            })
+            .collect();
+        let asked: Vec<_> = steps
+            .iter()
+            .map(|step| (*step.gcra, step.quantity, step.enforce))
+            .collect();
+        let (decisions, admitted) = logic::decide_all(&asked, now, &stored);
+        if admitted {
+            for (step, decision) in steps.iter().zip(&decisions) {
+                match decision.write {
+                    Write::Nothing => {}
+                    Write::Set { tat, expire_ms } => {
+                        s.buckets
+                            .insert(step.bucket.clone(), (tat, now + expire_ms * 1_000));
+                    }
+                    Write::Delete => {
+                        s.buckets.remove(&step.bucket);
+                    }
+                }
+            }
+        }
+        Ok(decisions)
+    }
+
     async fn ratelimit_window_once(
         &self,
         key: &Name,
@@ -209,7 +246,7 @@ impl RateLimitStore for MemoryStore {
     }
 }
 
-budget_on_client_buckets!(BudgetStore, MemoryStore);
+budget_on_client_buckets!(BudgetStore, Step, MemoryStore);
 
 #[cfg(test)]
 mod tests {
