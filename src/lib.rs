@@ -154,7 +154,8 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
-    let (api, ops, document) = openapi::split();
+    let (api, ops, mut document) = openapi::split();
+    openapi::with_policies(&mut document, &state.policies.current());
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });

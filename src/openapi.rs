@@ -242,6 +242,37 @@ impl Modify for GlobalLimitResponses {
     }
 }
 
+/// Writes `x-ratelimit-policies` on every operation that limit policies of `table` cover: the
+/// names of the policies that can apply to it (docs/policies.md). Served on `/openapi.json`
+/// for the file in force at start-up; the committed document is generated without a file.
+pub fn with_policies(document: &mut utoipa::openapi::OpenApi, table: &crate::policies::Table) {
+    if table.policies.is_empty() {
+        return;
+    }
+    for item in document.paths.paths.values_mut() {
+        for (_, operation) in operations(item) {
+            let Some(operation) = operation.as_mut() else {
+                continue;
+            };
+            let Some(id) = operation.operation_id.as_deref() else {
+                continue;
+            };
+            let names = table.for_operation(id);
+            if names.is_empty() {
+                continue;
+            }
+            operation
+                .extensions
+                .get_or_insert_with(Default::default)
+                .merge(
+                    utoipa::openapi::extensions::ExtensionsBuilder::new()
+                        .add("x-ratelimit-policies", names)
+                        .build(),
+                );
+        }
+    }
+}
+
 /// [`document`] as pretty JSON with a trailing newline, as committed at `openapi/openapi.json`.
 pub fn document_json() -> String {
     let mut json = document()

@@ -188,6 +188,19 @@ period = 60
         statuses.push(send(read(Some(tenant))).await.status);
     }
     assert_eq!(statuses, [200, 200, 429, 200, 200]);
+    // The caller and the OpenAPI document say which policies apply where.
+    let (_, me) = gw.get("/v1/clients/me").await;
+    assert_eq!(me["policies"][0]["name"], "per-tenant");
+    assert_eq!(me["policies"][0]["by"], "header:x-tenant");
+    let (_, document) = gw.get("/openapi.json").await;
+    let paths = &document["paths"];
+    assert_eq!(
+        paths["/v1/checkins/{user_id}/{date}"]["get"]["x-ratelimit-policies"],
+        json!(["per-tenant"])
+    );
+    assert!(paths["/v1/checkins/{user_id}"]["post"]
+        .get("x-ratelimit-policies")
+        .is_none());
     // Without the header the policy does not count the request.
     for _ in 0..3 {
         let r = send(read(None)).await;

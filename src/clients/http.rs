@@ -221,6 +221,29 @@ struct ClientView {
     client: Option<String>,
     /// The global-limiter budget the caller draws from.
     limits: LimitsView,
+    /// The limit policies stacked on it (docs/policies.md), each on its operations: the
+    /// caller is counted by those whose identity its requests carry (a `user` policy counts
+    /// requests that act for a user, a `header:<Name>` policy requests with that header).
+    policies: Vec<PolicyView>,
+}
+
+/// A limit policy in force.
+#[derive(Debug, Serialize, ToSchema)]
+struct PolicyView {
+    #[schema(example = "buy-per-user")]
+    name: String,
+    /// operationIds, or `*` for every operation.
+    #[schema(example = json!(["seckillBuy"]))]
+    operations: Vec<String>,
+    /// `client`, `address`, `user`, `header:<Name>` or `operation`.
+    #[schema(example = "user")]
+    by: String,
+    burst: u64,
+    count: u64,
+    period: u64,
+    /// `enforce` or `shadow`.
+    #[schema(example = "enforce")]
+    mode: &'static str,
 }
 
 /// A GCRA budget: `burst + 1` requests at once, `count` more per `period` seconds.
@@ -256,8 +279,24 @@ impl From<Limits> for LimitsView {
 )]
 async fn me(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Json<ClientView> {
     let client = caller.and_then(|Extension(c)| c.client);
+    let policies = state
+        .policies
+        .current()
+        .policies
+        .iter()
+        .map(|p| PolicyView {
+            name: p.name.to_string(),
+            operations: p.operations.clone(),
+            by: p.by.text(),
+            burst: p.burst,
+            count: p.count,
+            period: p.period,
+            mode: if p.shadow { "shadow" } else { "enforce" },
+        })
+        .collect();
     Json(ClientView {
         client: client.as_ref().map(|c| c.id.to_string()),
         limits: state.clients.limits(client.as_deref()).into(),
+        policies,
     })
 }
