@@ -116,18 +116,17 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         None => clients::Clients::none(global),
     });
     clients.watch();
+    let bounds = policies::Bounds {
+        max_ttl_s: settings.ratelimit_max_ttl_s,
+    };
+    let clock = settings.clock.clone();
     let policies = Arc::new(match &settings.policies_file {
-        Some(file) => policies::Policies::load(
-            file,
-            openapi::operation_routes(),
-            policies::Bounds {
-                max_ttl_s: settings.ratelimit_max_ttl_s,
-            },
-        )
-        .map_err(StartError::Policies)?,
-        None => policies::Policies::none(),
+        Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)
+            .map_err(StartError::Policies)?,
+        None => policies::Policies::none(bounds, clock),
     });
     policies.watch();
+    policies.overrides().watch(store.clone());
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,

@@ -58,10 +58,14 @@ const DOMAINS: [Domain; 8] = [
 ];
 
 /// The tags of the edges, after the domains'.
-const EDGE_TAGS: [(&str, &str); 2] = [
+const EDGE_TAGS: [(&str, &str); 3] = [
     (
         "clients",
         "API clients: who the caller is and its limiter budget",
+    ),
+    (
+        "policies",
+        "Limit policies: the rules in force and their runtime overrides and denies",
     ),
     ("ops", "Liveness, readiness and metrics; never rate limited"),
 ];
@@ -88,6 +92,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             api.merge(tagged((d.router)(), d.tag.0))
         })
         .merge(crate::clients::router())
+        .merge(crate::policies::router())
 }
 
 /// Files every operation of a domain's router under the domain's tag, so that its handlers do

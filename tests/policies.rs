@@ -306,7 +306,138 @@ period = 60
     assert_eq!(more, 50 - admitted);
 }
 
+/// Overrides and denies set on one instance apply on another within a second, expire on
+/// time, and never lock out the admin token; bad input is refused.
+async fn overrides_and_denies_reach_every_instance(backend: Backend) {
+    let settings = with_policies(backend, 100, BUY_PER_USER);
+    let a = Gateway::with_settings(settings.clone()).await;
+    let second = match backend {
+        Backend::Memory => None,
+        _ => Some(Gateway::with_settings(settings).await),
+    };
+    let b = second.as_ref().unwrap_or(&a);
+    let read = |gw: &Gateway, key: &str| {
+        gw.client
+            .get(gw.url("/v1/checkins/7/2026-01-01"))
+            .header("x-api-key", key)
+    };
+    assert_eq!(send(read(b, "bob")).await.status, 200);
+    let (status, set) = a
+        .admin_put(
+            "/v1/admin/policies/global/overrides/bob",
+            json!({"deny": true, "ttl_s": 2}),
+        )
+        .await;
+    assert_eq!(status, 201, "{set}");
+    assert_eq!(
+        (
+            set["policy"].as_str(),
+            set["identity"].as_str(),
+            set["deny"].as_bool()
+        ),
+        (Some("global"), Some("bob"), Some(true))
+    );
+    // Seen by the other instance within a second.
+    let started = std::time::Instant::now();
+    let denied = loop {
+        let r = send(read(b, "bob")).await;
+        if r.status == 403 || started.elapsed() > Duration::from_secs(1) {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(denied.status, 403, "{:?}", denied.body);
+    assert_eq!(denied.body["code"], "forbidden");
+    // Others are not denied, and the admin token is never locked out.
+    assert_eq!(send(read(b, "carol")).await.status, 200);
+    let admin = read(b, "bob").bearer_auth(common::ADMIN_TOKEN);
+    assert_eq!(send(admin).await.status, 200);
+    // Another budget for one user of a policy.
+    let (status, _) = a
+        .admin_put(
+            "/v1/admin/policies/buy-per-user/overrides/1",
+            json!({"burst": 2, "count": 1, "period": 60}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, again) = a
+        .admin_put(
+            "/v1/admin/policies/buy-per-user/overrides/1",
+            json!({"burst": 1, "count": 1, "period": 60}),
+        )
+        .await;
+    assert_eq!((status.as_u16(), &again["burst"]), (200, &json!(1)));
+    let (_, listed) = a
+        .send(
+            a.client
+                .get(a.url("/v1/admin/policies?limit=1"))
+                .bearer_auth(common::ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(listed["policies"][0]["name"], "global");
+    assert_eq!(listed["policies"][0]["source"], "settings");
+    assert_eq!(listed["policies"][0]["overrides"][0]["identity"], "bob");
+    let (_, rest) = a
+        .send(
+            a.client
+                .get(a.url(&format!(
+                    "/v1/admin/policies?after={}",
+                    listed["next"].as_str().unwrap()
+                )))
+                .bearer_auth(common::ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(rest["policies"][0]["name"], "buy-per-user");
+    assert_eq!(rest["policies"][0]["overrides"][0]["burst"], 1);
+    assert!(rest.get("next").is_none());
+    // Bad input.
+    for (path, body, want) in [
+        (
+            "/v1/admin/policies/nope/overrides/1",
+            json!({"deny": true}),
+            404,
+        ),
+        (
+            "/v1/admin/policies/buy-per-user/overrides/x",
+            json!({"deny": true}),
+            400,
+        ),
+        (
+            "/v1/admin/policies/global/overrides/bob",
+            json!({"deny": true, "burst": 1}),
+            400,
+        ),
+        (
+            "/v1/admin/policies/global/overrides/bob",
+            json!({"burst": 0, "count": 0, "period": 1}),
+            400,
+        ),
+    ] {
+        assert_eq!(a.admin_put(path, body).await.0.as_u16(), want, "{path}");
+    }
+    // The deny expires on time (2 s after it was set; the poll may take a quarter second more).
+    a.pass(Duration::from_millis(2_100)).await;
+    let started = std::time::Instant::now();
+    loop {
+        let status = send(read(b, "bob")).await.status;
+        if status == 200 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "still denied");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Deleting: 204, then 404.
+    let delete = |gw: &Gateway| {
+        gw.client
+            .delete(gw.url("/v1/admin/policies/buy-per-user/overrides/1"))
+            .bearer_auth(common::ADMIN_TOKEN)
+    };
+    assert_eq!(a.send(delete(&a)).await.0.as_u16(), 204);
+    assert_eq!(a.send(delete(&a)).await.0.as_u16(), 404);
+}
+
 contract_tests!(
+    overrides_and_denies_reach_every_instance,
     per_user_purchase_over_two_instances,
     an_operation_cap_is_shared_by_every_client,
     a_header_keyed_rule_counts_each_value,

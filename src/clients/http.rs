@@ -224,12 +224,12 @@ struct ClientView {
     /// The limit policies stacked on it (docs/policies.md), each on its operations: the
     /// caller is counted by those whose identity its requests carry (a `user` policy counts
     /// requests that act for a user, a `header:<Name>` policy requests with that header).
-    policies: Vec<PolicyView>,
+    policies: Vec<PolicyInForce>,
 }
 
 /// A limit policy in force.
 #[derive(Debug, Serialize, ToSchema)]
-struct PolicyView {
+struct PolicyInForce {
     #[schema(example = "buy-per-user")]
     name: String,
     /// operationIds, or `*` for every operation.
@@ -284,7 +284,7 @@ async fn me(State(state): State<AppState>, caller: Option<Extension<Caller>>) ->
         .current()
         .policies
         .iter()
-        .map(|p| PolicyView {
+        .map(|p| PolicyInForce {
             name: p.name.to_string(),
             operations: p.operations.clone(),
             by: p.by.text(),

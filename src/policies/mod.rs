@@ -8,6 +8,11 @@
 //! (`middleware::ratelimit`) finds the identities and charges the buckets; the store decides
 //! every bucket of one request together (`store::budget`).
 
+mod http;
+pub mod overrides;
+
+pub use http::router;
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -16,6 +21,7 @@ use std::time::{Duration, SystemTime};
 use axum::http::HeaderName;
 use serde::Deserialize;
 
+use crate::clock::Clock;
 use crate::gcra::Gcra;
 use crate::types::{name_rule, Name};
 
@@ -223,25 +229,8 @@ fn check(
             entry.by
         )
     })?;
-    if entry.burst > 1_000_000 {
-        return Err(format!("{at}: burst is at most 1000000"));
-    }
-    if entry.count == 0 || entry.count > 1_000_000 {
-        return Err(format!("{at}: count must be 1 to 1000000"));
-    }
-    if entry.period == 0 || entry.period > 31_536_000 {
-        return Err(format!("{at}: period must be 1 to 31536000 s"));
-    }
-    let gcra = Gcra::new(entry.burst, entry.count, entry.period);
-    // The key of a full bucket lives as long as the whole tolerance (docs/ratelimit.md).
-    let full_ms = gcra.tolerance / 1_000;
-    if full_ms > i128::from(bounds.max_ttl_s) * 1_000 {
-        return Err(format!(
-            "{at}: a full bucket lasts (burst + 1) × period / count = {full_ms} ms, more than \
-             GATEWAY_RATELIMIT_MAX_TTL_S ({} s)",
-            bounds.max_ttl_s
-        ));
-    }
+    let gcra =
+        budget(entry.burst, entry.count, entry.period, bounds).map_err(|e| format!("{at}: {e}"))?;
     let shadow = match entry.mode.as_deref() {
         None | Some("enforce") => false,
         Some("shadow") => true,
@@ -265,6 +254,31 @@ fn check(
     })
 }
 
+/// The GCRA of `burst`, `count` per `period`, within the bounds of a rate-limit check
+/// (docs/api.md "Rate-limit checks") and `GATEWAY_RATELIMIT_MAX_TTL_S`; `Err` says which is off.
+pub fn budget(burst: u64, count: u64, period: u64, bounds: Bounds) -> Result<Gcra, String> {
+    if burst > 1_000_000 {
+        return Err("burst is at most 1000000".to_owned());
+    }
+    if count == 0 || count > 1_000_000 {
+        return Err("count must be 1 to 1000000".to_owned());
+    }
+    if period == 0 || period > 31_536_000 {
+        return Err("period must be 1 to 31536000 s".to_owned());
+    }
+    let gcra = Gcra::new(burst, count, period);
+    // The key of a full bucket lives as long as the whole tolerance (docs/ratelimit.md).
+    let full_ms = gcra.tolerance / 1_000;
+    if full_ms > i128::from(bounds.max_ttl_s) * 1_000 {
+        return Err(format!(
+            "a full bucket lasts (burst + 1) × period / count = {full_ms} ms, more than \
+             GATEWAY_RATELIMIT_MAX_TTL_S ({} s)",
+            bounds.max_ttl_s
+        ));
+    }
+    Ok(gcra)
+}
+
 /// The policies of `GATEWAY_POLICIES_FILE`, or none when it is unset.
 #[derive(Debug)]
 pub struct Policies {
@@ -272,22 +286,40 @@ pub struct Policies {
     file: Option<PathBuf>,
     operations: Operations,
     bounds: Bounds,
+    /// The runtime overrides and denies, the global layer's included.
+    overrides: Arc<overrides::Overrides>,
 }
 
 impl Policies {
-    /// No policies: the global layer alone.
-    pub fn none() -> Self {
+    /// No policies from a file: the global layer alone (which overrides may still change).
+    pub fn none(bounds: Bounds, clock: Clock) -> Self {
         Self {
             table: RwLock::default(),
             file: None,
             operations: Operations::new(),
-            bounds: Bounds { max_ttl_s: 0 },
+            bounds,
+            overrides: Arc::new(overrides::Overrides::new(clock)),
         }
+    }
+
+    /// The runtime overrides and denies.
+    pub fn overrides(&self) -> &Arc<overrides::Overrides> {
+        &self.overrides
+    }
+
+    /// The bounds every budget keeps.
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
     }
 
     /// Loads `file`; a file that cannot be read, does not parse or names an unknown operation
     /// is an error (the gateway refuses to start on it).
-    pub fn load(file: &Path, operations: Operations, bounds: Bounds) -> Result<Self, String> {
+    pub fn load(
+        file: &Path,
+        operations: Operations,
+        bounds: Bounds,
+        clock: Clock,
+    ) -> Result<Self, String> {
         let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
         let table =
             parse(&text, &operations, bounds).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -297,6 +329,7 @@ impl Policies {
             file: Some(file.to_owned()),
             operations,
             bounds,
+            overrides: Arc::new(overrides::Overrides::new(clock)),
         })
     }
 

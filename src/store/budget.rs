@@ -40,3 +40,34 @@ crate::store::store_trait! {
             -> Result<Vec<Decision>, StoreError> = "ratelimit.throttle_all";
     }
 }
+
+/// What storing an override did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    Created,
+    Replaced,
+    /// The store holds as many overrides as it may (expired ones were dropped first).
+    Full,
+}
+
+crate::store::store_trait! {
+    /// The limiter's runtime overrides and denies (docs/policies.md "Overrides and denies"):
+    /// entries `field → value` the store keeps for every instance, with a version that every
+    /// change moves on, so instances poll one small value and read the whole set only when it
+    /// moved. A value begins with its expiry (unix ms, 0: none) and `|`, so the store can drop
+    /// expired entries without reading the rest.
+    pub(crate) trait OverrideStore {
+        /// Sets `field` to `value`; with `max` entries already (after dropping those expired
+        /// at the store's clock) a new field is refused.
+        async fn overrides_put(&self, field: &str, value: &str, max: u64)
+            -> Result<Stored, StoreError> = "limiter.overrides_put";
+        /// Removes `field`; whether it was there.
+        async fn overrides_delete(&self, field: &str)
+            -> Result<bool, StoreError> = "limiter.overrides_delete";
+        /// The version: it changes whenever an entry does.
+        async fn overrides_version(&self) -> Result<u64, StoreError> = "limiter.overrides_version";
+        /// The version and every entry, read together.
+        async fn overrides_all(&self) -> Result<(u64, Vec<(String, String)>), StoreError>
+            = "limiter.overrides_all";
+    }
+}

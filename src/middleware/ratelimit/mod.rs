@@ -234,6 +234,19 @@ impl Limiter {
             let gcra = Gcra::new(l.burst, l.count, l.period);
             (gcra, policy_header(&gcra))
         });
+        // An override of the global layer for this client (docs/policies.md "Overrides and
+        // denies"): looked up only while any is in force.
+        let overridden = self.overridden(GLOBAL, &client);
+        if let Some(o) = &overridden {
+            if o.stored.deny && !self.admin(req.headers()) {
+                self.decisions.count(GLOBAL, "denied", label);
+                return Ok(denied(GLOBAL, client));
+            }
+        }
+        let own = match overridden.as_ref().and_then(|o| o.gcra) {
+            Some(gcra) => Some((gcra, policy_header(&gcra))),
+            None => own,
+        };
         let (gcra, policy) = own
             .as_ref()
             .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
@@ -329,7 +342,17 @@ impl Limiter {
             Err(refused) => return Ok(refused),
         };
         let client = global.client.to_owned();
-        let decided = stacked::decide(&self.store, global, applying, &ids, quantity).await;
+        let mut limits = Vec::with_capacity(applying.len());
+        for (p, id) in applying.iter().zip(&ids) {
+            let Some(id) = id else { continue };
+            let overridden = self.overridden(p.name.as_str(), id);
+            if overridden.as_ref().is_some_and(|o| o.stored.deny) && !self.admin(req.headers()) {
+                self.decisions.count(p.name.as_str(), "denied", label);
+                return Ok(denied(p.name.as_str(), client));
+            }
+            limits.push(stacked::Limit::of(p, id, overridden.as_deref()));
+        }
+        let decided = stacked::decide(&self.store, global, &limits, quantity).await;
         let (mut response, outcome) = match decided {
             Ok(decided) => {
                 let refused = stacked::refusing(&decided);
@@ -368,6 +391,26 @@ impl Limiter {
             .extensions_mut()
             .insert(LimiterNote { client, outcome });
         Ok(response)
+    }
+
+    /// The override in force of `policy` for the identity `key`, if any.
+    fn overridden(
+        &self,
+        policy: &str,
+        key: &str,
+    ) -> Option<Arc<crate::policies::overrides::Override>> {
+        let overrides = self.policies.as_ref()?.overrides();
+        if overrides.is_empty() {
+            return None;
+        }
+        overrides.find(policy, key)
+    }
+
+    /// Whether the request carries the admin token: denies never lock the operator out.
+    fn admin(&self, headers: &HeaderMap) -> bool {
+        self.credentials
+            .as_ref()
+            .is_some_and(|c| c.is_admin(headers))
     }
 
     /// What `req` costs, known before any store work: from its request line and headers, from
@@ -475,6 +518,19 @@ impl Limiter {
             }
         }
     }
+}
+
+/// The answer to a denied identity: 403, naming the policy that denies it.
+fn denied(policy: &str, client: String) -> Response {
+    let mut response = ApiError::Forbidden(format!(
+        "denied by the limit policy {policy:?} (an operator's deny; docs/policies.md)"
+    ))
+    .into_response();
+    response.extensions_mut().insert(LimiterNote {
+        client,
+        outcome: "denied",
+    });
+    response
 }
 
 /// The answer to a body that could not be read whole to be priced: too big (413), or broken

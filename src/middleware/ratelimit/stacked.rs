@@ -16,6 +16,7 @@ use crate::auth::Credentials;
 use crate::error::ApiError;
 use crate::gcra::{Decision, Gcra};
 use crate::middleware::ClientKey;
+use crate::policies::overrides::Override;
 use crate::policies::{By, Policy, GLOBAL};
 use crate::store::budget::{BudgetStore, Step};
 use crate::store::error::StoreError;
@@ -147,20 +148,40 @@ pub(super) struct Decided<'a> {
     pub decision: Decision,
 }
 
+/// A policy that counts the request, as it applies to its identity (an override's budget
+/// replaces the file's).
+pub(super) struct Limit<'a> {
+    pub name: &'a str,
+    pub identity: &'a str,
+    pub gcra: Gcra,
+    pub header_item: String,
+    pub shadow: bool,
+}
+
+impl<'a> Limit<'a> {
+    pub fn of(policy: &'a Policy, identity: &'a str, overridden: Option<&Override>) -> Self {
+        let (gcra, header_item) = match overridden.and_then(|o| o.gcra.map(|g| (g, o))) {
+            Some((gcra, o)) => (gcra, o.header_item.clone()),
+            None => (policy.gcra, policy.header_item.clone()),
+        };
+        Self {
+            name: policy.name.as_str(),
+            identity,
+            gcra,
+            header_item,
+            shadow: policy.shadow,
+        }
+    }
+}
+
 /// Decides every applying limit in one store call.
 pub(super) async fn decide<'a>(
     store: &Store,
     global: &Global<'a>,
-    policies: &'a [Arc<Policy>],
-    identities: &'a [Option<String>],
+    limits: &'a [Limit<'a>],
     quantity: u64,
 ) -> Result<Vec<Decided<'a>>, StoreError> {
-    let counted: Vec<(&Arc<Policy>, &String)> = policies
-        .iter()
-        .zip(identities)
-        .filter_map(|(p, id)| id.as_ref().map(|id| (p, id)))
-        .collect();
-    let mut steps = Vec::with_capacity(1 + counted.len());
+    let mut steps = Vec::with_capacity(1 + limits.len());
     steps.push(Step {
         identity: global.client,
         policy: None,
@@ -168,32 +189,31 @@ pub(super) async fn decide<'a>(
         quantity,
         enforce: !global.shadow,
     });
-    for (p, id) in &counted {
+    for limit in limits {
         steps.push(Step {
-            identity: id,
-            policy: Some(p.name.as_str()),
-            gcra: &p.gcra,
+            identity: limit.identity,
+            policy: Some(limit.name),
+            gcra: &limit.gcra,
             quantity,
-            enforce: !p.shadow,
+            enforce: !limit.shadow,
         });
     }
     let decisions = store.budget_spend_all(&steps).await?;
-    let mut out = Vec::with_capacity(decisions.len());
     let names = std::iter::once((GLOBAL, global.header_item, global.shadow, global.gcra)).chain(
-        counted
+        limits
             .iter()
-            .map(|(p, _)| (p.name.as_str(), p.header_item.as_str(), p.shadow, &p.gcra)),
+            .map(|l| (l.name, l.header_item.as_str(), l.shadow, &l.gcra)),
     );
-    for ((name, header_item, shadow, gcra), decision) in names.zip(decisions) {
-        out.push(Decided {
+    Ok(names
+        .zip(decisions)
+        .map(|((name, header_item, shadow, gcra), decision)| Decided {
             name,
             header_item,
             shadow,
             window_secs: gcra.window_secs(),
             decision,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// The enforced limit that refused the request (the one whose refusal lasts longest), if any.
