@@ -50,6 +50,7 @@ pub mod policies;
 pub mod queues;
 pub mod ratelimit;
 pub mod readiness;
+mod reload;
 pub mod seckill;
 pub mod serve;
 pub mod shutdown;

@@ -38,6 +38,17 @@ fn with_policies(backend: Backend, burst: u64, policies: &str) -> Settings {
     s
 }
 
+/// Two gateways on one store (the same one twice on the memory backend, whose store is one per
+/// gateway).
+async fn two_instances(backend: Backend, settings: Settings) -> (Gateway, Option<Gateway>) {
+    let a = Gateway::with_settings(settings.clone()).await;
+    let b = match backend {
+        Backend::Memory => None,
+        _ => Some(Gateway::with_settings(settings).await),
+    };
+    (a, b)
+}
+
 #[derive(Debug)]
 struct Reply {
     status: u16,
@@ -78,13 +89,7 @@ period = 60
 "#;
 
 async fn per_user_purchase_over_two_instances(backend: Backend) {
-    let settings = with_policies(backend, 100, BUY_PER_USER);
-    let a = Gateway::with_settings(settings.clone()).await;
-    // Memory stores are one per gateway: the second instance shares a store only on Redis.
-    let second = match backend {
-        Backend::Memory => None,
-        _ => Some(Gateway::with_settings(settings).await),
-    };
+    let (a, second) = two_instances(backend, with_policies(backend, 100, BUY_PER_USER)).await;
     let b = second.as_ref().unwrap_or(&a);
     let (status, _) = a
         .admin_put(
@@ -309,12 +314,7 @@ period = 60
 /// Overrides and denies set on one instance apply on another within a second, expire on
 /// time, and never lock out the admin token; bad input is refused.
 async fn overrides_and_denies_reach_every_instance(backend: Backend) {
-    let settings = with_policies(backend, 100, BUY_PER_USER);
-    let a = Gateway::with_settings(settings.clone()).await;
-    let second = match backend {
-        Backend::Memory => None,
-        _ => Some(Gateway::with_settings(settings).await),
-    };
+    let (a, second) = two_instances(backend, with_policies(backend, 100, BUY_PER_USER)).await;
     let b = second.as_ref().unwrap_or(&a);
     let read = |gw: &Gateway, key: &str| {
         gw.client

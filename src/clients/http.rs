@@ -224,26 +224,7 @@ struct ClientView {
     /// The limit policies stacked on it (docs/policies.md), each on its operations: the
     /// caller is counted by those whose identity its requests carry (a `user` policy counts
     /// requests that act for a user, a `header:<Name>` policy requests with that header).
-    policies: Vec<PolicyInForce>,
-}
-
-/// A limit policy in force.
-#[derive(Debug, Serialize, ToSchema)]
-struct PolicyInForce {
-    #[schema(example = "buy-per-user")]
-    name: String,
-    /// operationIds, or `*` for every operation.
-    #[schema(example = json!(["seckillBuy"]))]
-    operations: Vec<String>,
-    /// `client`, `address`, `user`, `header:<Name>` or `operation`.
-    #[schema(example = "user")]
-    by: String,
-    burst: u64,
-    count: u64,
-    period: u64,
-    /// `enforce` or `shadow`.
-    #[schema(example = "enforce")]
-    mode: &'static str,
+    policies: Vec<crate::policies::PolicyRule>,
 }
 
 /// A GCRA budget: `burst + 1` requests at once, `count` more per `period` seconds.
@@ -284,15 +265,7 @@ async fn me(State(state): State<AppState>, caller: Option<Extension<Caller>>) ->
         .current()
         .policies
         .iter()
-        .map(|p| PolicyInForce {
-            name: p.name.to_string(),
-            operations: p.operations.clone(),
-            by: p.by.text(),
-            burst: p.burst,
-            count: p.count,
-            period: p.period,
-            mode: if p.shadow { "shadow" } else { "enforce" },
-        })
+        .map(|p| crate::policies::PolicyRule::from(&**p))
         .collect();
     Json(ClientView {
         client: client.as_ref().map(|c| c.id.to_string()),

@@ -233,20 +233,44 @@ struct ListQuery {
     limit: Option<usize>,
 }
 
-/// A policy in force, with its overrides.
+/// A limit policy's rule, as `GET /v1/clients/me` and `GET /v1/admin/policies` show it.
 #[derive(Debug, Serialize, ToSchema)]
-struct PolicyListed {
-    #[schema(example = "global")]
+pub struct PolicyRule {
+    #[schema(example = "buy-per-user")]
     name: String,
-    /// operationIds, `*` for every operation.
+    /// operationIds, or `*` for every operation.
+    #[schema(example = json!(["seckillBuy"]))]
     operations: Vec<String>,
     /// `client`, `address`, `user`, `header:<Name>` or `operation`.
+    #[schema(example = "user")]
     by: String,
     burst: u64,
     count: u64,
     period: u64,
     /// `enforce` or `shadow`.
+    #[schema(example = "enforce")]
     mode: &'static str,
+}
+
+impl From<&super::Policy> for PolicyRule {
+    fn from(p: &super::Policy) -> Self {
+        Self {
+            name: p.name.to_string(),
+            operations: p.operations.clone(),
+            by: p.by.text(),
+            burst: p.burst,
+            count: p.count,
+            period: p.period,
+            mode: if p.shadow { "shadow" } else { "enforce" },
+        }
+    }
+}
+
+/// A policy in force, with its overrides.
+#[derive(Debug, Serialize, ToSchema)]
+struct PolicyListed {
+    #[serde(flatten)]
+    rule: PolicyRule,
     /// `settings` (the global layer: GATEWAY_GLOBAL_*) or `file` (GATEWAY_POLICIES_FILE).
     source: &'static str,
     overrides: Vec<PolicyOverride>,
@@ -289,24 +313,20 @@ async fn list(
     };
     let table = state.policies.current();
     let first = std::iter::once(PolicyListed {
-        name: GLOBAL.to_owned(),
-        operations: vec!["*".to_owned()],
-        by: "client".to_owned(),
-        burst: global.max_burst,
-        count: global.count_per_period,
-        period: global.period,
-        mode: if global.shadow { "shadow" } else { "enforce" },
+        rule: PolicyRule {
+            name: GLOBAL.to_owned(),
+            operations: vec!["*".to_owned()],
+            by: "client".to_owned(),
+            burst: global.max_burst,
+            count: global.count_per_period,
+            period: global.period,
+            mode: if global.shadow { "shadow" } else { "enforce" },
+        },
         source: "settings",
         overrides: views(GLOBAL),
     });
     let rest = table.policies.iter().map(|p| PolicyListed {
-        name: p.name.to_string(),
-        operations: p.operations.clone(),
-        by: p.by.text(),
-        burst: p.burst,
-        count: p.count,
-        period: p.period,
-        mode: if p.shadow { "shadow" } else { "enforce" },
+        rule: PolicyRule::from(&**p),
         source: "file",
         overrides: views(p.name.as_str()),
     });

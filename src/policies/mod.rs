@@ -11,12 +11,12 @@
 mod http;
 pub mod overrides;
 
-pub use http::router;
+pub use http::{router, PolicyRule};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::http::HeaderName;
 use serde::Deserialize;
@@ -367,51 +367,21 @@ impl Policies {
     /// every second), as the clients file is (docs/clients.md): polling sees a config-map
     /// style symlink swap too.
     pub fn watch(self: &Arc<Self>) {
-        let Some(file) = self.file.clone() else {
-            return;
-        };
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            #[cfg(unix)]
-            let mut hup =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-            let mut seen = stamp(&file);
-            loop {
-                #[cfg(unix)]
-                let hangup = async {
-                    match hup.as_mut() {
-                        Some(s) => {
-                            s.recv().await;
-                        }
-                        None => std::future::pending::<()>().await,
-                    }
-                };
-                #[cfg(not(unix))]
-                let hangup = std::future::pending::<()>();
-                let signalled = tokio::select! {
-                    () = hangup => true,
-                    () = tokio::time::sleep(WATCH_EVERY) => false,
-                };
-                let Some(policies) = weak.upgrade() else {
-                    return;
-                };
-                let now = stamp(&file);
-                if signalled || now != seen {
-                    seen = now;
+        if let Some(file) = self.file.clone() {
+            crate::reload::watch(
+                file,
+                WATCH_EVERY,
+                Arc::downgrade(self),
+                |policies: &Self| {
                     let _ = policies.reload();
-                }
-            }
-        });
+                },
+            );
+        }
     }
 }
 
 /// How often the policies file is checked for changes.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
-
-fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(file).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
 
 #[cfg(test)]
 mod tests {
