@@ -342,6 +342,33 @@ impl Limiter {
             Err(refused) => return Ok(refused),
         };
         let client = global.client.to_owned();
+        // A client this worker knows the global layer refuses is answered without the store,
+        // as on the global layer's own path: nothing would be spent anyway.
+        if !global.shadow {
+            if let Some(refused) = self
+                .batcher
+                .known_refusal(global.client, global.gcra, quantity)
+            {
+                let retry_after = refused
+                    .retry_after_secs()
+                    .unwrap_or(global.gcra.window_secs());
+                let mut response = ApiError::RateLimited {
+                    retry_after: u64::try_from(retry_after).unwrap_or(1),
+                    policy: GLOBAL.to_owned(),
+                }
+                .into_response();
+                let header = HeaderValue::from_str(global.header_item).ok();
+                if let Some(header) = header {
+                    set_headers(&refused, &header, response.headers_mut());
+                }
+                self.decisions.count(GLOBAL, "limited", label);
+                response.extensions_mut().insert(LimiterNote {
+                    client,
+                    outcome: "limited",
+                });
+                return Ok(response);
+            }
+        }
         let mut limits = Vec::with_capacity(applying.len());
         for (p, id) in applying.iter().zip(&ids) {
             let Some(id) = id else { continue };
@@ -352,6 +379,8 @@ impl Limiter {
             }
             limits.push(stacked::Limit::of(p, id, overridden.as_deref()));
         }
+        // Not learned from: on a Cluster a refusal seen here may be a charge that another
+        // slot's refusal is about to give back (docs/policies.md "On a Cluster").
         let decided = stacked::decide(&self.store, global, &limits, quantity).await;
         let (mut response, outcome) = match decided {
             Ok(decided) => {
