@@ -482,9 +482,13 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
             ))
         }),
         case("policiesDeleteOverride", "none", |i| {
-            admin(delete(format!("/v1/admin/policies/global/overrides/gone{i}")))
+            admin(delete(format!(
+                "/v1/admin/policies/global/overrides/gone{i}"
+            )))
         }),
-        case("policiesList", "", |_| admin(get("/v1/admin/policies?limit=1000"))),
+        case("policiesList", "", |_| {
+            admin(get("/v1/admin/policies?limit=1000"))
+        }),
         case("checkIn", "past day", |i| {
             post(
                 format!("/v1/checkins/{}", 4_000_000_000u64 + i as u64),

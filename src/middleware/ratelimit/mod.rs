@@ -258,6 +258,7 @@ impl Limiter {
                 Err(refused) => return Ok(refused),
             }
         };
+        let mut req = req;
         if bad_key.is_none() {
             if let Some(policies) = &self.policies {
                 let table = policies.current();
@@ -267,15 +268,30 @@ impl Limiter {
                     .map_or("", MatchedPath::as_str);
                 let applying = table.applying(req.method().as_str(), route);
                 if !applying.is_empty() {
-                    let global = stacked::Global {
+                    let identities = stacked::Identities {
                         client: &client,
-                        gcra,
-                        header_item: policy.to_str().unwrap_or_default(),
-                        shadow: self.shadow,
+                        clients: &self.clients,
+                        credentials: self.credentials.as_deref(),
+                        body_limit: self.body_limit,
                     };
-                    return self
-                        .decide_stacked(inner, req, &global, applying, quantity, label)
-                        .await;
+                    let ids;
+                    (req, ids) = match identities.of(applying, req).await {
+                        Ok(found) => found,
+                        Err(refused) => return Ok(refused),
+                    };
+                    // A request none of them counts (no user, no such header) costs what a
+                    // request no policy applies to does: the global layer's batched path.
+                    if ids.iter().any(Option::is_some) {
+                        let global = stacked::Global {
+                            client: &client,
+                            gcra,
+                            header_item: policy.to_str().unwrap_or_default(),
+                            shadow: self.shadow,
+                        };
+                        return self
+                            .decide_stacked(inner, req, &global, applying, &ids, quantity, label)
+                            .await;
+                    }
                 }
             }
         }
@@ -325,22 +341,13 @@ impl Limiter {
         req: Request,
         global: &stacked::Global<'_>,
         applying: &[Arc<crate::policies::Policy>],
+        ids: &[Option<String>],
         quantity: u64,
         label: &str,
     ) -> Result<Response, Infallible>
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
-        let identities = stacked::Identities {
-            client: global.client,
-            clients: &self.clients,
-            credentials: self.credentials.as_deref(),
-            body_limit: self.body_limit,
-        };
-        let (req, ids) = match identities.of(applying, req).await {
-            Ok(found) => found,
-            Err(refused) => return Ok(refused),
-        };
         let client = global.client.to_owned();
         // A client this worker knows the global layer refuses is answered without the store,
         // as on the global layer's own path: nothing would be spent anyway.
@@ -370,7 +377,7 @@ impl Limiter {
             }
         }
         let mut limits = Vec::with_capacity(applying.len());
-        for (p, id) in applying.iter().zip(&ids) {
+        for (p, id) in applying.iter().zip(ids) {
             let Some(id) = id else { continue };
             let overridden = self.overridden(p.name.as_str(), id);
             if overridden.as_ref().is_some_and(|o| o.stored.deny) && !self.admin(req.headers()) {
