@@ -348,6 +348,15 @@ async fn overrides_and_denies_reach_every_instance(backend: Backend) {
     };
     assert_eq!(denied.status, 403, "{:?}", denied.body);
     assert_eq!(denied.body["code"], "forbidden");
+    let metrics = b.text("/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("gateway_limiter_decisions_total{")
+                && l.contains("policy=\"global\"")
+                && l.contains("outcome=\"denied\"")),
+        "{metrics}"
+    );
     // Others are not denied, and the admin token is never locked out.
     assert_eq!(send(read(b, "carol")).await.status, 200);
     let admin = read(b, "bob").bearer_auth(common::ADMIN_TOKEN);
