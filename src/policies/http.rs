@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::overrides::{self, Override, Stored, MAX_OVERRIDES};
 use super::{By, GLOBAL};
 use crate::auth::Admin;
-use crate::error::responses::{JsonBody, NotFound, Unauthorized};
+use crate::error::responses::{JsonBody, NotFound, StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath};
 use crate::paging::Page;
@@ -200,7 +200,7 @@ async fn put_override(
     ),
     responses(
         (status = 204, description = "Removed"),
-        Unauthorized, NotFound,
+        StoreErrors, Unauthorized, NotFound,
     )
 )]
 async fn delete_override(
@@ -293,7 +293,7 @@ struct PolicyList {
     params(ListQuery),
     responses(
         (status = 200, body = PolicyList),
-        Unauthorized,
+        StoreErrors, Unauthorized,
     )
 )]
 async fn list(
