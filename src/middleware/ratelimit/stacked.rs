@@ -68,8 +68,8 @@ impl Identities<'_> {
         Ok((req, ids))
     }
 
-    /// The user a request acts for: a valid JWT's `sub`, else the `user_id` of its path, else
-    /// the `user_id` of its JSON body.
+    /// The user a request acts for: with end-user JWTs configured, a valid token's `sub` (none
+    /// without one); without them the `user_id` of its path, else of its JSON body.
     async fn user(&self, req: Request) -> Result<(Option<String>, Request), Response> {
         let tokens = self.credentials.and_then(|c| c.user_tokens.as_ref());
         if let Some(tokens) = tokens {
@@ -79,9 +79,10 @@ impl Identities<'_> {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .and_then(|token| tokens.subject(token.trim()));
-            if let Some(sub) = sub {
-                return Ok((Some(format!("u:{sub}")), req));
-            }
+            // With tokens configured only a verified `sub` names a user: a `user_id` in the
+            // path or body of a request without one would let anyone spend that user's
+            // budget (the handler refuses such a request, after the limiter has charged it).
+            return Ok((sub.map(|sub| format!("u:{sub}")), req));
         }
         let (mut parts, body) = req.into_parts();
         let in_path = {
