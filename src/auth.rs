@@ -20,6 +20,20 @@ pub struct Credentials {
     pub user_tokens: Option<UserTokens>,
 }
 
+impl Credentials {
+    /// Whether `headers` carry the admin bearer token.
+    pub fn is_admin(&self, headers: &axum::http::HeaderMap) -> bool {
+        let presented = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .unwrap_or("");
+        // Constant-time, so response timing does not reveal how much of a guess was right.
+        !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(self.admin_token.as_bytes()))
+    }
+}
+
 /// Present in a handler's arguments: the request carried the admin token.
 #[derive(Debug, Clone, Copy)]
 pub struct Admin;
@@ -33,17 +47,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let state = Arc::<Credentials>::from_ref(state);
-        let presented = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .unwrap_or("");
-        // Constant-time, so response timing does not reveal how much of a guess was right.
-        if !presented.is_empty()
-            && bool::from(presented.as_bytes().ct_eq(state.admin_token.as_bytes()))
-        {
+        if state.is_admin(&parts.headers) {
             Ok(Admin)
         } else {
             Err(ApiError::Unauthorized(

@@ -51,9 +51,10 @@ pub enum ApiError {
     /// 422 `unprocessable`: well-formed but impossible (a future date).
     #[error("{0}")]
     Unprocessable(String),
-    /// 429 `rate_limited`; `retry_after` in whole seconds.
-    #[error("rate limit exceeded, retry in {retry_after} s")]
-    RateLimited { retry_after: u64 },
+    /// 429 `rate_limited`; `retry_after` in whole seconds; `policy` the limit that refused
+    /// (`global`, or a limit policy's name: docs/policies.md).
+    #[error("rate limit exceeded ({policy}), retry in {retry_after} s")]
+    RateLimited { retry_after: u64, policy: String },
     /// 431 `headers_too_large`: the request head is over the server's limits.
     #[error("{0}")]
     HeadersTooLarge(String),
@@ -204,6 +205,9 @@ impl IntoResponse for ApiError {
             Self::BackendUnavailable(e) => {
                 serde_json::Map::from_iter([("reason".to_owned(), e.reason().into())])
             }
+            Self::RateLimited { policy, .. } => {
+                serde_json::Map::from_iter([("policy".to_owned(), policy.as_str().into())])
+            }
             _ => serde_json::Map::new(),
         };
         let mut response = problem_response(status, self.code(), self.detail(), extra);
@@ -214,7 +218,7 @@ impl IntoResponse for ApiError {
                     HeaderValue::from_static("Bearer realm=\"redis-gateway\""),
                 );
             }
-            Self::RateLimited { retry_after } => {
+            Self::RateLimited { retry_after, .. } => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));

@@ -151,6 +151,28 @@ pub fn decide_steps(
         .collect()
 }
 
+/// Decides one request's steps on several buckets at one instant `now`, all or nothing
+/// (docs/policies.md "Stacking"): `steps` are (budget, quantity, enforced) and `stored` each
+/// bucket's TAT. Returns each bucket's decision and whether the request is admitted — no
+/// enforced step refused — in which case (and only then) each allowed step's write is made.
+/// A refused shadow step admits the request and leaves its own bucket as it was.
+pub fn decide_all(
+    steps: &[(Gcra, u64, bool)],
+    now: i128,
+    stored: &[Option<i128>],
+) -> (Vec<Decision>, bool) {
+    let decisions: Vec<Decision> = steps
+        .iter()
+        .zip(stored)
+        .map(|((gcra, quantity, _), tat)| decide(gcra, *quantity, now, *tat))
+        .collect();
+    let admitted = steps
+        .iter()
+        .zip(&decisions)
+        .all(|((_, _, enforce), d)| d.allowed || !enforce);
+    (decisions, admitted)
+}
+
 /// A decision as `CL.THROTTLE` and `POST /v1/ratelimit/check` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
@@ -211,4 +233,35 @@ pub(crate) fn ceil_div(a: i128, b: i128) -> i64 {
 
 pub(crate) fn saturate(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacked_steps_are_all_or_nothing_and_shadow_steps_refuse_nothing() {
+        let (wide, narrow) = (Gcra::new(9, 1, 1), Gcra::new(0, 1, 60));
+        let now = 1_000 * SEC;
+        // The narrow bucket is spent: an enforced step there refuses the request, and the
+        // wide bucket's decision (allowed on its own) is not to be written.
+        let spent = Some(now + 60 * SEC);
+        let (d, admitted) = decide_all(&[(wide, 1, true), (narrow, 1, true)], now, &[None, spent]);
+        assert!(!admitted);
+        assert!(d[0].allowed && !d[1].allowed);
+        assert_eq!(d[1].retry_after, Some(60 * SEC));
+        // The same refusal in shadow admits the request.
+        let (d, admitted) = decide_all(&[(wide, 1, true), (narrow, 1, false)], now, &[None, spent]);
+        assert!(admitted && !d[1].allowed);
+        // Both fit: admitted, each with its own write.
+        let (d, admitted) = decide_all(&[(wide, 1, true), (narrow, 1, true)], now, &[None, None]);
+        assert!(admitted);
+        assert_eq!(
+            d[1].write,
+            Write::Set {
+                tat: now + 60 * SEC,
+                expire_ms: 60_000
+            }
+        );
+    }
 }

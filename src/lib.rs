@@ -46,9 +46,11 @@ pub mod middleware;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
+pub mod policies;
 pub mod queues;
 pub mod ratelimit;
 pub mod readiness;
+mod reload;
 pub mod seckill;
 pub mod serve;
 pub mod shutdown;
@@ -81,6 +83,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error("GATEWAY_CLIENTS_FILE: {0}")]
     Clients(String),
+    #[error("GATEWAY_POLICIES_FILE: {0}")]
+    Policies(String),
     #[error("end-user JWTs: {0}")]
     Jwt(String),
     #[error("order ledger: {0}")]
@@ -116,6 +120,17 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     if let Some(tls) = &settings.tls {
         tls.watch();
     }
+    let bounds = policies::Bounds {
+        max_ttl_s: settings.ratelimit_max_ttl_s,
+    };
+    let clock = settings.clock.clone();
+    let policies = Arc::new(match &settings.policies_file {
+        Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)
+            .map_err(StartError::Policies)?,
+        None => policies::Policies::none(bounds, clock),
+    });
+    policies.watch();
+    policies.overrides().watch(store.clone());
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
@@ -134,6 +149,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         }),
         ledger,
         clients,
+        policies,
         ready_probe: readiness::ReadyProbe::default(),
     }))
 }
@@ -141,7 +157,8 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
-    let (api, ops, document) = openapi::split();
+    let (api, ops, mut document) = openapi::split();
+    openapi::with_policies(&mut document, &state.policies.current());
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });

@@ -58,10 +58,14 @@ const DOMAINS: [Domain; 8] = [
 ];
 
 /// The tags of the edges, after the domains'.
-const EDGE_TAGS: [(&str, &str); 2] = [
+const EDGE_TAGS: [(&str, &str); 3] = [
     (
         "clients",
         "API clients: who the caller is and its limiter budget",
+    ),
+    (
+        "policies",
+        "Limit policies: the rules in force and their runtime overrides and denies",
     ),
     ("ops", "Liveness, readiness and metrics; never rate limited"),
 ];
@@ -88,6 +92,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             api.merge(tagged((d.router)(), d.tag.0))
         })
         .merge(crate::clients::router())
+        .merge(crate::policies::router())
 }
 
 /// Files every operation of a domain's router under the domain's tag, so that its handlers do
@@ -138,6 +143,21 @@ pub fn split() -> (
     let (ops, ops_document) = crate::ops::router().split_for_parts();
     document.merge(ops_document);
     (api, ops, document)
+}
+
+/// Every operation by operationId, with the method and route template it is served at: what a
+/// limit policy names (docs/policies.md).
+pub fn operation_routes() -> crate::policies::Operations {
+    let mut document = document();
+    let mut routes = crate::policies::Operations::new();
+    for (path, item) in document.paths.paths.iter_mut() {
+        for (method, operation) in operations(item) {
+            if let Some(id) = operation.as_ref().and_then(|o| o.operation_id.clone()) {
+                routes.insert(id, (method.to_owned(), path.clone()));
+            }
+        }
+    }
+    routes
 }
 
 /// The OpenAPI document the code describes.
@@ -223,6 +243,37 @@ impl Modify for GlobalLimitResponses {
                             .build(),
                     );
             }
+        }
+    }
+}
+
+/// Writes `x-ratelimit-policies` on every operation that limit policies of `table` cover: the
+/// names of the policies that can apply to it (docs/policies.md). Served on `/openapi.json`
+/// for the file in force at start-up; the committed document is generated without a file.
+pub fn with_policies(document: &mut utoipa::openapi::OpenApi, table: &crate::policies::Table) {
+    if table.policies.is_empty() {
+        return;
+    }
+    for item in document.paths.paths.values_mut() {
+        for (_, operation) in operations(item) {
+            let Some(operation) = operation.as_mut() else {
+                continue;
+            };
+            let Some(id) = operation.operation_id.as_deref() else {
+                continue;
+            };
+            let names = table.for_operation(id);
+            if names.is_empty() {
+                continue;
+            }
+            operation
+                .extensions
+                .get_or_insert_with(Default::default)
+                .merge(
+                    utoipa::openapi::extensions::ExtensionsBuilder::new()
+                        .add("x-ratelimit-policies", names)
+                        .build(),
+                );
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct Shared {
     pub ledger: Ledger,
     /// The API clients of `GATEWAY_CLIENTS_FILE` (none when unset).
     pub clients: Arc<Clients>,
+    /// The limit policies of `GATEWAY_POLICIES_FILE` (none when unset).
+    pub policies: Arc<crate::policies::Policies>,
     /// The store probe `/readyz` and `/metrics` share (at most one a second).
     pub ready_probe: crate::readiness::ReadyProbe,
 }

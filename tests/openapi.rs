@@ -167,9 +167,12 @@ fn security_is_declared_on_exactly_the_admin_routes() {
     assert_eq!(
         secured,
         [
+            "DELETE /v1/admin/policies/{policy}/overrides/{identity}",
+            "GET /v1/admin/policies",
             "GET /v1/seckill/vouchers/{voucher_id}/dead-letters",
             "POST /v1/seckill/vouchers/{voucher_id}/dead-letters/replay",
             "POST /v1/seckill/vouchers/{voucher_id}/restock",
+            "PUT /v1/admin/policies/{policy}/overrides/{identity}",
             "PUT /v1/dedup/{filter}",
             "PUT /v1/seckill/vouchers/{voucher_id}",
         ]

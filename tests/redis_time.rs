@@ -475,6 +475,20 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         case("readyz", "", |_| get("/readyz")),
         case("metrics", "", |_| get("/metrics")),
         case("clientsMe", "", |_| get("/v1/clients/me")),
+        case("policiesPutOverride", "", |i| {
+            admin(put(
+                format!("/v1/admin/policies/global/overrides/c{i}"),
+                json!({"burst": 10, "count": 5, "period": 1, "ttl_s": 60}),
+            ))
+        }),
+        case("policiesDeleteOverride", "none", |i| {
+            admin(delete(format!(
+                "/v1/admin/policies/global/overrides/gone{i}"
+            )))
+        }),
+        case("policiesList", "", |_| {
+            admin(get("/v1/admin/policies?limit=1000"))
+        }),
         case("checkIn", "past day", |i| {
             post(
                 format!("/v1/checkins/{}", 4_000_000_000u64 + i as u64),

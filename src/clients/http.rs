@@ -221,6 +221,10 @@ struct ClientView {
     client: Option<String>,
     /// The global-limiter budget the caller draws from.
     limits: LimitsView,
+    /// The limit policies stacked on it (docs/policies.md), each on its operations: the
+    /// caller is counted by those whose identity its requests carry (a `user` policy counts
+    /// requests that act for a user, a `header:<Name>` policy requests with that header).
+    policies: Vec<crate::policies::PolicyRule>,
 }
 
 /// A GCRA budget: `burst + 1` requests at once, `count` more per `period` seconds.
@@ -256,8 +260,16 @@ impl From<Limits> for LimitsView {
 )]
 async fn me(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Json<ClientView> {
     let client = caller.and_then(|Extension(c)| c.client);
+    let policies = state
+        .policies
+        .current()
+        .policies
+        .iter()
+        .map(|p| crate::policies::PolicyRule::from(&**p))
+        .collect();
     Json(ClientView {
         client: client.as_ref().map(|c| c.id.to_string()),
         limits: state.clients.limits(client.as_deref()).into(),
+        policies,
     })
 }

@@ -13,7 +13,7 @@ pub use http::{router, BadKey, IdentifyLayer, Namespace, ScopedName};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -231,51 +231,16 @@ impl Clients {
     /// every two seconds). Polling rather than inotify: one `stat` every two seconds is
     /// nothing, and it also sees the file replaced by a config-map style symlink swap.
     pub fn watch(self: &Arc<Self>) {
-        let Some(file) = self.file.clone() else {
-            return;
-        };
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            #[cfg(unix)]
-            let mut hup =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-            let mut seen = stamp(&file);
-            loop {
-                #[cfg(unix)]
-                let hangup = async {
-                    match hup.as_mut() {
-                        Some(s) => {
-                            s.recv().await;
-                        }
-                        None => std::future::pending::<()>().await,
-                    }
-                };
-                #[cfg(not(unix))]
-                let hangup = std::future::pending::<()>();
-                let signalled = tokio::select! {
-                    () = hangup => true,
-                    () = tokio::time::sleep(WATCH_EVERY) => false,
-                };
-                let Some(clients) = weak.upgrade() else {
-                    return;
-                };
-                let now = stamp(&file);
-                if signalled || now != seen {
-                    seen = now;
-                    clients.reload();
-                }
-            }
-        });
+        if let Some(file) = self.file.clone() {
+            crate::reload::watch(file, WATCH_EVERY, Arc::downgrade(self), |clients: &Self| {
+                clients.reload();
+            });
+        }
     }
 }
 
 /// How often the clients file is checked for changes.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
-
-fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(file).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
 
 #[cfg(test)]
 mod tests {

@@ -143,6 +143,11 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
     pub clients_file: Option<std::path::PathBuf>,
 
+    /// TOML file of limit policies stacked on the global limiter (per operation, counted per
+    /// client, address, user, header or operation). Unset: the global limiter alone.
+    #[arg(long, env = "GATEWAY_POLICIES_FILE")]
+    pub policies_file: Option<std::path::PathBuf>,
+
     /// With a clients file: whether callers without an API key may use rate-limit checks,
     /// locks and queues (each address then has a namespace of its own). Off: those routes
     /// answer 401 without a key.

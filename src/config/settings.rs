@@ -53,6 +53,8 @@ pub struct Settings {
     pub tls: Option<crate::serve::Tls>,
     pub access_log: bool,
     pub clients_file: Option<std::path::PathBuf>,
+    /// `GATEWAY_POLICIES_FILE`.
+    pub policies_file: Option<std::path::PathBuf>,
     /// With a clients file, anonymous callers may use rate-limit checks, locks and queues.
     pub anonymous_backend_routes: bool,
     /// `GATEWAY_RATELIMIT_MAX_TTL_S`.

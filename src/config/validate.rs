@@ -109,6 +109,7 @@ impl Config {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             access_log: self.access_log == OnOff::On,
             clients_file: self.clients_file.clone(),
+            policies_file: self.policies_file.clone(),
             anonymous_backend_routes: self.anonymous_backend_routes == OnOff::On,
             ratelimit_max_ttl_s: self.ratelimit_max_ttl_s,
             jwt: self.jwt()?,

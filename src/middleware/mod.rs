@@ -155,6 +155,7 @@ fn global_limit(
             .with_trusted_proxies(settings.trusted_proxies.clone())
             .with_body_limit(settings.body_limit)
             .with_terms(terms)
+            .with_policies(state.policies.clone(), state.credentials.clone())
     })
 }
 

@@ -2,9 +2,10 @@
 //! backend's budget store is its rate-limit store; both implement the limiter's trait with this
 //! one macro. The backend names the trait: this core keeps to its own store (docs/design.md).
 
-/// Implements the global limiter's budget trait `$budget` for `$store` on its client buckets.
+/// Implements the global limiter's budget trait `$budget` (whose stacked steps are `$step`)
+/// for `$store` on its client and policy buckets.
 macro_rules! budget_on_client_buckets {
-    ($budget:path, $store:ty) => {
+    ($budget:path, $step:ident, $store:ty) => {
         impl $budget for $store {
             async fn budget_spend(
                 &self,
@@ -28,6 +29,28 @@ macro_rules! budget_on_client_buckets {
                     self, &bucket, gcra, quantities,
                 )
                 .await
+            }
+
+            async fn budget_spend_all(
+                &self,
+                steps: &[$step<'_>],
+            ) -> Result<Vec<$crate::gcra::Decision>, $crate::store::error::StoreError> {
+                let steps: Vec<_> = steps
+                    .iter()
+                    .map(|s| $crate::ratelimit::Throttle {
+                        bucket: match s.policy {
+                            None => $crate::ratelimit::Bucket::Client(s.identity.to_owned()),
+                            Some(policy) => $crate::ratelimit::Bucket::Policy {
+                                identity: s.identity.to_owned(),
+                                policy: policy.to_owned(),
+                            },
+                        },
+                        gcra: s.gcra,
+                        quantity: s.quantity,
+                        enforce: s.enforce,
+                    })
+                    .collect();
+                $crate::ratelimit::RateLimitStore::ratelimit_throttle_all(self, &steps).await
             }
         }
     };

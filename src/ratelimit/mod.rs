@@ -28,8 +28,22 @@ use crate::types::{Idempotency, Name, Once};
 pub enum Bucket {
     /// A key named by a caller of the check endpoint.
     Key(Name),
-    /// A client of the global limiter: `k:<api key>` or `ip:<address>`.
+    /// A client of the global limiter: `c:<client id>` or `ip:<address>`.
     Client(String),
+    /// A limit policy's bucket for one identity (docs/policies.md): `identity` is what the
+    /// policy counts by (`c:web`, `ip:192.0.2.7`, `u:42`, `h:<sha256>`, `op`).
+    Policy { identity: String, policy: String },
+}
+
+/// One bucket of a request several limits apply to: decided together, all or nothing
+/// ([`RateLimitStore::ratelimit_throttle_all`]).
+#[derive(Debug, Clone)]
+pub struct Throttle<'a> {
+    pub bucket: Bucket,
+    pub gcra: &'a logic::Gcra,
+    pub quantity: u64,
+    /// Its refusal refuses the request; a shadow limit's only leaves its bucket alone.
+    pub enforce: bool,
 }
 
 /// One spend on a limit (a GCRA or a window): how many units, under which idempotency key.
@@ -73,6 +87,13 @@ crate::store::store_trait! {
             }
             Ok(out)
         }
+
+        /// One request's steps on several buckets, all or nothing: every bucket is spent only
+        /// when no enforced step is refused ([`logic::decide_all`]). One atomic call where the
+        /// buckets share a store; on a Cluster one per slot, with what a later slot refused
+        /// given back in the earlier ones (docs/policies.md "On a Cluster").
+        async fn ratelimit_throttle_all(&self, steps: &[Throttle<'_>])
+            -> Result<Vec<logic::Decision>, StoreError> = "ratelimit.throttle_all";
 
         /// [`Self::ratelimit_throttle_once`] without an idempotency key.
         async fn ratelimit_throttle(&self, bucket: &Bucket, gcra: &logic::Gcra, quantity: u64)

@@ -9,16 +9,26 @@ use fred::types::scripts::Script;
 
 use crate::store::keys::Keys;
 use crate::store::redis::script_after;
-use crate::store::redis::{text, RedisStore};
+use crate::store::redis::{map_err, text, RedisStore};
 
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen};
-use crate::ratelimit::{Bucket, RateLimitStore, Spend};
-use crate::store::budget::BudgetStore;
+use crate::ratelimit::{Bucket, RateLimitStore, Spend, Throttle};
+use crate::store::budget::{BudgetStore, OverrideStore, Step, Stored};
 use crate::store::error::StoreError;
 use crate::types::{Idempotency, Name, Once};
 
 static GCRA: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra.lua");
 static GCRA_MANY: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra_many.lua");
+static GCRA_ALL: LazyLock<Script> = script_after!("gcra_common.lua", "ratelimit_gcra_all.lua");
+static GCRA_REFUND: LazyLock<Script> =
+    script_after!("gcra_common.lua", "ratelimit_gcra_refund.lua");
+
+static OVERRIDES_PUT: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("overrides_put.lua")));
+static OVERRIDES_DELETE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("overrides_delete.lua")));
+static OVERRIDES_ALL: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("overrides_all.lua")));
 
 static SLIDING: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("ratelimit_sliding.lua")));
@@ -111,6 +121,62 @@ impl RateLimitStore for RedisStore {
         Ok(logic::decide_steps(gcra, quantities, now, stored))
     }
 
+    async fn ratelimit_throttle_all(
+        &self,
+        steps: &[Throttle<'_>],
+    ) -> Result<Vec<Decision>, StoreError> {
+        let keys: Vec<String> = steps
+            .iter()
+            .map(|s| self.keys.ratelimit(&s.bucket))
+            .collect();
+        // One call on a single Redis. On a Cluster one per slot, in the order of the steps
+        // (the global layer's first), each all or nothing in its slot; a slot that refuses
+        // refunds the slots spent before it, and the slots after it are only decided, for
+        // the headers (docs/policies.md "On a Cluster").
+        let groups: Vec<Vec<usize>> = if self.cluster {
+            let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
+            for (i, key) in keys.iter().enumerate() {
+                let slot = fred::util::redis_keyslot(key.as_bytes());
+                match groups.iter_mut().find(|(s, _)| *s == slot) {
+                    Some((_, members)) => members.push(i),
+                    None => groups.push((slot, vec![i])),
+                }
+            }
+            groups.into_iter().map(|(_, members)| members).collect()
+        } else {
+            vec![(0..steps.len()).collect()]
+        };
+        let mut decisions: Vec<Option<Decision>> = vec![None; steps.len()];
+        let mut spent: Vec<&[usize]> = Vec::new();
+        let mut refused = false;
+        for group in &groups {
+            let decided = self.throttle_group(&keys, steps, group, refused).await;
+            let (group_decisions, admitted) = match decided {
+                Ok(d) => d,
+                Err(e) => {
+                    self.refund(&keys, steps, &spent).await;
+                    return Err(e);
+                }
+            };
+            for (&i, d) in group.iter().zip(group_decisions) {
+                decisions[i] = Some(d);
+            }
+            if refused {
+                continue;
+            }
+            if admitted {
+                spent.push(group);
+            } else {
+                refused = true;
+                self.refund(&keys, steps, &spent).await;
+            }
+        }
+        decisions
+            .into_iter()
+            .map(|d| d.ok_or_else(|| StoreError::Internal("a bucket was not decided".to_owned())))
+            .collect()
+    }
+
     async fn ratelimit_window_once(
         &self,
         key: &Name,
@@ -163,7 +229,125 @@ impl RateLimitStore for RedisStore {
     }
 }
 
-budget_on_client_buckets!(BudgetStore, RedisStore);
+impl RedisStore {
+    /// One `ratelimit_gcra_all.lua` call on the steps `group` of `steps` (one slot), spending
+    /// nothing when `dry`: their decisions, and whether they admit the request.
+    async fn throttle_group(
+        &self,
+        keys: &[String],
+        steps: &[Throttle<'_>],
+        group: &[usize],
+        dry: bool,
+    ) -> Result<(Vec<Decision>, bool), StoreError> {
+        let mut args = Vec::with_capacity(1 + 5 * group.len());
+        args.push(if dry { "1" } else { "0" }.to_owned());
+        for &i in group {
+            let step = &steps[i];
+            args.extend(split(step.gcra.tolerance));
+            args.extend(split(step.gcra.increment(step.quantity)));
+            args.push(if step.enforce { "1" } else { "0" }.to_owned());
+        }
+        let group_keys: Vec<String> = group.iter().map(|&i| keys[i].clone()).collect();
+        let reply: Vec<Value> = self.pool.script(&GCRA_ALL, group_keys, args).await?;
+        let now = micros(reply.first())?.ok_or_else(|| {
+            StoreError::Internal("ratelimit_gcra_all.lua returned no clock".to_owned())
+        })?;
+        let stored = (0..group.len())
+            .map(|n| micros(reply.get(n + 1)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let asked: Vec<_> = group
+            .iter()
+            .map(|&i| (*steps[i].gcra, steps[i].quantity, steps[i].enforce))
+            .collect();
+        Ok(logic::decide_all(&asked, now, &stored))
+    }
+
+    /// Gives back what the `spent` groups of `steps` were charged (a later slot refused the
+    /// request). A refund that fails leaves the charge: the limits then err on the side of
+    /// refusing, never of admitting more than they allow.
+    async fn refund(&self, keys: &[String], steps: &[Throttle<'_>], spent: &[&[usize]]) {
+        for group in spent {
+            let group_keys: Vec<String> = group.iter().map(|&i| keys[i].clone()).collect();
+            let args: Vec<String> = group
+                .iter()
+                .flat_map(|&i| split(steps[i].gcra.increment(steps[i].quantity)))
+                .collect();
+            let given: Result<Value, StoreError> =
+                self.pool.script(&GCRA_REFUND, group_keys, args).await;
+            if let Err(e) = given {
+                tracing::warn!(error = %e, "a limiter refund failed; the request's charge stays");
+            }
+        }
+    }
+}
+
+budget_on_client_buckets!(BudgetStore, Step, RedisStore);
+
+impl OverrideStore for RedisStore {
+    async fn overrides_put(
+        &self,
+        field: &str,
+        value: &str,
+        max: u64,
+    ) -> Result<Stored, StoreError> {
+        let reply: Value = self
+            .pool
+            .script(
+                &OVERRIDES_PUT,
+                self.keys.limiter_overrides().to_vec(),
+                vec![field.to_owned(), value.to_owned(), max.to_string()],
+            )
+            .await?;
+        match text(Some(&reply)).as_deref() {
+            Some("created") => Ok(Stored::Created),
+            Some("replaced") => Ok(Stored::Replaced),
+            Some("full") => Ok(Stored::Full),
+            _ => Err(StoreError::Internal(format!(
+                "overrides_put.lua returned {reply:?}"
+            ))),
+        }
+    }
+
+    async fn overrides_delete(&self, field: &str) -> Result<bool, StoreError> {
+        let gone: i64 = self
+            .pool
+            .script(
+                &OVERRIDES_DELETE,
+                self.keys.limiter_overrides().to_vec(),
+                vec![field.to_owned()],
+            )
+            .await?;
+        Ok(gone == 1)
+    }
+
+    async fn overrides_version(&self) -> Result<u64, StoreError> {
+        let [_, version] = self.keys.limiter_overrides();
+        let v: Option<u64> = self.pool.get(&version).await.map_err(map_err)?;
+        Ok(v.unwrap_or(0))
+    }
+
+    async fn overrides_all(&self) -> Result<(u64, Vec<(String, String)>), StoreError> {
+        let reply: Vec<Value> = self
+            .pool
+            .script(
+                &OVERRIDES_ALL,
+                self.keys.limiter_overrides().to_vec(),
+                Vec::<String>::new(),
+            )
+            .await?;
+        let bad = || StoreError::Internal("overrides_all.lua returned garbage".to_owned());
+        let version = text(reply.first())
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(bad)?;
+        let mut entries = Vec::with_capacity(reply.len() / 2);
+        for pair in reply[1..].chunks(2) {
+            let field = text(pair.first()).ok_or_else(bad)?;
+            let value = text(pair.get(1)).ok_or_else(bad)?;
+            entries.push((field, value));
+        }
+        Ok((version, entries))
+    }
+}
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
 impl Keys {
@@ -174,7 +358,18 @@ impl Keys {
         match bucket {
             Bucket::Key(name) => self.join(&["rl:{", name.as_str(), "}"]),
             Bucket::Client(client) => self.join(&["rlg:{", client, "}"]),
+            // Tagged by the identity, so a request's global bucket and its policies counted by
+            // the same identity (`by = "client"`) share a Cluster slot, and one call.
+            Bucket::Policy { identity, policy } => self.join(&["rlp:{", identity, "}:", policy]),
         }
+    }
+
+    /// The limiter's runtime overrides (a hash) and their version counter, in one slot.
+    pub(crate) fn limiter_overrides(&self) -> [String; 2] {
+        [
+            self.join(&["rlo:{overrides}"]),
+            self.join(&["rlo:{overrides}:v"]),
+        ]
     }
 
     /// The first decision of a check under one idempotency key (`digest`: SHA-256 hex of the

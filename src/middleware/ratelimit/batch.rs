@@ -54,6 +54,12 @@ impl Batcher {
         }
     }
 
+    /// The store's refusal of `quantity` units of `client`'s bucket under `gcra`, when this
+    /// worker knows it already ([`Refusals`]); `None`: ask the store.
+    pub fn known_refusal(&self, client: &str, gcra: &Gcra, quantity: u64) -> Option<Decision> {
+        self.to.refusals.answer(client, gcra, quantity)
+    }
+
     /// One GCRA step of `quantity` on `client`'s bucket, batched with the steps of the same
     /// bucket this thread takes up in the same turn.
     pub async fn throttle(&self, client: &str, gcra: &Gcra, quantity: u64) -> Reply {

@@ -14,6 +14,7 @@ mod batch;
 #[cfg(test)]
 mod outcomes;
 mod refusals;
+mod stacked;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -33,11 +34,13 @@ use tower::{Layer, Service};
 
 use super::costs::{Charge, Terms};
 use super::FastMap;
+use crate::auth::Credentials;
 use crate::clients::{BadKey, Caller};
 use crate::config::{FailPolicy, GlobalLimit};
 use crate::error::ApiError;
 use crate::gcra::{Decision, Gcra};
 use crate::middleware::ClientKey;
+use crate::policies::{Policies, GLOBAL};
 use crate::store::error::StoreError;
 use crate::store::Store;
 
@@ -87,6 +90,12 @@ struct Limiter {
     /// The store, reached through batches of a busy client's concurrent steps ([`batch`]).
     batcher: Arc<batch::Batcher>,
     decisions: Arc<Decisions>,
+    /// The limit policies stacked on this layer (docs/policies.md); none by default.
+    policies: Option<Arc<Policies>>,
+    /// End-user JWTs, which name the user of a `by = "user"` policy.
+    credentials: Option<Arc<Credentials>>,
+    /// The store, for the calls that decide several buckets at once.
+    store: Store,
 }
 
 impl GlobalRateLimitLayer {
@@ -107,8 +116,11 @@ impl GlobalRateLimitLayer {
                 terms: &NO_TERMS,
                 policy: header,
                 warned_at: Arc::default(),
-                batcher: Arc::new(batch::Batcher::new(store)),
+                batcher: Arc::new(batch::Batcher::new(store.clone())),
                 decisions: Arc::default(),
+                policies: None,
+                credentials: None,
+                store,
             }),
         }
     }
@@ -128,6 +140,15 @@ impl GlobalRateLimitLayer {
     /// Prices requests by `terms` (the routes' own, by default).
     pub fn with_terms(mut self, terms: &'static Terms) -> Self {
         Arc::make_mut(&mut self.limiter).terms = terms;
+        self
+    }
+
+    /// Stacks `policies` on the global budget; `credentials` verify the end-user JWTs a
+    /// `by = "user"` policy reads the user from.
+    pub fn with_policies(mut self, policies: Arc<Policies>, credentials: Arc<Credentials>) -> Self {
+        let limiter = Arc::make_mut(&mut self.limiter);
+        limiter.policies = Some(policies);
+        limiter.credentials = Some(credentials);
         self
     }
 
@@ -213,6 +234,19 @@ impl Limiter {
             let gcra = Gcra::new(l.burst, l.count, l.period);
             (gcra, policy_header(&gcra))
         });
+        // An override of the global layer for this client (docs/policies.md "Overrides and
+        // denies"): looked up only while any is in force.
+        let overridden = self.overridden(GLOBAL, &client);
+        if let Some(o) = &overridden {
+            if o.stored.deny && !self.admin(req.headers()) {
+                self.decisions.count(GLOBAL, "denied", label);
+                return Ok(denied(GLOBAL, client));
+            }
+        }
+        let own = match overridden.as_ref().and_then(|o| o.gcra) {
+            Some(gcra) => Some((gcra, policy_header(&gcra))),
+            None => own,
+        };
         let (gcra, policy) = own
             .as_ref()
             .map_or((&self.gcra, &self.policy), |(g, p)| (g, p));
@@ -224,6 +258,43 @@ impl Limiter {
                 Err(refused) => return Ok(refused),
             }
         };
+        let mut req = req;
+        if bad_key.is_none() {
+            if let Some(policies) = &self.policies {
+                let table = policies.current();
+                let route = req
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map_or("", MatchedPath::as_str);
+                let applying = table.applying(req.method().as_str(), route);
+                if !applying.is_empty() {
+                    let identities = stacked::Identities {
+                        client: &client,
+                        clients: &self.clients,
+                        credentials: self.credentials.as_deref(),
+                        body_limit: self.body_limit,
+                    };
+                    let ids;
+                    (req, ids) = match identities.of(applying, req).await {
+                        Ok(found) => found,
+                        Err(refused) => return Ok(refused),
+                    };
+                    // A request none of them counts (no user, no such header) costs what a
+                    // request no policy applies to does: the global layer's batched path.
+                    if ids.iter().any(Option::is_some) {
+                        let global = stacked::Global {
+                            client: &client,
+                            gcra,
+                            header_item: policy.to_str().unwrap_or_default(),
+                            shadow: self.shadow,
+                        };
+                        return self
+                            .decide_stacked(inner, req, &global, applying, &ids, quantity, label)
+                            .await;
+                    }
+                }
+            }
+        }
         let throttled = self.batcher.throttle(&client, gcra, quantity).await;
         let (mut response, outcome) = match throttled {
             Ok(decision) if decision.allowed || self.shadow => {
@@ -244,6 +315,7 @@ impl Limiter {
                 let retry_after = decision.retry_after_secs().unwrap_or(gcra.window_secs());
                 let mut response = ApiError::RateLimited {
                     retry_after: u64::try_from(retry_after).unwrap_or(1),
+                    policy: GLOBAL.to_owned(),
                 }
                 .into_response();
                 set_headers(&decision, policy, response.headers_mut());
@@ -254,11 +326,127 @@ impl Limiter {
                 None => self.store_failed(e, inner, req).await?,
             },
         };
-        self.decisions.count(outcome, label);
+        self.decisions.count(GLOBAL, outcome, label);
         response
             .extensions_mut()
             .insert(LimiterNote { client, outcome });
         Ok(response)
+    }
+
+    /// A request that limit policies apply to: every limit decided in one store call
+    /// ([`stacked`]), the request served only when each enforced one admits it.
+    async fn decide_stacked<S>(
+        &self,
+        inner: S,
+        req: Request,
+        global: &stacked::Global<'_>,
+        applying: &[Arc<crate::policies::Policy>],
+        ids: &[Option<String>],
+        quantity: u64,
+        label: &str,
+    ) -> Result<Response, Infallible>
+    where
+        S: Service<Request, Response = Response, Error = Infallible>,
+    {
+        let client = global.client.to_owned();
+        // A client this worker knows the global layer refuses is answered without the store,
+        // as on the global layer's own path: nothing would be spent anyway.
+        if !global.shadow {
+            if let Some(refused) = self
+                .batcher
+                .known_refusal(global.client, global.gcra, quantity)
+            {
+                let retry_after = refused
+                    .retry_after_secs()
+                    .unwrap_or(global.gcra.window_secs());
+                let mut response = ApiError::RateLimited {
+                    retry_after: u64::try_from(retry_after).unwrap_or(1),
+                    policy: GLOBAL.to_owned(),
+                }
+                .into_response();
+                let header = HeaderValue::from_str(global.header_item).ok();
+                if let Some(header) = header {
+                    set_headers(&refused, &header, response.headers_mut());
+                }
+                self.decisions.count(GLOBAL, "limited", label);
+                response.extensions_mut().insert(LimiterNote {
+                    client,
+                    outcome: "limited",
+                });
+                return Ok(response);
+            }
+        }
+        let mut limits = Vec::with_capacity(applying.len());
+        for (p, id) in applying.iter().zip(ids) {
+            let Some(id) = id else { continue };
+            let overridden = self.overridden(p.name.as_str(), id);
+            if overridden.as_ref().is_some_and(|o| o.stored.deny) && !self.admin(req.headers()) {
+                self.decisions.count(p.name.as_str(), "denied", label);
+                return Ok(denied(p.name.as_str(), client));
+            }
+            limits.push(stacked::Limit::of(p, id, overridden.as_deref()));
+        }
+        // Not learned from: on a Cluster a refusal seen here may be a charge that another
+        // slot's refusal is about to give back (docs/policies.md "On a Cluster").
+        let decided = stacked::decide(&self.store, global, &limits, quantity).await;
+        let (mut response, outcome) = match decided {
+            Ok(decided) => {
+                let refused = stacked::refusing(&decided);
+                for d in &decided {
+                    let outcome = match (d.decision.allowed, d.shadow, refused) {
+                        (true, _, None) => "allowed",
+                        (false, true, None) => "would_limit",
+                        (false, false, _) => "limited",
+                        // Admitted by this limit, refused by another: nothing spent here.
+                        (_, _, Some(_)) => continue,
+                    };
+                    if outcome == "would_limit" {
+                        shadow_refusal(label);
+                    }
+                    self.decisions.count(d.name, outcome, label);
+                }
+                let mut response = match refused {
+                    Some(refused) => stacked::refusal(refused),
+                    None => pass(inner, req).await?,
+                };
+                stacked::set_headers(&decided, response.headers_mut());
+                let outcome = if refused.is_some() {
+                    "limited"
+                } else {
+                    "allowed"
+                };
+                (response, outcome)
+            }
+            Err(e) => {
+                let (response, outcome) = self.store_failed(e, inner, req).await?;
+                self.decisions.count(GLOBAL, outcome, label);
+                (response, outcome)
+            }
+        };
+        response
+            .extensions_mut()
+            .insert(LimiterNote { client, outcome });
+        Ok(response)
+    }
+
+    /// The override in force of `policy` for the identity `key`, if any.
+    fn overridden(
+        &self,
+        policy: &str,
+        key: &str,
+    ) -> Option<Arc<crate::policies::overrides::Override>> {
+        let overrides = self.policies.as_ref()?.overrides();
+        if overrides.is_empty() {
+            return None;
+        }
+        overrides.find(policy, key)
+    }
+
+    /// Whether the request carries the admin token: denies never lock the operator out.
+    fn admin(&self, headers: &HeaderMap) -> bool {
+        self.credentials
+            .as_ref()
+            .is_some_and(|c| c.is_admin(headers))
     }
 
     /// What `req` costs, known before any store work: from its request line and headers, from
@@ -324,7 +512,7 @@ impl Limiter {
                 Ok((req, n))
             }
             Charge::TooCostly { cost, limit } => {
-                self.decisions.count("too_costly", label);
+                self.decisions.count(GLOBAL, "too_costly", label);
                 Err(ApiError::PayloadTooLarge(format!(
                     "this request costs {cost} rate-limit units, more than the burst of {limit} \
                      this client may spend at once; send a smaller request"
@@ -368,9 +556,22 @@ impl Limiter {
     }
 }
 
+/// The answer to a denied identity: 403, naming the policy that denies it.
+fn denied(policy: &str, client: String) -> Response {
+    let mut response = ApiError::Forbidden(format!(
+        "denied by the limit policy {policy:?} (an operator's deny; docs/policies.md)"
+    ))
+    .into_response();
+    response.extensions_mut().insert(LimiterNote {
+        client,
+        outcome: "denied",
+    });
+    response
+}
+
 /// The answer to a body that could not be read whole to be priced: too big (413), or broken
 /// off or malformed on the way (400).
-fn body_refused(e: axum::Error, route: &str, fields: bool, max: usize) -> Response {
+pub(super) fn body_refused(e: axum::Error, route: &str, fields: bool, max: usize) -> Response {
     let too_big = std::error::Error::source(&e)
         .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
     if too_big {
@@ -387,6 +588,11 @@ fn body_refused(e: axum::Error, route: &str, fields: bool, max: usize) -> Respon
 
 /// Both header generations: the IETF draft's structured fields and the `RateLimit-*` trio.
 fn set_headers(d: &Decision, policy: &HeaderValue, headers: &mut HeaderMap) {
+    set_headers_named(GLOBAL, d, policy, headers);
+}
+
+/// [`set_headers`] describing the limit `name` (the one closest to refusing).
+fn set_headers_named(name: &str, d: &Decision, policy: &HeaderValue, headers: &mut HeaderMap) {
     // Names as constants: a `&str` name is parsed and checked on every insert, which was
     // the most expensive part of this function (callgrind, issue 19).
     const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
@@ -397,7 +603,9 @@ fn set_headers(d: &Decision, policy: &HeaderValue, headers: &mut HeaderMap) {
     let reset = d.reset_after_secs();
     let mut digits = itoa::Buffer::new();
     let mut fields = Vec::with_capacity(48);
-    fields.extend_from_slice(b"\"global\";r=");
+    fields.push(b'"');
+    fields.extend_from_slice(name.as_bytes());
+    fields.extend_from_slice(b"\";r=");
     fields.extend_from_slice(digits.format(d.remaining).as_bytes());
     fields.extend_from_slice(b";t=");
     fields.extend_from_slice(digits.format(reset).as_bytes());
@@ -432,21 +640,25 @@ fn shadow_refusal(client: &str) {
         .increment(1);
 }
 
-/// `gateway_limiter_decisions_total` handles, resolved once per (outcome, client label) —
-/// through the macro every request built a labelled key and allocated its strings (issue
-/// 19). Per limiter rather than process-wide, so each resolves under the recorder in force
-/// where it is used (tests install their own).
+/// `gateway_limiter_decisions_total` handles, resolved once per (policy, outcome, client
+/// label) — through the macro every request built a labelled key and allocated its strings
+/// (issue 19). Per limiter rather than process-wide, so each resolves under the recorder in
+/// force where it is used (tests install their own). `policy` is `global` or a policy's name
+/// from the file: bounded like the client label.
 #[derive(Debug, Default)]
-struct Decisions(RwLock<FastMap<&'static str, FastMap<String, metrics::Counter>>>);
+struct Decisions(RwLock<Counters>);
+
+type Counters = FastMap<&'static str, FastMap<String, FastMap<String, metrics::Counter>>>;
 
 impl Decisions {
-    fn count(&self, outcome: &'static str, client: &str) {
+    fn count(&self, policy: &str, outcome: &'static str, client: &str) {
         let found = self
             .0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(outcome)
             .and_then(|clients| clients.get(client))
+            .and_then(|policies| policies.get(policy))
             .cloned();
         let counter = found.unwrap_or_else(|| {
             self.0
@@ -455,8 +667,10 @@ impl Decisions {
                 .entry(outcome)
                 .or_default()
                 .entry(client.to_owned())
+                .or_default()
+                .entry(policy.to_owned())
                 .or_insert_with(|| {
-                    metrics::counter!("gateway_limiter_decisions_total", "outcome" => outcome, "client" => client.to_owned())
+                    metrics::counter!("gateway_limiter_decisions_total", "policy" => policy.to_owned(), "outcome" => outcome, "client" => client.to_owned())
                 })
                 .clone()
         });
