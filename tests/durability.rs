@@ -474,6 +474,140 @@ async fn failover_after_paused_writes(replicas: u32) {
     }
 }
 
+/// A standalone master with one replica of its own (`replicaof`), in sync.
+fn master_with_replica() -> (RedisProcess, RedisProcess) {
+    let master = RedisProcess::start(&["--repl-diskless-sync-delay", "0"], false);
+    let replica = RedisProcess::start(
+        &["--replicaof", "127.0.0.1", &master.port.to_string()],
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !master
+        .cli(&["info", "replication"])
+        .is_some_and(|i| i.contains("state=online"))
+    {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (master, replica)
+}
+
+/// The `WAIT` calls `redis` has had.
+fn waits(redis: &RedisProcess) -> u64 {
+    let stats = redis.cli(&["info", "commandstats"]).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// Batched: concurrent purchases of one voucher share waits (one covers every write answered
+/// before it), and each is acknowledged; `/readyz` names the standalone master's replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_share_their_waits() {
+    let (master, _replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    let (status, body) = gw
+        .admin_put(
+            "/v1/seckill/vouchers/hot",
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(
+        ready["write_replicas"],
+        json!({"required": 1, "timeout_ms": 300, "degraded": false,
+               "masters": [{"node": format!("127.0.0.1:{}", master.port), "replicas": 1}]}),
+        "{ready}"
+    );
+    const BUYERS: usize = 200;
+    let before = waits(&master);
+    let buys = (0..BUYERS).map(|u| {
+        let gw = &gw;
+        async move {
+            post(
+                gw,
+                "/v1/seckill/vouchers/hot/orders",
+                None,
+                &purchase_body(u + 1),
+            )
+            .await
+        }
+    });
+    for (status, body, _) in futures::future::join_all(buys).await {
+        assert_eq!(status, 201, "{body}");
+    }
+    let used = waits(&master) - before;
+    assert!(used >= 1, "no wait was made");
+    assert!(
+        used < BUYERS as u64 / 2,
+        "{used} waits for {BUYERS} concurrent purchases"
+    );
+}
+
+/// A wait blocks only the wait connection: while purchases wait for a paused replica, reads and
+/// refusals on the request connections are answered first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wait_does_not_stall_other_requests() {
+    let (master, replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    let (status, body) = gw
+        .admin_put(
+            "/v1/seckill/vouchers/w",
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let buy = async {
+        let r = post(
+            &gw,
+            "/v1/seckill/vouchers/w/orders",
+            Some("k1"),
+            &purchase_body(1),
+        )
+        .await;
+        (r, Instant::now())
+    };
+    let read = async {
+        // Sent once the purchase's write is surely done and its wait under way.
+        tokio::time::sleep(WAIT / 3).await;
+        let mut done = Vec::new();
+        for _ in 0..5 {
+            let (status, _) = gw.get("/v1/seckill/vouchers/w").await;
+            assert_eq!(status, 200);
+            done.push(Instant::now());
+        }
+        done
+    };
+    let (((status, body, retry_after), bought_at), reads) = tokio::join!(buy, read);
+    signal("-CONT", &replica_pid);
+    assert_eq!(status, 503, "{body}");
+    assert!(retry_after);
+    assert!(
+        reads.iter().all(|r| *r < bought_at),
+        "reads waited behind the replica wait"
+    );
+    // The retry with its key answers the recorded order once the replica holds it.
+    let (status, body, _) = post(
+        &gw,
+        "/v1/seckill/vouchers/w/orders",
+        Some("k1"),
+        &purchase_body(1),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, orders) = gw.get("/v1/seckill/vouchers/w/orders").await;
+    assert_eq!(
+        orders["orders"].as_array().map(Vec::len),
+        Some(1),
+        "{orders}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_one_replica_required_no_acknowledged_write_is_lost() {
     failover_after_paused_writes(1).await;

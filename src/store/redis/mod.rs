@@ -138,6 +138,9 @@ impl RedisStore {
                 )),
                 None => None,
             };
+            if let Some(r) = &replicas {
+                r.connected(wait).await;
+            }
             route::Route::single(pool, make, failures, addr, replicas)
         };
         let store = Self {

@@ -228,9 +228,13 @@ impl Cluster {
                 // counts as down).
                 let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
                 let left = deadline.saturating_duration_since(Instant::now());
+                let left = left.max(Duration::from_millis(500));
                 let all =
                     futures::future::join_all(owners.iter().map(|n| n.client.wait_for_connect()));
-                let _ = tokio::time::timeout(left.max(Duration::from_millis(500)), all).await;
+                let _ = tokio::time::timeout(left, all).await;
+                // Their wait connections too (`GATEWAY_WRITE_REPLICAS`).
+                let waits = owners.iter().filter_map(|n| n.replicas.as_ref());
+                futures::future::join_all(waits.map(|r| r.connected(left))).await;
                 for n in &owners {
                     gauge(&n.addr, n.usable());
                 }

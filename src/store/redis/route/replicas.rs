@@ -71,6 +71,12 @@ impl Replicas {
         })
     }
 
+    /// Waits up to `within` for the wait connection, as for the request connections at
+    /// start-up: the first writes must not fail for a connection still being made.
+    pub(crate) async fn connected(&self, within: Duration) {
+        let _ = tokio::time::timeout(within, self.client.wait_for_connect()).await;
+    }
+
     /// Waits until the configured replicas hold every write this master answered before the
     /// call, `key` being one of them. [`StoreError::Unreplicated`] when they do not confirm
     /// in time.
