@@ -52,9 +52,9 @@ pub struct Ready {
     /// keys in these slots answer 503 `backend_unavailable` with `Retry-After`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     degraded: Vec<crate::store::DownNode>,
-    /// Redis only: `GATEWAY_WRITE_REPLICAS`, its timeout, and each master's replicas
-    /// (`degraded` while a master has fewer than required: lasting writes to its slots answer
-    /// 503). From the probe, at most a second old.
+    /// Redis only: `GATEWAY_WRITE_REPLICAS`, its timeout, and (when above 0) each master's
+    /// replicas (`degraded` while a master has fewer than required: lasting writes to its slots
+    /// answer 503). From the probe, at most a second old.
     #[serde(skip_serializing_if = "Option::is_none")]
     write_replicas: Option<crate::store::WriteReplicasInfo>,
 }

@@ -45,7 +45,9 @@ pub struct WriteReplicasInfo {
     pub required: u32,
     /// How long a write waits for them, in milliseconds.
     pub timeout_ms: u64,
-    /// Each master, with the replicas that are online and acknowledged it within the last 2 s.
+    /// Each master, with the replicas that are online and acknowledged it within the last 2 s
+    /// (asked only when `required` is above 0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub masters: Vec<MasterReplicas>,
     /// A master has fewer replicas than `required` (or did not say): lasting writes to its
     /// slots answer 503 until it has them again.

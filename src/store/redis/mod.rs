@@ -219,16 +219,20 @@ impl RedisStore {
         })
     }
 
-    /// `GATEWAY_WRITE_REPLICAS` and each master's replicas, asked now.
+    /// `GATEWAY_WRITE_REPLICAS` and, when above 0, each master's replicas, asked now (at 0 the
+    /// probe stays the one `INFO` it was).
     async fn write_replicas(&self) -> WriteReplicasInfo {
         let WriteReplicas { replicas, timeout } = self.inner.write_replicas;
-        let masters: Vec<MasterReplicas> = self
-            .pool
-            .replication()
-            .await
-            .into_iter()
-            .map(|(node, replicas)| MasterReplicas { node, replicas })
-            .collect();
+        let masters: Vec<MasterReplicas> = if replicas == 0 {
+            Vec::new()
+        } else {
+            self.pool
+                .replication()
+                .await
+                .into_iter()
+                .map(|(node, replicas)| MasterReplicas { node, replicas })
+                .collect()
+        };
         WriteReplicasInfo {
             required: replicas,
             timeout_ms: timeout.as_millis() as u64,

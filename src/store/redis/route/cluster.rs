@@ -140,10 +140,14 @@ impl Cluster {
             let info = if node.usable() {
                 let info = node
                     .client
-                    .info::<String>(Some(fred::types::InfoKind::Replication))
-                    .await;
-                self.observe(node, &info);
-                info.ok()
+                    .info::<String>(Some(fred::types::InfoKind::Replication));
+                match tokio::time::timeout(super::replicas::INFO_WAIT, info).await {
+                    Ok(info) => {
+                        self.observe(node, &info);
+                        info.ok()
+                    }
+                    Err(_) => None,
+                }
             } else {
                 None
             };

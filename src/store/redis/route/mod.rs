@@ -208,10 +208,13 @@ impl Route {
         match self {
             Route::Single(single) => {
                 let info = match self.pick(None) {
-                    Ok((client, _)) => client
-                        .info::<String>(Some(fred::types::InfoKind::Replication))
-                        .await
-                        .ok(),
+                    Ok((client, _)) => {
+                        let info = client.info::<String>(Some(fred::types::InfoKind::Replication));
+                        tokio::time::timeout(replicas::INFO_WAIT, info)
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                    }
                     Err(_) => None,
                 };
                 vec![(

@@ -188,6 +188,10 @@ pub(crate) fn acking_replicas(info: &str) -> u32 {
 /// Replicas acknowledge once a second; one that has not for this long is not counted.
 const MAX_LAG_S: u64 = 2;
 
+/// How long `/readyz`'s probe waits for a master's `INFO replication`: a hung master must not
+/// hold up the answer for the others (it shows without a count).
+pub(crate) const INFO_WAIT: Duration = Duration::from_millis(300);
+
 #[cfg(test)]
 mod tests {
     use super::acking_replicas;
