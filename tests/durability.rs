@@ -490,7 +490,33 @@ fn master_with_replica() -> (RedisProcess, RedisProcess) {
         assert!(Instant::now() < deadline, "the replica did not sync");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Online is not yet acknowledging: wait until a write on one connection is confirmed.
+    while !replicated(&master) {
+        assert!(
+            Instant::now() < deadline,
+            "the replica does not acknowledge"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     (master, replica)
+}
+
+/// Whether a write and `WAIT 1` on one `redis-cli` connection see the replica confirm it.
+fn replicated(master: &RedisProcess) -> bool {
+    use std::io::Write;
+    let mut cli = std::process::Command::new("redis-cli")
+        .args(["-p", &master.port.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    cli.stdin
+        .take()
+        .unwrap()
+        .write_all(b"SET synced 1\nWAIT 1 200\n")
+        .unwrap();
+    let out = cli.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().nth(1) == Some("1")
 }
 
 /// The `WAIT` calls `redis` has had.

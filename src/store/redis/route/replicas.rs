@@ -134,21 +134,22 @@ impl Replicas {
                 ..Default::default()
             });
             let barrier = format!("{}durable:{{{tag}}}", self.durability.prefix);
-            let sent = async {
-                let () = client
-                    .set(
-                        barrier,
-                        1,
-                        Some(Expiration::PX(BARRIER_TTL_MS)),
-                        None,
-                        false,
-                    )
-                    .await?;
-                client
-                    .wait::<i64>(i64::from(replicas), timeout.as_millis() as i64)
-                    .await
-            };
-            match sent.await {
+            // Both sent at once (one round trip, not two), the barrier first: `biased` polls
+            // them in the order written, a fred command is queued on its connection in its
+            // first poll, and Redis runs a connection's commands in order. A `WAIT` sent
+            // before the barrier would cover only the writes before the previous one.
+            let (set, acked) = tokio::join!(
+                biased;
+                client.set::<(), _, _>(
+                    barrier,
+                    1,
+                    Some(Expiration::PX(BARRIER_TTL_MS)),
+                    None,
+                    false,
+                ),
+                client.wait::<i64>(i64::from(replicas), timeout.as_millis() as i64),
+            );
+            match set.and(acked) {
                 Ok(acked) if acked >= i64::from(replicas) => Ok(()),
                 Ok(_) => Err(StoreError::Unreplicated),
                 Err(e) => Err(super::super::map_err(e)),
