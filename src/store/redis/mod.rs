@@ -129,13 +129,10 @@ impl RedisStore {
             // A connection of its own for the waits: `WAIT` blocks the connection it is sent
             // on (`route/replicas.rs`).
             let replicas = match durability {
-                Some(d) => Some(Replicas::new(
-                    make(1)
-                        .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?
-                        .next()
-                        .clone(),
-                    d,
-                )),
+                Some(d) => Some(
+                    Replicas::new(|| make(1).map(|pool| pool.next().clone()), d)
+                        .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?,
+                ),
                 None => None,
             };
             if let Some(r) = &replicas {

@@ -198,7 +198,7 @@ impl Cluster {
         let mut config = self.base.clone();
         config.server = ServerConfig::new_centralized(host, port);
         let replicas = match &self.durability {
-            Some(d) => Some(Replicas::new((self.make)(config.clone())?, d.clone())),
+            Some(d) => Some(Replicas::new(|| (self.make)(config.clone()), d.clone())?),
             None => None,
         };
         let client = (self.make)(config)?;

@@ -3,7 +3,7 @@
 //! replicas of its master hold it.
 //!
 //! Redis `WAIT` blocks the connection that sends it, and counts only the writes that
-//! connection made. So each master gets one connection of its own for waits (a [`Replicas`]),
+//! connection made. So each master gets connections of its own for waits (a [`Replicas`]),
 //! never the auto-pipelining ones that carry the requests: a `WAIT` there would hold up every
 //! unrelated command queued behind it. On that connection a wait is two commands: a tiny write
 //! (the *barrier*, `SET <prefix>durable:{tag} PX`, in a slot of that master) and `WAIT n
@@ -14,8 +14,8 @@
 //! nothing, but the record it read is older than the barrier.
 //!
 //! Batched: callers that ask while a wait is in flight join the next one, so a hot voucher or
-//! queue pays one wait per batch, not one per request; the connection never has more than one
-//! wait on it. Hand-written because the wait must be on a connection of the write's own master
+//! queue pays one wait per batch, not one per request; a connection never has more than one
+//! wait on it, and a second connection lets the next wait start while one is in flight. Hand-written because the wait must be on a connection of the write's own master
 //! and coalesce across requests, which no crate offers for fred.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -44,9 +44,15 @@ pub(crate) struct Durability {
 
 type Answer = oneshot::Sender<Result<(), StoreError>>;
 
-/// One master's wait connection and the callers waiting for its next wait.
+/// Wait connections per master. Two, so a wait can start while another is in flight: with
+/// one, a write answered just after a wait was sent waited for that wait and then its own (1.5
+/// waits on average, measured in docs/performance.md); a `WAIT` blocks its connection, so
+/// overlapping waits need connections of their own.
+const LANES: usize = 2;
+
+/// One master's wait connections and the callers waiting for the next wait.
 pub(crate) struct Replicas {
-    client: Client,
+    clients: Vec<Client>,
     durability: Durability,
     state: Mutex<State>,
 }
@@ -57,24 +63,35 @@ struct State {
     /// The hash tag of the first waiting write: the barrier goes to its slot (on a Cluster,
     /// every waiter's slot belongs to this master).
     tag: Option<String>,
-    running: bool,
+    /// The wait connections no wait is using now.
+    idle: Vec<usize>,
 }
 
 impl Replicas {
-    /// `client` must be a connection of its own, to the master the writes go to.
-    pub(crate) fn new(client: Client, durability: Durability) -> Arc<Self> {
-        client.connect();
-        Arc::new(Replicas {
-            client,
+    /// `make` builds a connection of its own to the master the writes go to.
+    pub(crate) fn new(
+        make: impl Fn() -> Result<Client, Error>,
+        durability: Durability,
+    ) -> Result<Arc<Self>, Error> {
+        let clients = (0..LANES).map(|_| make()).collect::<Result<Vec<_>, _>>()?;
+        for client in &clients {
+            client.connect();
+        }
+        Ok(Arc::new(Replicas {
+            clients,
             durability,
-            state: Mutex::new(State::default()),
-        })
+            state: Mutex::new(State {
+                idle: (0..LANES).collect(),
+                ..State::default()
+            }),
+        }))
     }
 
     /// Waits up to `within` for the wait connection, as for the request connections at
     /// start-up: the first writes must not fail for a connection still being made.
     pub(crate) async fn connected(&self, within: Duration) {
-        let _ = tokio::time::timeout(within, self.client.wait_for_connect()).await;
+        let all = futures::future::join_all(self.clients.iter().map(|c| c.wait_for_connect()));
+        let _ = tokio::time::timeout(within, all).await;
     }
 
     /// Waits until the configured replicas hold every write this master answered before the
@@ -88,12 +105,12 @@ impl Replicas {
             if state.tag.is_none() {
                 state.tag = Some(hash_tag(key).to_owned());
             }
-            !std::mem::replace(&mut state.running, true)
+            state.idle.pop()
         };
-        if start {
+        if let Some(lane) = start {
             // A task of its own, like a group commit's batch: a caller that gives up must not
             // strand the others waiting on the same wait.
-            tokio::spawn(self.clone().run());
+            tokio::spawn(self.clone().run(lane));
         }
         rx.await.unwrap_or_else(|_| {
             Err(StoreError::Unavailable(
@@ -102,34 +119,37 @@ impl Replicas {
         })
     }
 
-    /// Sends waits while callers are waiting, each covering all that waited when it was sent.
-    async fn run(self: Arc<Self>) {
+    /// Sends waits on connection `lane` while callers are waiting, each covering all that
+    /// waited when it was sent.
+    async fn run(self: Arc<Self>, lane: usize) {
         loop {
             let (batch, tag) = {
                 let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 if state.waiting.is_empty() {
-                    state.running = false;
+                    state.idle.push(lane);
                     return;
                 }
                 (std::mem::take(&mut state.waiting), state.tag.take())
             };
-            let outcome = self.wait(tag.as_deref().unwrap_or_default()).await;
+            let outcome = self
+                .wait(&self.clients[lane], tag.as_deref().unwrap_or_default())
+                .await;
             for tx in batch {
                 let _ = tx.send(outcome.clone());
             }
         }
     }
 
-    /// One barrier and one `WAIT` on this master's wait connection.
-    async fn wait(&self, tag: &str) -> Result<(), StoreError> {
+    /// One barrier and one `WAIT` on one of this master's wait connections.
+    async fn wait(&self, client: &Client, tag: &str) -> Result<(), StoreError> {
         let WriteReplicas { replicas, timeout } = self.durability.setting;
         let started = Instant::now();
-        let outcome = if self.client.state() != ClientState::Connected {
+        let outcome = if client.state() != ClientState::Connected {
             Err(StoreError::Unavailable(
                 "the replica wait connection is down".to_owned(),
             ))
         } else {
-            let client = self.client.with_options(&Options {
+            let client = client.with_options(&Options {
                 timeout: Some(timeout + self.durability.store_timeout),
                 ..Default::default()
             });
