@@ -261,8 +261,11 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         "healthy masters' requests: {ok}/{} succeeded",
         healthy.len()
     );
+    // Bounds far under the store timeout (1 s), which is what a request held up by the failed
+    // master would take, and loose enough for a loaded 2-core machine running the suite: one
+    // run with five other test binaries beside it saw 150 ms.
     assert!(
-        healthy_p99 <= Duration::from_millis(if full_coverage { 250 } else { 100 }),
+        healthy_p99 <= Duration::from_millis(if full_coverage { 500 } else { 300 }),
         "healthy masters' p99 {healthy_p99:?}"
     );
     assert!(
