@@ -7,7 +7,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{settings, Backend, Gateway};
+use common::{closed_by_server, settings, Backend, Gateway};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -20,19 +20,6 @@ async fn gateway(header_ms: u64, idle_ms: u64, max: usize) -> Gateway {
     s.connections.idle_timeout = Duration::from_millis(idle_ms);
     s.connections.max_connections = max;
     Gateway::with_settings(s).await
-}
-
-/// Reads until the server closes the socket; `None` if it is still open after 5 s.
-async fn closed_by_server(sock: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await {
-            Err(_) => return None,
-            Ok(Ok(0) | Err(_)) => return Some(got),
-            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
-        }
-    }
 }
 
 /// Reads one response head (up to the blank line), or `None` if nothing arrives in `wait`.

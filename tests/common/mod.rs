@@ -763,3 +763,21 @@ pub async fn fred_on_private_redis(script: &str) -> (RedisProcess, fred::prelude
     let sha: String = client.script_load(script).await.unwrap();
     (redis, client, sha)
 }
+
+/// Reads until the server closes the socket; `None` if it is still open after 5 s.
+pub async fn closed_by_server(sock: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read(sock, &mut buf),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
