@@ -232,9 +232,14 @@ impl Clients {
     /// nothing, and it also sees the file replaced by a config-map style symlink swap.
     pub fn watch(self: &Arc<Self>) {
         if let Some(file) = self.file.clone() {
-            crate::reload::watch(file, WATCH_EVERY, Arc::downgrade(self), |clients: &Self| {
-                clients.reload();
-            });
+            crate::reload::watch(
+                vec![file],
+                WATCH_EVERY,
+                Arc::downgrade(self),
+                |clients: &Self| {
+                    clients.reload();
+                },
+            );
         }
     }
 }

@@ -369,7 +369,7 @@ impl Policies {
     pub fn watch(self: &Arc<Self>) {
         if let Some(file) = self.file.clone() {
             crate::reload::watch(
-                file,
+                vec![file],
                 WATCH_EVERY,
                 Arc::downgrade(self),
                 |policies: &Self| {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
@@ -55,40 +55,34 @@ impl Tls {
         TlsAcceptor::from(self.config.clone())
     }
 
-    /// Checks the files every 2 s (their modification time and length) and, when either
-    /// changed, reads the pair again: a good pair replaces the certificate for new
+    /// On `SIGHUP`, and when either file changes (checked every 2 s: modification time and
+    /// length), reads the pair again: a good pair replaces the certificate for new
     /// connections, a bad one (unreadable, not PEM, a key that does not match) is logged and
     /// the certificate served so far is kept. Needs a Tokio runtime; the task ends with the
     /// last clone of this `Tls`.
     pub fn watch(&self) {
-        let weak = Arc::downgrade(&self.current);
-        let mut seen = self.current.files.stamp();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(WATCH_EVERY).await;
-                let Some(current) = weak.upgrade() else {
-                    return;
-                };
-                let now = current.files.stamp();
-                if now == seen {
-                    continue;
+        let files = vec![
+            self.current.files.cert.clone(),
+            self.current.files.key.clone(),
+        ];
+        crate::reload::watch(
+            files,
+            WATCH_EVERY,
+            Arc::downgrade(&self.current),
+            |current: &Current| match current.files.read(&current.provider) {
+                Ok(pair) => {
+                    *current.pair.write().unwrap_or_else(PoisonError::into_inner) = pair;
+                    tracing::info!(
+                        cert = %current.files.cert.display(),
+                        "TLS certificate reloaded"
+                    );
                 }
-                seen = now;
-                match current.files.read(&current.provider) {
-                    Ok(pair) => {
-                        *current.pair.write().unwrap_or_else(PoisonError::into_inner) = pair;
-                        tracing::info!(
-                            cert = %current.files.cert.display(),
-                            "TLS certificate reloaded"
-                        );
-                    }
-                    Err(error) => tracing::warn!(
-                        %error,
-                        "TLS certificate files changed but cannot be used; still serving the previous certificate"
-                    ),
-                }
-            }
-        });
+                Err(error) => tracing::warn!(
+                    %error,
+                    "TLS certificate files changed but cannot be used; still serving the previous certificate"
+                ),
+            },
+        );
     }
 }
 
@@ -118,10 +112,6 @@ struct Files {
 }
 
 impl Files {
-    fn stamp(&self) -> [Option<(SystemTime, u64)>; 2] {
-        [stamp(&self.cert), stamp(&self.key)]
-    }
-
     fn read(&self, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, String> {
         let cert_file = format!("GATEWAY_TLS_CERT_FILE {}", self.cert.display());
         let key_file = format!("GATEWAY_TLS_KEY_FILE {}", self.key.display());
@@ -161,9 +151,4 @@ impl Files {
 
 fn read(path: &Path, setting: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("{setting}: {e}"))
-}
-
-fn stamp(file: &Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(file).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
 }
