@@ -757,7 +757,11 @@ def kept_sections(path, titles=KEPT_SECTIONS):
     return out
 
 
-def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
+# bench/durable.py's section: rewritten when its rows run, else kept as it is.
+DURABLE_SECTION = "## Durable writes (`GATEWAY_WRITE_REPLICAS`)"
+
+
+def write_report(args, results, notes, shas, elapsed, load, peer_lines=(), durable_lines=()):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     doc = ["# Performance", "",
            "How fast the gateway is against raw Redis and its peers, what one client can add "
@@ -785,6 +789,7 @@ def write_report(args, results, notes, shas, elapsed, load, peer_lines=()):
     if notes:
         doc += ["Notes:", ""] + ["- " + n for n in notes] + [""]
     doc += list(peer_lines)
+    doc += list(durable_lines) or kept_sections(args.out, (DURABLE_SECTION,))
     doc += ["## Where the CPU goes (µs of CPU per request, medians)", "",
             "Read from `/proc` around each run. With every process on the same two cores, "
             "throughput is roughly 2 s of CPU per second ÷ the total here, so this says which "
@@ -842,7 +847,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="wrk threads")
     ap.add_argument("--rb-threads", type=int, default=1, help="redis-benchmark threads")
     ap.add_argument("--only", default="", help="comma-separated row ids: " +
-                    ",".join(r["id"] for r in ROWS) + ", and peers (bench/peers.py)")
+                    ",".join(r["id"] for r in ROWS) + ", peers (bench/peers.py) and durable "
+                    "(bench/durable.py)")
     ap.add_argument("--no-peers", action="store_true",
                     help="skip the rows against webdis and the floor server")
     ap.add_argument("--cheapest", default="", help="row id for the global-on/200-conn rows "
@@ -909,7 +915,14 @@ def main():
                                 {"gateway": gw_port, "gateway-limited": gw_on_port}, gcra)
             peer_lines, peer_failures = peers.report(peers.measure(found, args), args)
             bench.failures += peer_failures
-        for name in ("floor", "webdis", "gateway-nolog"):
+        durable_lines = []
+        if not only or "durable" in only:
+            sys.modules.setdefault("driver", sys.modules[__name__])
+            import durable
+            port = durable.start(procs, logdir, rport, args.gateway, base_env)
+            durable_lines = durable.report(
+                durable.measure(bench, redis, (gw_port, port), args), args)
+        for name in ("floor", "webdis", "gateway-nolog", "gateway-durable", "redis-replica"):
             if any(p.poll() is not None for n, p in procs.procs if n == name):
                 bench.failures.append("%s exited during the run:\n%s" % (name,
                                                                        procs.log_tail(name)))
@@ -919,7 +932,7 @@ def main():
                                                                        procs.log_tail(name)))
         load = "%s → %s" % (load_start, loadavg())
         text = write_report(args, bench.results, notes, shas, time.time() - started, load,
-                            peer_lines)
+                            peer_lines, durable_lines)
         print(text)
         for n in notes:
             print("note: " + n)

@@ -143,6 +143,11 @@ impl ApiError {
             Self::BackendUnavailable(StoreError::Timeout) => {
                 "the store did not answer in time".to_owned()
             }
+            Self::BackendUnavailable(StoreError::Unreplicated) => {
+                "the store's replicas did not confirm the write in time; retry with the same \
+                 Idempotency-Key"
+                    .to_owned()
+            }
             Self::BackendUnavailable(_) => "the store cannot be reached".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),

@@ -52,6 +52,11 @@ pub struct Ready {
     /// keys in these slots answer 503 `backend_unavailable` with `Retry-After`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     degraded: Vec<crate::store::DownNode>,
+    /// Redis only: `GATEWAY_WRITE_REPLICAS`, its timeout, and (when above 0) each master's
+    /// replicas (`degraded` while a master has fewer than required: lasting writes to its slots
+    /// answer 503). From the probe, at most a second old.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write_replicas: Option<crate::store::WriteReplicasInfo>,
 }
 
 /// 200 when the store answers (on a Cluster: while any master serves, naming the ones down in
@@ -78,6 +83,7 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         // The client's own view of the topology, no store call: shown as of now, so a load
         // balancer sees a master go down without waiting for the next probe.
         degraded: state.store.degraded(),
+        write_replicas: info.store.write_replicas,
     }))
 }
 

@@ -25,6 +25,7 @@ const ONLY_AFTER_EVENTS: &[&str] = &[
     "gateway_ledger_dead_lettered_total",
     "gateway_limiter_shadow_refusals_total",
     "gateway_store_errors_total",
+    "gateway_replica_waits_total",
 ];
 
 /// PromQL words that look like identifiers but name no metric: aggregations, set operators,

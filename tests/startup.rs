@@ -73,6 +73,7 @@ fn each_invalid_setting_is_named_alone() {
         "GATEWAY_DEDUP_CAPACITY",
         "GATEWAY_MAX_ITEM_BYTES",
         "GATEWAY_WORKERS",
+        "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS",
     ] {
         let err = refused(&[(var, "0")]);
         assert!(err.contains(&format!("{var}=0")), "{var}: {err}");
@@ -82,6 +83,22 @@ fn each_invalid_setting_is_named_alone() {
             "{var}=0 names other settings too: {err}"
         );
     }
+}
+
+#[test]
+fn write_replicas_need_redis() {
+    // The embedded backend has no replicas to wait for: refused in one line, not ignored.
+    let err = refused(&[("GATEWAY_WRITE_REPLICAS", "1")]);
+    assert!(err.contains("GATEWAY_WRITE_REPLICAS=1"), "{err}");
+    assert!(err.contains("REDIS_URL"), "what to do: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let exit = Binary::run(&[], &["--write-replicas", "2"]);
+    assert!(!exit.status.success());
+    assert!(
+        exit.stderr.contains("GATEWAY_WRITE_REPLICAS=2"),
+        "{}",
+        exit.stderr
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod cli;
 mod settings;
 mod validate;
 
-pub use settings::{GlobalLimit, JwtKey, JwtSettings, Settings, StoreChoice};
+pub use settings::{GlobalLimit, JwtKey, JwtSettings, Settings, StoreChoice, WriteReplicas};
 
 use std::net::SocketAddr;
 
@@ -204,6 +204,17 @@ pub struct Config {
     // bench/ab.py: pool 2 served +14% rate-limit checks at lower p99 than pool 4 on 2 cores).
     #[arg(long, env = "GATEWAY_REDIS_POOL_SIZE", default_value_t = 2)]
     pub redis_pool_size: usize,
+
+    /// Replicas of its master that must hold a lasting write (a purchase, a restock, a lock
+    /// acquired or renewed, a job enqueued or acked) before it is answered with success (Redis
+    /// `WAIT`). 0: answered once the master has it.
+    #[arg(long, env = "GATEWAY_WRITE_REPLICAS", default_value_t = 0)]
+    pub write_replicas: u32,
+
+    /// How long a lasting write waits for its replicas, in milliseconds; past it the answer is
+    /// 503 backend_unavailable.
+    #[arg(long, env = "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS", default_value_t = 500)]
+    pub write_replicas_timeout_ms: u64,
     /// How many days per-day UV/PV keys are kept.
     #[arg(long, env = "GATEWAY_UV_RETENTION_DAYS", default_value_t = 400)]
     pub uv_retention_days: u32,

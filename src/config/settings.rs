@@ -31,6 +31,14 @@ pub struct GlobalLimit {
     pub fail: FailPolicy,
 }
 
+/// How many replicas must hold a lasting write before it is acknowledged, and how long to wait
+/// for them (`replicas == 0`: no wait).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteReplicas {
+    pub replicas: u32,
+    pub timeout: Duration,
+}
+
 /// Validated settings the library runs on.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -61,6 +69,8 @@ pub struct Settings {
     pub ratelimit_max_ttl_s: u64,
     pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
+    /// `GATEWAY_WRITE_REPLICAS` and its timeout (docs/operations.md "Durable writes").
+    pub write_replicas: WriteReplicas,
     /// Serving threads of the binary (`GATEWAY_WORKERS`; see `workers.rs`).
     pub workers: usize,
     pub uv_retention_days: u32,

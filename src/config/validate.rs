@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::{Config, GlobalLimit, JwtKey, JwtSettings, LimitMode, OnOff, Settings, StoreChoice};
+use super::{
+    Config, GlobalLimit, JwtKey, JwtSettings, LimitMode, OnOff, Settings, StoreChoice,
+    WriteReplicas,
+};
 
 impl Config {
     /// Checks the parsed configuration and turns it into [`Settings`].
@@ -69,10 +72,21 @@ impl Config {
             ("GATEWAY_MAX_ITEM_BYTES", self.max_item_bytes as u64),
             ("GATEWAY_RATELIMIT_MAX_TTL_S", self.ratelimit_max_ttl_s),
             ("GATEWAY_QUEUE_MAX_JOBS", self.queue_max_jobs),
+            (
+                "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS",
+                self.write_replicas_timeout_ms,
+            ),
         ] {
             if value == 0 {
                 return Err(format!("{name}=0: must be at least 1"));
             }
+        }
+        if self.write_replicas > 0 && store == StoreChoice::Memory {
+            return Err(format!(
+                "GATEWAY_WRITE_REPLICAS={}: the embedded backend has no replicas; set REDIS_URL \
+                 or leave it at 0",
+                self.write_replicas
+            ));
         }
         if self.checkin_retention_days == 0 || self.checkin_retention_days > 3660 {
             return Err(format!(
@@ -121,6 +135,10 @@ impl Config {
             },
             tls: self.tls()?,
             redis_pool_size: self.redis_pool_size,
+            write_replicas: WriteReplicas {
+                replicas: self.write_replicas,
+                timeout: Duration::from_millis(self.write_replicas_timeout_ms),
+            },
             workers: match self.workers {
                 Some(0) => return Err("GATEWAY_WORKERS=0: must be at least 1".to_owned()),
                 Some(n) => n,

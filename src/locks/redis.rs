@@ -187,9 +187,9 @@ impl LockStore for RedisStore {
         owner: &Name,
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
-        let reply: Vec<Value> = self
+        let (reply, written): (Vec<Value>, _) = self
             .pool
-            .script(
+            .script_written(
                 &ACQUIRE,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
@@ -205,11 +205,15 @@ impl LockStore for RedisStore {
                 retry_after_ms: pttl.max(1) as u64,
             });
         }
-        Ok(Attempt::Acquired(Lock {
+        let lock = Lock {
             owner: owner.clone(),
             token: number(reply.get(1))?,
             expires_at_ms: number(reply.get(2))?,
-        }))
+        };
+        // A fencing token handed out must never be handed out again after a failover
+        // (docs/operations.md "Durable writes").
+        written.replicated().await?;
+        Ok(Attempt::Acquired(lock))
     }
 
     async fn lock_renew(
@@ -219,9 +223,9 @@ impl LockStore for RedisStore {
         token: u64,
         ttl_ms: u64,
     ) -> Result<Option<Lock>, StoreError> {
-        let reply: Vec<Value> = self
+        let (reply, written): (Vec<Value>, _) = self
             .pool
-            .script(
+            .script_written(
                 &RENEW,
                 vec![self.keys.lock(name), self.keys.lock_fence(name)],
                 vec![
@@ -235,11 +239,13 @@ impl LockStore for RedisStore {
         if number::<u8>(reply.first())? == 0 {
             return Ok(None);
         }
-        Ok(Some(Lock {
+        let lock = Lock {
             owner: owner.clone(),
             token,
             expires_at_ms: number(reply.get(1))?,
-        }))
+        };
+        written.replicated().await?;
+        Ok(Some(lock))
     }
 
     async fn lock_release(

@@ -92,9 +92,9 @@ impl QueueStore for RedisStore {
             Due::In(ms) => (ms.to_string(), String::new()),
             Due::At(at) => (String::new(), at.to_string()),
         };
-        let reply: Vec<Value> = self
+        let (reply, written): (Vec<Value>, _) = self
             .pool
-            .script(
+            .script_written(
                 &ENQUEUE,
                 keys,
                 vec![
@@ -138,6 +138,13 @@ impl QueueStore for RedisStore {
                 .and_then(|ms| u64::try_from(ms).ok())
                 .ok_or_else(|| bad("enqueue", &reply))?;
             self.bells().created(queue.as_str(), due_in);
+        }
+        // A job accepted (now, before, or by the request replayed) is acknowledged once its
+        // replicas hold it (docs/operations.md "Durable writes").
+        if let Once::Now(Enqueued::Created { .. } | Enqueued::Existing { .. })
+        | Once::Replayed(Enqueued::Created { .. } | Enqueued::Existing { .. }) = once
+        {
+            written.replicated().await?;
         }
         Ok(once)
     }
@@ -190,16 +197,20 @@ impl QueueStore for RedisStore {
     }
 
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
-        let reply: String = self
+        let (reply, written): (String, _) = self
             .pool
-            .script(
+            .script_written(
                 &ACK,
                 self.keys.queue(queue).to_vec(),
                 vec![id.to_string(), receipt.to_owned(), IDLE_MS.to_string()],
             )
             .await?;
         match reply.as_str() {
-            "ok" => Ok(Acked::Done),
+            "ok" => {
+                // An ack lost in a failover would run the job again.
+                written.replicated().await?;
+                Ok(Acked::Done)
+            }
             "expired" => Ok(Acked::Expired),
             "unknown" => Ok(Acked::Unknown),
             _ => Err(bad("ack", &reply)),

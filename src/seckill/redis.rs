@@ -125,12 +125,19 @@ impl SeckillStore for RedisStore {
         ];
         let mut args = vec![quantity.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self.pool.script(&RESTOCK, keys, args).await?;
-        match tag(&reply).as_str() {
-            "key_reused" => Ok(Once::KeyReused),
-            "replay" => restocked(&reply[1..]).map(Once::Replayed),
-            _ => restocked(&reply).map(Once::Now),
+        let (reply, written): (Vec<Value>, _) =
+            self.pool.script_written(&RESTOCK, keys, args).await?;
+        let once = match tag(&reply).as_str() {
+            "key_reused" => Once::KeyReused,
+            "replay" => Once::Replayed(restocked(&reply[1..])?),
+            _ => Once::Now(restocked(&reply)?),
+        };
+        // A restock done, now or by the request replayed, is acknowledged once its replicas
+        // hold it (docs/operations.md "Durable writes").
+        if let Once::Now(Restock::Done(_)) | Once::Replayed(Restock::Done(_)) = once {
+            written.replicated().await?;
         }
+        Ok(once)
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
@@ -159,22 +166,28 @@ impl SeckillStore for RedisStore {
         );
         let mut args = vec![user.to_string(), voucher.to_string(), cap.to_string()];
         args.extend(Idempotency::script_args(idem));
-        let reply: Vec<Value> = self.pool.script(&BUY, keys, args).await?;
-        match tag(&reply).as_str() {
-            "key_reused" => Ok(Bought::KeyReused),
-            "replay" => Ok(Bought::Replayed(purchase(
+        let (reply, written): (Vec<Value>, _) = self.pool.script_written(&BUY, keys, args).await?;
+        let bought = match tag(&reply).as_str() {
+            "key_reused" => Bought::KeyReused,
+            "replay" => Bought::Replayed(purchase(
                 user,
                 &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
                 &reply.get(2).and_then(Value::as_string).unwrap_or_default(),
                 &reply,
-            )?)),
-            tag => Ok(Bought::Now(purchase(
+            )?),
+            tag => Bought::Now(purchase(
                 user,
                 tag,
                 &reply.get(1).and_then(Value::as_string).unwrap_or_default(),
                 &reply,
-            )?)),
+            )?),
+        };
+        // An order, new or replayed, is acknowledged once its replicas hold it
+        // (docs/operations.md "Durable writes"); a refusal created nothing to lose.
+        if let Once::Now(Ok(_)) | Once::Replayed(Ok(_)) = bought {
+            written.replicated().await?;
         }
+        Ok(bought)
     }
 
     async fn seckill_orders(

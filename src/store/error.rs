@@ -14,6 +14,10 @@ pub enum StoreError {
     /// The store did not answer within the configured timeout.
     #[error("store timed out")]
     Timeout,
+    /// A lasting write was made, but the replicas `GATEWAY_WRITE_REPLICAS` asks for did not
+    /// confirm they hold it in time: it may or may not survive a failover.
+    #[error("the write's replicas did not confirm it in time")]
+    Unreplicated,
     /// The store answered something the gateway did not expect: a bug.
     #[error("store error: {0}")]
     Internal(String),
@@ -74,6 +78,7 @@ impl StoreError {
             Self::Unavailable(_) => "unavailable",
             Self::Unreachable(why) => why.reason(),
             Self::Timeout => "timeout",
+            Self::Unreplicated => "unreplicated",
             Self::Internal(_) => "internal",
         }
     }

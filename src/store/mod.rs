@@ -33,6 +33,35 @@ pub struct ReadyInfo {
     pub redis_version: Option<String>,
     /// Cluster masters that do not serve now (the others still do).
     pub degraded: Vec<DownNode>,
+    /// Redis only: `GATEWAY_WRITE_REPLICAS` and each master's replicas.
+    pub write_replicas: Option<WriteReplicasInfo>,
+}
+
+/// `GATEWAY_WRITE_REPLICAS` as `/readyz` shows it: the setting and each master's replicas
+/// (docs/operations.md "Durable writes").
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct WriteReplicasInfo {
+    /// Replicas that must hold a lasting write before it is acknowledged (0: none).
+    pub required: u32,
+    /// How long a write waits for them, in milliseconds.
+    pub timeout_ms: u64,
+    /// Each master, with the replicas that are online and acknowledged it within the last 2 s
+    /// (asked only when `required` is above 0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub masters: Vec<MasterReplicas>,
+    /// A master has fewer replicas than `required` (or did not say): lasting writes to its
+    /// slots answer 503 until it has them again.
+    pub degraded: bool,
+}
+
+/// One master and its replicas.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct MasterReplicas {
+    /// `host:port`.
+    pub node: String,
+    /// Online replicas acknowledging it; absent when the master did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
 }
 
 /// A Cluster master that does not serve: its `host:port` and the slot ranges it owns

@@ -88,6 +88,7 @@ impl MemoryStore {
             backend: "memory",
             redis_version: None,
             degraded: Vec::new(),
+            write_replicas: None,
         })
     }
 }

@@ -28,8 +28,9 @@ use fred::prelude::*;
 use super::error::{StoreError, Unreachable};
 use super::keys::Keys;
 use super::slots::{Kept, Slot, Slots};
-use super::ReadyInfo;
-use crate::config::Settings;
+use super::{MasterReplicas, ReadyInfo, WriteReplicasInfo};
+use crate::config::{Settings, WriteReplicas};
+use route::replicas::{Durability, Replicas};
 
 /// Cheap-clone handle to the Redis clients.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ struct Inner {
     slots: Slots,
     /// What a subscriber connects with, and how long it waits for Redis.
     subscriber: (Config, Duration),
+    /// `GATEWAY_WRITE_REPLICAS` and its timeout.
+    write_replicas: WriteReplicas,
 }
 
 impl RedisStore {
@@ -85,11 +88,16 @@ impl RedisStore {
             b
         };
         let wait = timeout.max(Duration::from_secs(2));
+        let durability = (settings.write_replicas.replicas > 0).then(|| Durability {
+            setting: settings.write_replicas,
+            prefix: settings.key_prefix.as_str().into(),
+            store_timeout: timeout,
+        });
         let pool = if cluster {
             // One client per master, routed by the gateway's own slot table: fred's clustered
             // client stalls every command while any one node is unreachable (issue 21).
             let make: route::MakeClient = Arc::new(move |config: Config| builder(config).build());
-            let c = route::Route::cluster(config, make, timeout);
+            let c = route::Route::cluster(config, make, timeout, durability);
             if c.start(wait).await {
                 tracing::info!(cluster, "connected to Redis");
             } else {
@@ -97,6 +105,12 @@ impl RedisStore {
             }
             route::Route::Cluster(c)
         } else {
+            let addr = config
+                .server
+                .hosts()
+                .first()
+                .map(|s| format!("{}:{}", s.host, s.port))
+                .unwrap_or_default();
             let make: route::MakePool =
                 Arc::new(move |size: usize| builder(config.clone()).build_pool(size));
             let pool = make(settings.redis_pool_size)
@@ -112,7 +126,19 @@ impl RedisStore {
                 }
                 Some(e) => warn_unreachable(&e),
             }
-            route::Route::single(pool, make, failures)
+            // A connection of its own for the waits: `WAIT` blocks the connection it is sent
+            // on (`route/replicas.rs`).
+            let replicas = match durability {
+                Some(d) => Some(
+                    Replicas::new(|| make(1).map(|pool| pool.next().clone()), d)
+                        .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?,
+                ),
+                None => None,
+            };
+            if let Some(r) = &replicas {
+                r.connected(wait).await;
+            }
+            route::Route::single(pool, make, failures, addr, replicas)
         };
         let store = Self {
             pool,
@@ -121,8 +147,10 @@ impl RedisStore {
             inner: Arc::new(Inner {
                 slots: Slots::default(),
                 subscriber: (subscriber_config, timeout.max(Duration::from_secs(2))),
+                write_replicas: settings.write_replicas,
             }),
         };
+        store.warn_few_replicas().await;
         Ok(store)
     }
 
@@ -184,7 +212,58 @@ impl RedisStore {
             backend: self.backend(),
             redis_version,
             degraded: self.degraded(),
+            write_replicas: Some(self.write_replicas().await),
         })
+    }
+
+    /// `GATEWAY_WRITE_REPLICAS` and, when above 0, each master's replicas, asked now (at 0 the
+    /// probe stays the one `INFO` it was).
+    async fn write_replicas(&self) -> WriteReplicasInfo {
+        let WriteReplicas { replicas, timeout } = self.inner.write_replicas;
+        let masters: Vec<MasterReplicas> = if replicas == 0 {
+            Vec::new()
+        } else {
+            self.pool
+                .replication()
+                .await
+                .into_iter()
+                .map(|(node, replicas)| MasterReplicas { node, replicas })
+                .collect()
+        };
+        WriteReplicasInfo {
+            required: replicas,
+            timeout_ms: timeout.as_millis() as u64,
+            degraded: replicas > 0
+                && masters
+                    .iter()
+                    .any(|m| m.replicas.is_none_or(|n| n < replicas)),
+            masters,
+        }
+    }
+
+    /// The start-up warning of a `GATEWAY_WRITE_REPLICAS` some master cannot meet now: every
+    /// lasting write to its slots would answer 503.
+    async fn warn_few_replicas(&self) {
+        let required = self.inner.write_replicas.replicas;
+        if required == 0 {
+            return;
+        }
+        for (node, replicas) in self.pool.replication().await {
+            match replicas {
+                Some(n) if n >= required => {}
+                Some(n) => tracing::warn!(
+                    node,
+                    replicas = n,
+                    "GATEWAY_WRITE_REPLICAS={required} but this master has {n} replicas \
+                     acknowledging it: its lasting writes answer 503 until it has {required}"
+                ),
+                None => tracing::warn!(
+                    node,
+                    "GATEWAY_WRITE_REPLICAS={required}: could not ask this master for its \
+                     replicas; writes answer 503 while it has fewer"
+                ),
+            }
+        }
     }
 
     /// Cluster masters that do not serve now, as this client sees the topology.
@@ -296,7 +375,9 @@ pub(crate) fn map_err(e: Error) -> StoreError {
     let mapped = classify(&e);
     let kind = match mapped {
         StoreError::Timeout => "timeout",
-        StoreError::Unavailable(_) | StoreError::Unreachable(_) => "unavailable",
+        StoreError::Unavailable(_) | StoreError::Unreachable(_) | StoreError::Unreplicated => {
+            "unavailable"
+        }
         StoreError::Internal(_) => "internal",
     };
     metrics::counter!("gateway_store_errors_total", "kind" => kind).increment(1);

@@ -11,6 +11,7 @@ use fred::prelude::*;
 use fred::types::config::Server;
 use fred::types::{ClusterHash, CustomCommand};
 
+use super::replicas::{Durability, Replicas};
 use super::MakeClient;
 
 /// Timeouts in a row after which a node counts as hung (down).
@@ -27,6 +28,8 @@ pub(crate) struct Cluster {
     base: Config,
     make: MakeClient,
     timeout: Duration,
+    /// `GATEWAY_WRITE_REPLICAS` > 0: every master gets a wait connection.
+    durability: Option<Durability>,
     seeds: Vec<Server>,
     topo: RwLock<Topo>,
     refreshing: AtomicBool,
@@ -45,6 +48,8 @@ struct Topo {
 pub(crate) struct Node {
     addr: String,
     pub(super) client: Client,
+    /// This node's wait connection (`GATEWAY_WRITE_REPLICAS` > 0 only).
+    pub(super) replicas: Option<Arc<Replicas>>,
     timeouts: AtomicU32,
     hung: AtomicBool,
     probing: AtomicBool,
@@ -80,12 +85,18 @@ fn gauge(addr: &str, up: bool) {
 }
 
 impl Cluster {
-    pub(super) fn new(base: Config, make: MakeClient, timeout: Duration) -> Arc<Self> {
+    pub(super) fn new(
+        base: Config,
+        make: MakeClient,
+        timeout: Duration,
+        durability: Option<Durability>,
+    ) -> Arc<Self> {
         let seeds = base.server.hosts();
         Arc::new(Cluster {
             base,
             make,
             timeout,
+            durability,
             seeds,
             topo: RwLock::new(Topo {
                 slots: vec![NO_OWNER; 16384],
@@ -120,6 +131,32 @@ impl Cluster {
         }
         self.refresh();
         Err(last)
+    }
+
+    /// Each master serving slots and the replicas acknowledging it (`None`: its `INFO` failed).
+    pub(super) async fn replication(self: &Arc<Self>) -> Vec<(String, Option<u32>)> {
+        let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
+        let asked = owners.iter().map(|node| async move {
+            let info = if node.usable() {
+                let info = node
+                    .client
+                    .info::<String>(Some(fred::types::InfoKind::Replication));
+                match tokio::time::timeout(super::replicas::INFO_WAIT, info).await {
+                    Ok(info) => {
+                        self.observe(node, &info);
+                        info.ok()
+                    }
+                    Err(_) => None,
+                }
+            } else {
+                None
+            };
+            (
+                node.addr.clone(),
+                info.as_deref().map(super::replicas::acking_replicas),
+            )
+        });
+        futures::future::join_all(asked).await
     }
 
     /// The masters that do not serve now, with their slot ranges.
@@ -160,6 +197,10 @@ impl Cluster {
     fn new_node(&self, host: &str, port: u16) -> Result<Arc<Node>, Error> {
         let mut config = self.base.clone();
         config.server = ServerConfig::new_centralized(host, port);
+        let replicas = match &self.durability {
+            Some(d) => Some(Replicas::new(|| (self.make)(config.clone()), d.clone())?),
+            None => None,
+        };
         let client = (self.make)(config)?;
         client.connect();
         let addr = format!("{host}:{port}");
@@ -167,6 +208,7 @@ impl Cluster {
         Ok(Arc::new(Node {
             addr,
             client,
+            replicas,
             timeouts: AtomicU32::new(0),
             hung: AtomicBool::new(false),
             probing: AtomicBool::new(false),
@@ -190,9 +232,13 @@ impl Cluster {
                 // counts as down).
                 let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
                 let left = deadline.saturating_duration_since(Instant::now());
+                let left = left.max(Duration::from_millis(500));
                 let all =
                     futures::future::join_all(owners.iter().map(|n| n.client.wait_for_connect()));
-                let _ = tokio::time::timeout(left.max(Duration::from_millis(500)), all).await;
+                let _ = tokio::time::timeout(left, all).await;
+                // Their wait connections too (`GATEWAY_WRITE_REPLICAS`).
+                let waits = owners.iter().filter_map(|n| n.replicas.as_ref());
+                futures::future::join_all(waits.map(|r| r.connected(left))).await;
                 for n in &owners {
                     gauge(&n.addr, n.usable());
                 }

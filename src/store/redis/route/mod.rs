@@ -22,6 +22,7 @@
 //! [`cluster`]: the nodes, their health and the slot table.
 
 mod cluster;
+pub(crate) mod replicas;
 mod single;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
 use crate::store::error::StoreError;
 
 use cluster::{Cluster, Node};
+use replicas::{Durability, Replicas};
 pub(super) use single::Failures;
 use single::Single;
 
@@ -60,12 +62,27 @@ impl std::fmt::Debug for Route {
 }
 
 impl Route {
-    pub(super) fn single(shared: Pool, make: MakePool, failures: Failures) -> Self {
-        Route::Single(Arc::new(Single::new(shared, make, failures)))
+    /// `addr` names the server (`host:port`); `replicas` is its wait connection when
+    /// `GATEWAY_WRITE_REPLICAS` > 0.
+    pub(super) fn single(
+        shared: Pool,
+        make: MakePool,
+        failures: Failures,
+        addr: String,
+        replicas: Option<Arc<Replicas>>,
+    ) -> Self {
+        Route::Single(Arc::new(Single::new(
+            shared, make, failures, addr, replicas,
+        )))
     }
 
-    pub(super) fn cluster(base: Config, make: MakeClient, timeout: Duration) -> Arc<Cluster> {
-        Cluster::new(base, make, timeout)
+    pub(super) fn cluster(
+        base: Config,
+        make: MakeClient,
+        timeout: Duration,
+        durability: Option<Durability>,
+    ) -> Arc<Cluster> {
+        Cluster::new(base, make, timeout, durability)
     }
 
     /// The client for a command whose first key is `key` (`None`: any serving node).
@@ -99,14 +116,43 @@ impl Route {
         V: TryInto<MultipleValues> + Send,
         V::Error: Into<Error> + Send,
     {
+        self.script_written(script, keys, args)
+            .await
+            .map(|(reply, _)| reply)
+    }
+
+    /// [`Route::script`] for a write that may create a lasting record: also the [`Written`]
+    /// that waits for the replicas of the master that ran it, should the reply say it is one.
+    pub(crate) async fn script_written<R, K, V>(
+        &self,
+        script: &Script,
+        keys: K,
+        args: V,
+    ) -> Result<(R, Written), StoreError>
+    where
+        R: FromValue,
+        K: Into<MultipleKeys> + Send,
+        V: TryInto<MultipleValues> + Send,
+        V::Error: Into<Error> + Send,
+    {
         // Unwrapped rather than cloned to read the first key: cloning copied every key.
         let keys = keys.into().inner();
-        let (client, node) = self
-            .pick(keys.first().map(|k| k.as_bytes()))
-            .map_err(super::map_err)?;
+        let first = keys.first().map(|k| k.as_bytes());
+        let (client, node) = self.pick(first).map_err(super::map_err)?;
+        // The master picked for the write, not the one serving the slot after it: should it
+        // fail over in between, the wait must not be asked of a replica promoted without it.
+        let replicas = match (self, &node) {
+            (Route::Single(single), _) => single.replicas.clone(),
+            (Route::Cluster(_), Some(node)) => node.replicas.clone(),
+            (Route::Cluster(_), None) => None,
+        };
+        let written = Written(replicas.map(|r| {
+            let key = first.map(String::from_utf8_lossy).unwrap_or_default();
+            (r, key.into_owned())
+        }));
         let result = script.evalsha_with_reload(&client, keys, args).await;
         self.observe(node, &result);
-        result.map_err(super::map_err)
+        result.map(|reply| (reply, written)).map_err(super::map_err)
     }
 
     /// MGET of keys sharing one slot.
@@ -156,6 +202,30 @@ impl Route {
         }
     }
 
+    /// Each master (`host:port`) and the replicas acknowledging it, from `INFO replication`
+    /// (`None`: it did not answer).
+    pub(crate) async fn replication(&self) -> Vec<(String, Option<u32>)> {
+        match self {
+            Route::Single(single) => {
+                let info = match self.pick(None) {
+                    Ok((client, _)) => {
+                        let info = client.info::<String>(Some(fred::types::InfoKind::Replication));
+                        tokio::time::timeout(replicas::INFO_WAIT, info)
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                    }
+                    Err(_) => None,
+                };
+                vec![(
+                    single.addr.clone(),
+                    info.as_deref().map(replicas::acking_replicas),
+                )]
+            }
+            Route::Cluster(c) => c.replication().await,
+        }
+    }
+
     /// Cluster only: the masters that do not serve now, with their slot ranges.
     pub(crate) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
         match self {
@@ -169,5 +239,21 @@ impl Route {
         self.pick(Some(key.as_bytes()))
             .map(|(client, _)| client)
             .map_err(super::map_err)
+    }
+}
+
+/// Where a write ran, to wait for that master's replicas (`GATEWAY_WRITE_REPLICAS`; nothing
+/// to wait for when it is 0).
+#[must_use = "a lasting write is acknowledged only once its replicas hold it"]
+pub(crate) struct Written(Option<(Arc<Replicas>, String)>);
+
+impl Written {
+    /// Returns once the configured replicas hold the write (and every earlier one of its
+    /// master); [`StoreError::Unreplicated`] when they do not confirm in time.
+    pub(crate) async fn replicated(self) -> Result<(), StoreError> {
+        match self.0 {
+            None => Ok(()),
+            Some((replicas, key)) => replicas.confirm(&key).await,
+        }
     }
 }

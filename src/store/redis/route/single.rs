@@ -4,11 +4,12 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fred::prelude::*;
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
+use super::replicas::Replicas;
 use super::MakePool;
 
 /// A standalone server: the pool made at start-up, and the pools worker threads attached
@@ -19,6 +20,10 @@ pub(crate) struct Single {
     make: MakePool,
     id: u64,
     failures: Failures,
+    /// `host:port`, as `/readyz` names the master.
+    pub(super) addr: String,
+    /// The wait connection (`GATEWAY_WRITE_REPLICAS` > 0 only).
+    pub(super) replicas: Option<Arc<Replicas>>,
 }
 
 thread_local! {
@@ -28,13 +33,21 @@ thread_local! {
 
 impl Single {
     /// `failures` listens to `shared`.
-    pub(super) fn new(shared: Pool, make: MakePool, failures: Failures) -> Self {
+    pub(super) fn new(
+        shared: Pool,
+        make: MakePool,
+        failures: Failures,
+        addr: String,
+        replicas: Option<Arc<Replicas>>,
+    ) -> Self {
         static IDS: AtomicU64 = AtomicU64::new(0);
         Single {
             failures,
             shared,
             make,
             id: IDS.fetch_add(1, Ordering::Relaxed),
+            addr,
+            replicas,
         }
     }
 

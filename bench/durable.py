@@ -1,0 +1,103 @@
+"""What `GATEWAY_WRITE_REPLICAS=1` costs (issue 41, docs/operations.md "Durable writes"), in the
+same run on the same private Redis, given one replica for this part only (so the main table
+is measured without replication, as before):
+
+- purchase (201) and enqueue, which wait for the replica, through a gateway with N=0 and one
+  with N=1, alternating, `runs` times each; the figures are medians;
+- the sold-out purchase (409), which does not wait, through both: requests sharing the
+  pipelined connections with the waits must not pay for them;
+- the `WAIT` calls Redis had during the N=1 runs, per write: one wait covers a batch.
+"""
+
+import os
+import re
+import statistics
+
+import driver
+
+# id, label, wrk scenario (bench/wrk.lua), whether the answer waits for the replica.
+ROWS = [
+    dict(id="seckill", label="seckill purchase (201)", scenario="seckill", waits=True),
+    dict(id="enqueue", label="enqueue (201)", scenario="enqueue", waits=True),
+    dict(id="seckill_soldout", label="seckill purchase, sold out (409): no wait",
+         scenario="seckill_soldout", waits=False),
+]
+
+GOAL = 0.8  # issue 41: N=1 throughput at 50 connections, as a share of N=0's
+
+
+def waits(redis):
+    stats = redis.cli("INFO", "commandstats")
+    m = re.search(r"cmdstat_wait:calls=(\d+)", stats)
+    return int(m.group(1)) if m else 0
+
+
+def start(procs, logdir, rport, gateway, base_env):
+    """A replica of the private Redis, in sync, and a gateway with N=1; its port."""
+    redis = driver.Redis(rport)
+    redis.cli("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+    replica_port = driver.free_port()
+    procs.start("redis-replica", ["redis-server", "--port", str(replica_port), "--bind",
+                                  "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+                                  logdir, "--dbfilename", "replica.rdb",
+                                  "--replicaof", "127.0.0.1", str(rport)])
+    driver.wait_until(lambda: "state=online" in redis.cli("INFO", "replication"), 60,
+                      "the replica's sync")
+    port = driver.free_port()
+    driver.PIDS[port] = procs.start("gateway-durable", [gateway], env=dict(
+        base_env, GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
+        GATEWAY_WRITE_REPLICAS="1")).pid
+    driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,
+                      "gateway-durable (log: %s)" % procs.log_tail("gateway-durable"))
+    return port
+
+
+def measure(bench, redis, ports, args):
+    """For each row, N=0 and N=1 alternating: result dicts for `report`."""
+    out = []
+    for row in ROWS:
+        res = dict(row=row, n0=[], n1=[], wait_calls=0, writes=0)
+        for port in ports:
+            bench.wrk(port, row, args.connections, seconds=1)  # warm-up
+        for i in range(args.runs):
+            res["n0"].append(bench.wrk(ports[0], row, args.connections))
+            before = waits(redis)
+            g = bench.wrk(ports[1], row, args.connections)
+            res["wait_calls"] += waits(redis) - before
+            res["writes"] += g["requests"] - g["non2xx"] if row["waits"] else 0
+            res["n1"].append(g)
+            driver.log("durable %s: run %d/%d N=0 %.0f req/s, N=1 %.0f req/s" % (
+                row["id"], i + 1, args.runs, res["n0"][-1]["rps"], g["rps"]))
+        bad = sum(r["non2xx"] + r["socket_errors"] for r in res["n0"] + res["n1"])
+        if row["waits"] and bad:
+            bench.failures.append("durable %s: %d unexpected responses" % (row["id"], bad))
+        out.append(res)
+    return out
+
+
+def report(results, args):
+    """The report's section, as lines."""
+    lines = ["## Durable writes (`GATEWAY_WRITE_REPLICAS`)", "",
+             "The same Redis given one replica (`replicaof`, same machine) for these rows only; "
+             "two gateways on it, one with `GATEWAY_WRITE_REPLICAS=1` (N=1), one without "
+             "(N=0), alternating, %d connections, %d s per run, %d runs, medians. Goal (issue "
+             "41): N=1 at least %.1f× N=0's throughput for the writes that wait. WAITs per "
+             "write: Redis's `WAIT` calls during the N=1 runs ÷ the writes answered; one wait "
+             "covers every write answered before it." % (
+                 args.connections, args.duration, args.runs, GOAL), "",
+             "| row | N=0 req/s | N=1 req/s | N=1 ÷ N=0 | p99 N=0 / N=1 (ms) | p99 added | "
+             "WAITs per write |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for res in results:
+        n0 = statistics.median(r["rps"] for r in res["n0"])
+        n1 = statistics.median(r["rps"] for r in res["n1"])
+        p0 = statistics.median(r["p99"] for r in res["n0"])
+        p1 = statistics.median(r["p99"] for r in res["n1"])
+        ratio = n1 / n0 if n0 else 0
+        judged = res["row"]["waits"]
+        mark = (" ✓" if ratio >= GOAL else " ✗") if judged else ""
+        per = "%.3f" % (res["wait_calls"] / res["writes"]) if res["writes"] else "–"
+        lines.append("| %s | %.0f | %.0f | %.2f%s | %.2f / %.2f | %+.2f | %s |" % (
+            res["row"]["label"], n0, n1, ratio, mark, p0, p1, p1 - p0, per))
+    lines.append("")
+    return lines

@@ -1,0 +1,658 @@
+//! Issue 41, acknowledged means durable (`GATEWAY_WRITE_REPLICAS`, docs/operations.md
+//! "Durable writes"): with N=1 a purchase, a lock acquisition or an enqueue is answered with
+//! success only once a replica holds it, so a failover right after cannot lose it; with N=0
+//! the same failover loses acknowledged writes (the test shows it does, so it can fail).
+//!
+//! A real Cluster of 3 masters + 3 replicas per scenario: one master's replica is paused
+//! (`SIGSTOP`), 40 MB of writes fill the replication link (so the writes after them sit in the
+//! dead master's memory, not in a socket buffer the replica still reads), the master is killed,
+//! the replica resumed and promoted (`CLUSTER FAILOVER TAKEOVER`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::{Backend, FailoverCluster, Gateway, RedisProcess};
+use redis_gateway::config::{StoreChoice, WriteReplicas};
+use serde_json::{json, Value};
+
+/// Writes of each kind made while the replica is paused.
+const PAUSED: usize = 4;
+/// The replica wait of the N=1 gateway.
+const WAIT: Duration = Duration::from_millis(300);
+
+fn signal(sig: &str, pid: &str) {
+    assert!(std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+fn at(minutes: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::minutes(minutes)).to_rfc3339()
+}
+
+async fn gateway(url: String, replicas: u32) -> (Gateway, String) {
+    let mut s = common::settings(Backend::Memory);
+    s.store = StoreChoice::Redis(url);
+    s.write_replicas = WriteReplicas {
+        replicas,
+        timeout: WAIT,
+    };
+    let prefix = s.key_prefix.clone();
+    (Gateway::with_settings(s).await, prefix)
+}
+
+/// A plain client on one server (a Cluster node takes commands for its own slots).
+async fn direct(port: u16) -> fred::prelude::Client {
+    use fred::prelude::*;
+    let client =
+        Builder::from_config(Config::from_url(&format!("redis://127.0.0.1:{port}")).unwrap())
+            .build()
+            .unwrap();
+    client.init().await.unwrap();
+    client
+}
+
+/// `count` names `<stem><i>` whose hash tag (as the gateway spells it: `tag(name)`) is served by
+/// the master on `port`.
+fn names_on(
+    cluster: &FailoverCluster,
+    port: u16,
+    stem: &str,
+    count: usize,
+    tag: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let masters = cluster.masters();
+    let (_, ranges) = masters.iter().find(|(p, _)| *p == port).unwrap();
+    let mut out = Vec::new();
+    for i in 0.. {
+        let name = format!("{stem}{i}");
+        let slot = fred::util::redis_keyslot(tag(&name).as_bytes());
+        if ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)) {
+            out.push(name);
+            if out.len() == count {
+                return out;
+            }
+        }
+    }
+    unreachable!()
+}
+
+/// The replica of the master on `port`.
+fn replica_of(cluster: &FailoverCluster, port: u16) -> &RedisProcess {
+    cluster
+        .nodes
+        .iter()
+        .find(|n| {
+            n.cli(&["info", "replication"]).is_some_and(|i| {
+                i.contains("role:slave") && i.contains(&format!("master_port:{port}\r"))
+            })
+        })
+        .expect("the master has a replica")
+}
+
+/// One paused-write attempt: what it was, its idempotency key, status and latency.
+struct Attempt {
+    kind: &'static str,
+    name: String,
+    key: String,
+    status: u16,
+    latency: Duration,
+    body: Value,
+}
+
+async fn post(gw: &Gateway, path: &str, key: Option<&str>, body: &Value) -> (u16, Value, bool) {
+    let mut req = gw.client.post(gw.url(path)).json(body);
+    if let Some(key) = key {
+        req = req.header("idempotency-key", key);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let retry_after = r.headers().contains_key("retry-after");
+    (status, r.json().await.unwrap_or(Value::Null), retry_after)
+}
+
+fn purchase_body(user: usize) -> Value {
+    json!({"user_id": user})
+}
+fn lock_body() -> Value {
+    json!({"owner": "w1", "ttl_ms": 600_000})
+}
+fn job_body(id: &str) -> Value {
+    json!({"id": id, "payload": {"n": id}, "delay_ms": 3_600_000})
+}
+
+/// The scenario with `replicas` = N; returns nothing, asserting as it goes.
+async fn failover_after_paused_writes(replicas: u32) {
+    let mut cluster = FailoverCluster::start(1000, false);
+    let (gw, prefix) = gateway(cluster.url(), replicas).await;
+    let voucher = "dv";
+    let slot = fred::util::redis_keyslot(voucher.as_bytes());
+    let victim = cluster.owner(slot).unwrap();
+    // Without a clients file every caller shares one namespace: the name is the tag.
+    let scope = |n: &str| n.to_owned();
+    let locks = names_on(&cluster, victim, "lock", 2 + PAUSED, scope);
+    let queue = names_on(&cluster, victim, "q", 1, scope).remove(0);
+
+    let (status, body) = gw
+        .admin_put(
+            &format!("/v1/seckill/vouchers/{voucher}"),
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // Before: acknowledged while the replica is healthy.
+    let mut before_users = Vec::new();
+    let mut before_tokens = Vec::new();
+    let mut before_jobs = Vec::new();
+    for i in 0..3 {
+        let (s, b, _) = post(
+            &gw,
+            &format!("/v1/seckill/vouchers/{voucher}/orders"),
+            Some(&format!("b{i}")),
+            &purchase_body(i + 1),
+        )
+        .await;
+        assert_eq!(s, 201, "{b}");
+        before_users.push(i + 1);
+        let id = format!("before{i}");
+        let (s, b, _) = post(
+            &gw,
+            &format!("/v1/queues/{queue}/jobs"),
+            Some(&id),
+            &job_body(&id),
+        )
+        .await;
+        assert_eq!(s, 201, "{b}");
+        before_jobs.push(id);
+    }
+    for name in &locks[..2] {
+        let (s, b, _) = post(&gw, &format!("/v1/locks/{name}"), None, &lock_body()).await;
+        assert_eq!(s, 200, "{b}");
+        before_tokens.push(b["token"].as_u64().unwrap());
+    }
+    // The gateway spells the lock's key as assumed: the names are on the victim.
+    let direct_victim = direct(victim).await;
+    let exists: i64 = fred::prelude::KeysInterface::exists(
+        &direct_victim,
+        format!("{prefix}lk:{{{}}}", scope(&locks[0])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(exists, 1, "the lock's key is not on the victim");
+    let (_, ready) = gw.get("/readyz").await;
+    let wr = &ready["write_replicas"];
+    assert_eq!(wr["required"], replicas, "{ready}");
+    let masters = if replicas > 0 { Some(3) } else { None };
+    assert_eq!(wr["masters"].as_array().map(Vec::len), masters, "{ready}");
+
+    // Pause the replica and fill the link.
+    let replica = replica_of(&cluster, victim);
+    let (replica_port, replica_pid) = (replica.port, replica.pid());
+    signal("-STOP", &replica_pid);
+    let filler = "x".repeat(1 << 20);
+    for i in 0..40 {
+        let () = fred::prelude::KeysInterface::set(
+            &direct_victim,
+            format!("fill:{{{voucher}}}:{i}"),
+            filler.as_str(),
+            None,
+            None,
+            false,
+        )
+        .await
+        .unwrap();
+    }
+
+    // Writes while it is paused.
+    let mut attempts = Vec::new();
+    for i in 0..PAUSED {
+        let user = 100 + i;
+        let key = format!("p{i}");
+        let started = Instant::now();
+        let (status, body, retry_after) = post(
+            &gw,
+            &format!("/v1/seckill/vouchers/{voucher}/orders"),
+            Some(&key),
+            &purchase_body(user),
+        )
+        .await;
+        attempts.push(Attempt {
+            kind: "purchase",
+            name: user.to_string(),
+            key,
+            status,
+            latency: started.elapsed(),
+            body,
+        });
+        if status == 503 {
+            assert!(retry_after, "a 503 without Retry-After");
+        }
+        let name = locks[2 + i].clone();
+        let started = Instant::now();
+        let (status, body, _) = post(&gw, &format!("/v1/locks/{name}"), None, &lock_body()).await;
+        attempts.push(Attempt {
+            kind: "lock",
+            name,
+            key: String::new(),
+            status,
+            latency: started.elapsed(),
+            body,
+        });
+        let id = format!("paused{i}");
+        let started = Instant::now();
+        let (status, body, _) = post(
+            &gw,
+            &format!("/v1/queues/{queue}/jobs"),
+            Some(&id),
+            &job_body(&id),
+        )
+        .await;
+        attempts.push(Attempt {
+            kind: "enqueue",
+            name: id.clone(),
+            key: id,
+            status,
+            latency: started.elapsed(),
+            body,
+        });
+    }
+    for a in &attempts {
+        if replicas > 0 {
+            assert_eq!(
+                a.status, 503,
+                "{} {} answered while its replica is paused: {}",
+                a.kind, a.name, a.body
+            );
+            assert_eq!(a.body["code"], "backend_unavailable");
+            assert!(
+                a.latency < WAIT + Duration::from_millis(900),
+                "{} took {:?}",
+                a.kind,
+                a.latency
+            );
+            assert!(
+                a.latency >= WAIT,
+                "{} answered before the wait timed out: {:?}",
+                a.kind,
+                a.latency
+            );
+        } else {
+            assert!(
+                matches!(a.status, 200 | 201),
+                "{} {}: {} {}",
+                a.kind,
+                a.name,
+                a.status,
+                a.body
+            );
+        }
+    }
+    if replicas > 0 {
+        // Operators see it: the master's replica stops acknowledging, /readyz says degraded.
+        let deadline = Instant::now() + Duration::from_secs(8);
+        loop {
+            let (_, ready) = gw.get("/readyz").await;
+            if ready["write_replicas"]["degraded"] == true {
+                let victim_entry = ready["write_replicas"]["masters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["node"] == format!("127.0.0.1:{victim}"))
+                    .cloned()
+                    .unwrap();
+                assert_eq!(victim_entry["replicas"], 0, "{ready}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/readyz never said degraded: {ready}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let metrics = gw.text("/metrics").await;
+        assert!(
+            metrics.contains("gateway_replica_waits_total{outcome=\"timed_out\"}"),
+            "no timed-out wait counted"
+        );
+    }
+
+    // Kill the master, resume and promote its replica.
+    let victim_pid = cluster.node(victim).pid();
+    signal("-9", &victim_pid);
+    signal("-CONT", &replica_pid);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let promoted = cluster.node(replica_port);
+        let _ = promoted.cli_timed(&["cluster", "failover", "takeover"]);
+        if promoted
+            .cli_timed(&["info", "replication"])
+            .is_some_and(|i| i.contains("role:master"))
+            && cluster.owner(slot) == Some(replica_port)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica was not promoted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Back to N healthy replicas: the dead master comes back as the new master's replica.
+    if replicas > 0 {
+        let node = cluster.nodes.iter_mut().find(|n| n.port == victim).unwrap();
+        node.restart();
+        let promoted = cluster.node(replica_port);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !promoted
+            .cli_timed(&["info", "replication"])
+            .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the old master did not rejoin as a replica"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // The gateway finds the new owner.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let voucher_now = loop {
+        let (status, v) = gw.get(&format!("/v1/seckill/vouchers/{voucher}")).await;
+        if status == 200 {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the voucher's slots never served again: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    // Every write acknowledged before is there.
+    let buyers = |orders: &Value| -> BTreeSet<u64> {
+        orders["orders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["user_id"].as_u64().unwrap())
+            .collect()
+    };
+    let (_, orders) = gw
+        .get(&format!("/v1/seckill/vouchers/{voucher}/orders?limit=1000"))
+        .await;
+    let have = buyers(&orders);
+    for u in &before_users {
+        assert!(
+            have.contains(&(*u as u64)),
+            "order of user {u}, acknowledged before, is gone"
+        );
+    }
+    for name in &locks[..2] {
+        let (_, lock) = gw.get(&format!("/v1/locks/{name}")).await;
+        assert_eq!(
+            lock["held"], true,
+            "lock {name}, acquired before, is gone: {lock}"
+        );
+    }
+    let (_, stats) = gw.get(&format!("/v1/queues/{queue}")).await;
+    let jobs = stats["delayed"].as_u64().unwrap();
+
+    let paused_orders = attempts
+        .iter()
+        .filter(|a| a.kind == "purchase" && have.contains(&a.name.parse::<u64>().unwrap()))
+        .count();
+    let mut paused_locks = 0;
+    for a in attempts.iter().filter(|a| a.kind == "lock") {
+        let (_, lock) = gw.get(&format!("/v1/locks/{}", a.name)).await;
+        paused_locks += usize::from(lock["held"] == true);
+    }
+    let paused_jobs = jobs as usize - before_jobs.len();
+    if replicas == 0 {
+        // The loss the setting prevents: writes answered with success, gone.
+        assert_eq!(
+            (paused_orders, paused_locks, paused_jobs),
+            (0, 0, 0),
+            "acknowledged writes survived a failover with a paused replica: the scenario \
+             proves nothing (voucher: {voucher_now})"
+        );
+        return;
+    }
+
+    // Retrying each 503 with its key leaves exactly one effect each.
+    for a in &attempts {
+        let (path, key, body) = match a.kind {
+            "purchase" => (
+                format!("/v1/seckill/vouchers/{voucher}/orders"),
+                Some(a.key.as_str()),
+                purchase_body(a.name.parse().unwrap()),
+            ),
+            "lock" => (format!("/v1/locks/{}", a.name), None, lock_body()),
+            _ => (
+                format!("/v1/queues/{queue}/jobs"),
+                Some(a.key.as_str()),
+                job_body(&a.key),
+            ),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, body, _) = post(&gw, &path, key, &body).await;
+            if matches!(status, 200 | 201) {
+                if a.kind == "lock" {
+                    let token = body["token"].as_u64().unwrap();
+                    assert!(
+                        before_tokens.iter().all(|t| *t < token),
+                        "a fencing token went back: {token} after {before_tokens:?}"
+                    );
+                }
+                break;
+            }
+            assert_eq!(status, 503, "{} retry: {body}", a.kind);
+            assert!(
+                Instant::now() < deadline,
+                "{} retry never succeeded: {body}",
+                a.kind
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let (_, orders) = gw
+        .get(&format!("/v1/seckill/vouchers/{voucher}/orders?limit=1000"))
+        .await;
+    let list = orders["orders"].as_array().unwrap();
+    assert_eq!(list.len(), before_users.len() + PAUSED, "{orders}");
+    assert_eq!(
+        buyers(&orders).len(),
+        list.len(),
+        "a user bought twice: {orders}"
+    );
+    let (_, stats) = gw.get(&format!("/v1/queues/{queue}")).await;
+    assert_eq!(stats["delayed"], before_jobs.len() + PAUSED, "{stats}");
+    for a in attempts.iter().filter(|a| a.kind == "lock") {
+        let (_, lock) = gw.get(&format!("/v1/locks/{}", a.name)).await;
+        assert_eq!(lock["held"], true, "{lock}");
+    }
+}
+
+/// A standalone master with one replica of its own (`replicaof`), in sync.
+fn master_with_replica() -> (RedisProcess, RedisProcess) {
+    let master = RedisProcess::start(&["--repl-diskless-sync-delay", "0"], false);
+    let replica = RedisProcess::start(
+        &["--replicaof", "127.0.0.1", &master.port.to_string()],
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !master
+        .cli(&["info", "replication"])
+        .is_some_and(|i| i.contains("state=online"))
+    {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Online is not yet acknowledging: wait until a write on one connection is confirmed.
+    while !replicated(&master) {
+        assert!(
+            Instant::now() < deadline,
+            "the replica does not acknowledge"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (master, replica)
+}
+
+/// Whether a write and `WAIT 1` on one `redis-cli` connection see the replica confirm it.
+fn replicated(master: &RedisProcess) -> bool {
+    use std::io::Write;
+    let mut cli = std::process::Command::new("redis-cli")
+        .args(["-p", &master.port.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    cli.stdin
+        .take()
+        .unwrap()
+        .write_all(b"SET synced 1\nWAIT 1 200\n")
+        .unwrap();
+    let out = cli.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().nth(1) == Some("1")
+}
+
+/// The `WAIT` calls `redis` has had.
+fn waits(redis: &RedisProcess) -> u64 {
+    let stats = redis.cli(&["info", "commandstats"]).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// Batched: concurrent purchases of one voucher share waits (one covers every write answered
+/// before it), and each is acknowledged; `/readyz` names the standalone master's replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_share_their_waits() {
+    let (master, _replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    let (status, body) = gw
+        .admin_put(
+            "/v1/seckill/vouchers/hot",
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, ready) = gw.get("/readyz").await;
+    assert_eq!(
+        ready["write_replicas"],
+        json!({"required": 1, "timeout_ms": 300, "degraded": false,
+               "masters": [{"node": format!("127.0.0.1:{}", master.port), "replicas": 1}]}),
+        "{ready}"
+    );
+    const BUYERS: usize = 200;
+    let before = waits(&master);
+    let buys = (0..BUYERS).map(|u| {
+        let gw = &gw;
+        async move {
+            post(
+                gw,
+                "/v1/seckill/vouchers/hot/orders",
+                None,
+                &purchase_body(u + 1),
+            )
+            .await
+        }
+    });
+    for (status, body, _) in futures::future::join_all(buys).await {
+        assert_eq!(status, 201, "{body}");
+    }
+    let used = waits(&master) - before;
+    assert!(used >= 1, "no wait was made");
+    assert!(
+        used < BUYERS as u64 / 2,
+        "{used} waits for {BUYERS} concurrent purchases"
+    );
+}
+
+/// A wait blocks only the wait connection: while purchases wait for a paused replica, reads and
+/// refusals on the request connections are answered first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wait_does_not_stall_other_requests() {
+    let (master, replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    let (status, body) = gw
+        .admin_put(
+            "/v1/seckill/vouchers/w",
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let buy = async {
+        let r = post(
+            &gw,
+            "/v1/seckill/vouchers/w/orders",
+            Some("k1"),
+            &purchase_body(1),
+        )
+        .await;
+        (r, Instant::now())
+    };
+    let read = async {
+        // Sent once the purchase's write is surely done and its wait under way.
+        tokio::time::sleep(WAIT / 3).await;
+        let mut done = Vec::new();
+        for _ in 0..5 {
+            let (status, _) = gw.get("/v1/seckill/vouchers/w").await;
+            assert_eq!(status, 200);
+            done.push(Instant::now());
+        }
+        done
+    };
+    let (((status, body, retry_after), bought_at), reads) = tokio::join!(buy, read);
+    signal("-CONT", &replica_pid);
+    assert_eq!(status, 503, "{body}");
+    assert!(retry_after);
+    assert!(
+        reads.iter().all(|r| *r < bought_at),
+        "reads waited behind the replica wait"
+    );
+    // The retry with its key answers the recorded order once the replica holds it (503s until
+    // the resumed replica has caught up).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body, _) = post(
+            &gw,
+            "/v1/seckill/vouchers/w/orders",
+            Some("k1"),
+            &purchase_body(1),
+        )
+        .await;
+        if status == 201 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            Instant::now() < deadline,
+            "the retry never succeeded: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, orders) = gw.get("/v1/seckill/vouchers/w/orders").await;
+    assert_eq!(
+        orders["orders"].as_array().map(Vec::len),
+        Some(1),
+        "{orders}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_one_replica_required_no_acknowledged_write_is_lost() {
+    failover_after_paused_writes(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_replicas_required_a_failover_loses_acknowledged_writes() {
+    failover_after_paused_writes(0).await;
+}
