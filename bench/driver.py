@@ -418,20 +418,27 @@ def rfc3339(t):
         "%Y-%m-%dT%H:%M:%SZ")
 
 
-def seed(gw, redis, notes):
-    """Seeds every domain; returns the ids of rows whose endpoints are not there (404/405)."""
-    missing = set()
+def seed_vouchers(gw):
+    """The vouchers of the seckill rows, `bench` (stock for every run) and `bench-soldout`
+    (none left); returns the status of creating `bench`."""
     now = time.time()
     voucher = {"stock": SECKILL_STOCK, "begin": rfc3339(now - 3600),
                "end": rfc3339(now + 86400), "per_user_limit": 1}
     st, _, _ = gw.call("PUT", "/v1/seckill/vouchers/bench", voucher, admin=True)
+    if st in (200, 201):
+        gw.call("PUT", "/v1/seckill/vouchers/bench-soldout", dict(voucher, stock=1), admin=True)
+        gw.call("POST", "/v1/seckill/vouchers/bench-soldout/orders", {"user_id": 1})
+    return st
+
+
+def seed(gw, redis, notes):
+    """Seeds every domain; returns the ids of rows whose endpoints are not there (404/405)."""
+    missing = set()
+    st = seed_vouchers(gw)
     if st in (404, 405):
         missing |= {"seckill", "seckill_soldout"}
     elif st not in (200, 201):
         notes.append("seeding voucher `bench` answered %s" % st)
-    else:
-        gw.call("PUT", "/v1/seckill/vouchers/bench-soldout", dict(voucher, stock=1), admin=True)
-        gw.call("POST", "/v1/seckill/vouchers/bench-soldout/orders", {"user_id": 1})
     redis.cli("HSET", "bench:sk", "stock", 10**12)
     redis.cli("HSET", "bench:sk0", "stock", 0)
 

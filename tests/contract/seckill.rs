@@ -75,6 +75,8 @@ crate::contract_tests!(
     admin_routes_need_the_token,
     bad_inputs_are_problems,
     retries_with_an_idempotency_key_buy_once,
+    a_burst_of_distinct_buyers_sells_the_stock_once,
+    one_users_concurrent_purchases_buy_once,
 );
 
 /// A gateway for the concurrency scenarios: hundreds of requests land at once on a small,
@@ -138,6 +140,102 @@ async fn concurrent_sale_never_oversells(backend: Backend) {
     assert_eq!(v["stock"], 0);
     assert_eq!(v["sold"], 50);
     assert_eq!(v["status"], "sold_out");
+}
+
+/// 200 distinct buyers at once on stock 50 of one voucher (issue 42): exactly 50 sold, one per
+/// buyer, every order listed once, in sale order; every other buyer is told `sold_out`. (The
+/// Redis backend sends the purchases of one voucher that a worker takes up in one turn as one
+/// script run, `src/seckill/redis.rs`: a reply given another purchase's place fails this.)
+async fn a_burst_of_distinct_buyers_sells_the_stock_once(backend: Backend) {
+    let gw = patient_gateway(backend).await;
+    create(&gw, "burst", open(50, 1)).await;
+    let users: Vec<u64> = (0..200u64).map(|i| 5000 + i).collect();
+    let replies = join_all(users.iter().map(|u| buy(&gw, "burst", *u))).await;
+
+    let mut won: HashMap<String, u64> = HashMap::new();
+    for (user, (status, body)) in users.iter().zip(&replies) {
+        match status {
+            201 => {
+                assert_eq!(body["user_id"], *user, "{body}");
+                let id = body["order_id"].as_str().unwrap().to_owned();
+                assert!(won.insert(id, *user).is_none(), "an order id twice: {body}");
+            }
+            409 => assert_eq!(body["code"], "sold_out", "{body}"),
+            _ => panic!("unexpected {status}: {body}"),
+        }
+    }
+    assert_eq!(won.len(), 50, "exactly the stock is sold");
+    assert_eq!(
+        won.values().collect::<HashSet<_>>().len(),
+        50,
+        "one order per buyer"
+    );
+
+    let listed = all_orders(&gw, "burst", 1000).await;
+    assert_eq!(listed.len(), 50, "every order listed once");
+    let seqs: Vec<(u64, u64)> = listed
+        .iter()
+        .map(|o| {
+            let id = o["order_id"].as_str().unwrap();
+            assert_eq!(won.get(id), o["user_id"].as_u64().as_ref(), "{o}");
+            let (ms, seq) = id.trim_start_matches("burst/").split_once('-').unwrap();
+            (ms.parse().unwrap(), seq.parse().unwrap())
+        })
+        .collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "listed in sale order: {listed:?}"
+    );
+    let (_, v) = gw.get(&voucher_path("burst")).await;
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(0), Some(50))
+    );
+}
+
+/// One user sending 12 purchases at once (limit 1): exactly one is sold, and every other is
+/// the `already_ordered` refusal naming it; 6 more at once under one Idempotency-Key all get
+/// that key's single outcome (a limit of 2 lets the key's purchase buy), so 2 orders in all.
+async fn one_users_concurrent_purchases_buy_once(backend: Backend) {
+    let gw = patient_gateway(backend).await;
+    create(&gw, "mine", open(50, 1)).await;
+    let replies = join_all((0..12).map(|_| buy(&gw, "mine", 42))).await;
+    let won: Vec<&Value> = replies
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(won.len(), 1, "{replies:?}");
+    let id = &won[0]["order_id"];
+    for (status, body) in &replies {
+        if *status != 201 {
+            assert_eq!(
+                (*status, body["code"].as_str()),
+                (409, Some("already_ordered")),
+                "{body}"
+            );
+            assert_eq!(body["order_ids"], json!([id]), "{body}");
+        }
+    }
+
+    let (status, _) = gw.admin_put(&voucher_path("mine"), open(49, 2)).await;
+    assert_eq!(status, 200);
+    let keyed = join_all((0..6).map(|_| buy_once(&gw, "mine", 42, "same-key"))).await;
+    let fresh: Vec<_> = keyed.iter().filter(|(_, replayed, _)| !replayed).collect();
+    assert_eq!(fresh.len(), 1, "one outcome under the key: {keyed:?}");
+    let (status, _, first) = fresh[0];
+    assert_eq!(*status, 201, "{first}");
+    assert!(
+        keyed.iter().all(|(s, _, b)| *s == 201 && b == first),
+        "every repeat replays it: {keyed:?}"
+    );
+    let orders = all_orders(&gw, "mine", 100).await;
+    assert_eq!(orders.len(), 2, "{orders:?}");
+    let (_, v) = gw.get(&voucher_path("mine")).await;
+    assert_eq!(
+        (v["stock"].as_u64(), v["sold"].as_u64()),
+        (Some(48), Some(2))
+    );
 }
 
 async fn voucher_lifecycle_and_replace(backend: Backend) {
@@ -593,4 +691,98 @@ async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
             "{bad:?}"
         );
     }
+}
+
+/// `seckill_buy.lua` answering several purchases in one run (issue 42) answers each as if it
+/// ran alone, in order: the per-user limit and the stock across the call, a key's outcome
+/// replayed to a later purchase in the same call, 422's `key_reused`, and refusals recorded
+/// under their keys. Called directly on a private Redis so the call's make-up is the test's.
+#[tokio::test]
+async fn one_purchase_script_run_answers_each_purchase_in_order() {
+    use fred::prelude::*;
+    let script = include_str!("../../src/seckill/seckill_buy.lua");
+    let (redis, client, sha) = crate::common::fred_on_private_redis(script).await;
+    let far = (Utc::now() + Duration::hours(1))
+        .timestamp_millis()
+        .to_string();
+    redis
+        .cli(&[
+            "HSET", "sk:{v}", "stock", "2", "sold", "0", "begin", "0", "end", &far, "limit", "1",
+            "cap", "100",
+        ])
+        .unwrap();
+    let sale = [
+        "sk:{v}",
+        "sk:{v}:buyers",
+        "sk:{v}:user_orders",
+        "sk:{v}:orders",
+    ];
+    let call = |purchases: &[(&str, &str, &str)]| {
+        let mut keys: Vec<String> = sale.iter().map(|k| k.to_string()).collect();
+        let mut args: Vec<String> = vec!["v".into(), "100".into(), "86400".into()];
+        for (user, key, fp) in purchases {
+            keys.push(format!("sk:{{v}}:idem:{key}"));
+            args.extend([user.to_string(), fp.to_string()]);
+        }
+        let (client, sha) = (client.clone(), sha.clone());
+        async move {
+            let reply: Vec<Vec<String>> = client.evalsha(sha, keys, args).await.unwrap();
+            reply
+        }
+    };
+    let replies = call(&[
+        ("1", "", ""),
+        ("1", "", ""),
+        ("2", "a", "buy|2"),
+        ("2", "a", "buy|2"),
+        ("3", "a", "buy|3"),
+        ("4", "", ""),
+        ("3", "b", "buy|3"),
+        ("2", "c", "buy|2"),
+    ])
+    .await;
+    let first = replies[0][1].clone();
+    let second = replies[2][1].clone();
+    assert_eq!(replies[0][0], "ok", "{replies:?}");
+    assert_eq!(replies[1], ["already_ordered", first.as_str()]);
+    assert_eq!(replies[2][0], "ok", "{replies:?}");
+    assert!(second > first, "sale order: {replies:?}");
+    assert_eq!(replies[3], ["replay", "ok", second.as_str()]);
+    assert_eq!(replies[4], ["key_reused"]);
+    assert_eq!(replies[5], ["sold_out"]);
+    assert_eq!(replies[6], ["sold_out"]);
+    // Sold out is checked before the per-user limit, as for one purchase alone.
+    assert_eq!(replies[7], ["sold_out"]);
+    assert_eq!(replies.len(), 8);
+
+    // The next run replays what this one recorded; the voucher holds exactly the two sales.
+    let again = call(&[("3", "b", "buy|3"), ("2", "c", "buy|2")]).await;
+    assert_eq!(
+        again,
+        [["replay", "sold_out", ""], ["replay", "sold_out", ""]]
+    );
+    let held = |f: &str| redis.cli(&["HGET", "sk:{v}", f]).unwrap().trim().to_owned();
+    assert_eq!((held("stock"), held("sold")), ("0".into(), "2".into()));
+    assert_eq!(redis.cli(&["XLEN", "sk:{v}:orders"]).unwrap().trim(), "2");
+    assert_eq!(
+        redis
+            .cli(&["HGET", "sk:{v}:user_orders", "2"])
+            .unwrap()
+            .trim(),
+        second
+    );
+}
+
+/// The grouping the burst tests check does happen: 200 concurrent purchases of one voucher take
+/// fewer script runs than purchases (a private Redis, so its command counts are this test's).
+/// On one thread, as the binary's workers run (`src/workers.rs`; see the UV test of the same).
+#[tokio::test]
+async fn a_burst_on_one_voucher_shares_script_runs() {
+    let (redis, gw, _) = crate::common::on_private_redis().await;
+    create(&gw, "shared", open(50, 1)).await;
+    let before = crate::common::script_runs(&redis);
+    let replies = join_all((0..200u64).map(|u| buy(&gw, "shared", u))).await;
+    let runs = crate::common::script_runs(&redis) - before;
+    assert_eq!(replies.iter().filter(|(s, _)| *s == 201).count(), 50);
+    assert!(runs < 200, "{runs} script runs for 200 purchases");
 }
