@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use axum::http::HeaderName;
 use serde::Deserialize;
 
 use crate::clock::Clock;
@@ -40,10 +39,18 @@ pub enum By {
     Address,
     /// The user the request acts for: the JWT `sub`, else the `user_id` in the path or body.
     User,
-    /// The value of this header.
-    Header(HeaderName),
+    /// The value of this header (its name lower-cased, as HTTP/2 carries it).
+    Header(String),
     /// One bucket for every caller.
     Operation,
+}
+
+/// `name` lower-cased when it is a header field name (RFC 9110 §5.1: a token). Checked here
+/// rather than with the HTTP crate's `HeaderName` so the policies stay free of the HTTP layer
+/// (docs/design.md "Shape"); the limiter looks the header up by this name.
+fn header_name(name: &str) -> Option<String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    (!name.is_empty() && name.bytes().all(token)).then(|| name.to_ascii_lowercase())
 }
 
 impl By {
@@ -55,7 +62,7 @@ impl By {
             "operation" => Self::Operation,
             other => {
                 let name = other.strip_prefix("header:")?;
-                Self::Header(HeaderName::try_from(name).ok()?)
+                Self::Header(header_name(name)?)
             }
         })
     }
@@ -426,7 +433,7 @@ mod tests {
         assert_eq!(names, ["buy", "all"]);
         assert_eq!(buy[0].header_item, "\"buy\";q=1;w=60");
         assert!(buy[1].shadow);
-        assert_eq!(buy[1].by, By::Header(HeaderName::from_static("x-tenant")));
+        assert_eq!(buy[1].by, By::Header("x-tenant".to_owned()));
         let uv: Vec<_> = table
             .applying("POST", "/v1/uv/{page}")
             .iter()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, RawPathParams, Request};
 use axum::http::header::AUTHORIZATION;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Credentials;
@@ -125,7 +125,7 @@ impl Identities<'_> {
     }
 }
 
-fn header_identity(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+fn header_identity(headers: &HeaderMap, name: &str) -> Option<String> {
     let value = headers.get(name)?;
     Some(format!("h:{}", crate::types::sha256_hex(value.as_bytes())))
 }
