@@ -37,6 +37,14 @@ fn request(method: &str, addr: SocketAddr, path: &str) -> Request<()> {
         .unwrap()
 }
 
+/// The status of a `GET /healthz` on `client`.
+async fn healthz(client: &SendRequest<Bytes>, addr: SocketAddr) -> StatusCode {
+    send(client, request("GET", addr, "/healthz"), None)
+        .await
+        .unwrap()
+        .0
+}
+
 /// Sends a request with `body` (none for `None`) and reads the whole answer.
 async fn send(
     client: &SendRequest<Bytes>,
@@ -76,10 +84,7 @@ async fn many_concurrent_streams_on_one_connection_are_all_answered() {
     // Once an answer has come, so has the server's SETTINGS (it is sent first): a client
     // learns the stream bound from it, and before it may open any number (RFC 9113 §6.5.2),
     // which the server refuses past the bound.
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
     let n = 250;
     let answers = futures::future::join_all((0..n).map(|i| {
         let client = client.clone();
@@ -200,10 +205,7 @@ async fn body_and_header_bounds_hold() {
     let (status, _) = send(&client, fat, None).await.unwrap();
     assert_eq!(status, 431);
     // The connection's other streams go on.
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
 }
 
 // ---- raw frames, for clients that misbehave ----
@@ -356,10 +358,7 @@ async fn rapid_reset_is_cut_off() {
         .expect("a GOAWAY before the close");
     assert_eq!(away.error_code(), ENHANCE_YOUR_CALM, "{away:?}");
     let (client, _conn) = connect(gw.addr()).await;
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
 }
 
 /// The header timeout holds before the first request: half a preface, a whole preface with
@@ -386,10 +385,7 @@ async fn the_header_timeout_cuts_a_connection_without_a_request() {
 
     // A client that sends its request in time is served on the same settings.
     let (client, _conn) = connect(gw.addr()).await;
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
 }
 
 /// `PING`s are not requests: a connection with no stream open is closed the idle timeout
@@ -402,10 +398,7 @@ async fn pings_do_not_keep_an_idle_connection_open() {
     let (client, mut conn) = h2::client::handshake(tcp).await.unwrap();
     let mut pings = conn.ping_pong().unwrap();
     let conn = tokio::spawn(conn);
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
     let answered = Instant::now();
     let pinging = tokio::spawn(async move {
         while pings.ping(h2::Ping::opaque()).await.is_ok() {
@@ -437,10 +430,7 @@ async fn graceful_shutdown_finishes_streams_in_flight() {
         .send_data(Bytes::from_static(b"{\"visitors\":"), false)
         .unwrap();
     // The stream has reached the gateway once another, sent after it, is answered.
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
 
     gw.sigterm();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -470,18 +460,16 @@ async fn http2_connections_count_against_the_per_address_cap() {
     // Not `wait_ready`: its connection could still hold the address's one place.
     gw.line(|l| l.contains("serving on"));
     let (client, _conn) = connect(gw.addr()).await;
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(healthz(&client, gw.addr()).await, 200);
     let mut second = TcpStream::connect(gw.addr()).await.unwrap();
     let _ = second.write_all(PREFACE).await;
     assert!(closed_by_server(&mut second).await.is_some());
     let mut got = Vec::new();
     let _ = second.read_to_end(&mut got).await;
     assert!(got.is_empty(), "no SETTINGS: the server never took it up");
-    let (status, _) = send(&client, request("GET", gw.addr(), "/healthz"), None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200, "the first connection goes on");
+    assert_eq!(
+        healthz(&client, gw.addr()).await,
+        200,
+        "the first connection goes on"
+    );
 }
