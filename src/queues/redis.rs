@@ -1,7 +1,8 @@
 //! Delayed queues on Redis: per queue a waiting zset (scored by due ms), an in-flight zset
 //! (scored by visibility deadline), job hashes and a capped dead zset, all under the queue's
 //! hash tag; every operation is one script (`queue_*.lua`, each prefixed by
-//! `queue_common.lua`), reading the clock with `TIME`.
+//! `queue_common.lua`), reading the clock with `TIME`. Enqueues, claims and acks of one queue
+//! that a worker takes up in one turn share one run of their script (see [`Groups`]).
 
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
