@@ -472,19 +472,23 @@ def seed(gw, redis, notes):
     if st in (404, 405):
         missing |= {"enqueue", "claim_ack"}
     else:
-        # Due jobs for claim+ack, written in the gateway's own layout (queue_common.lua):
-        # through the API this would take minutes.
-        q = PREFIX + "q:{bench-claim}:"
-        commands = []
-        for i in range(0, QUEUE_JOBS, 1000):
-            ids = ["c%07d" % n for n in range(i, min(i + 1000, QUEUE_JOBS))]
-            commands.append(["ZADD", q + "due"] + [x for j in ids for x in ("0", j)])
-            commands.append(["HSET", q + "meta"] + [x for j in ids for x in (j, "0 0 10 -")])
-            commands.append(["HSET", q + "pay"] + [x for j in ids for x in (j, QUEUE_PAYLOAD)])
-        commands.append(["ZADD", "bench:q:{c}:due"] +
-                        [x for n in range(10_000) for x in ("0", "c%d" % n)])
-        redis.pipe(commands)
+        seed_queue_jobs(redis, QUEUE_JOBS)
+        redis.pipe([["ZADD", "bench:q:{c}:due"] +
+                    [x for n in range(10_000) for x in ("0", "c%d" % n)]])
     return missing
+
+
+def seed_queue_jobs(redis, jobs):
+    """Due jobs for claim+ack in queue `bench-claim`, written in the gateway's own layout
+    (queue_common.lua): through the API this would take minutes."""
+    q = PREFIX + "q:{bench-claim}:"
+    commands = []
+    for i in range(0, jobs, 1000):
+        ids = ["c%08d" % n for n in range(i, min(i + 1000, jobs))]
+        commands.append(["ZADD", q + "due"] + [x for j in ids for x in ("0", j)])
+        commands.append(["HSET", q + "meta"] + [x for j in ids for x in (j, "0 0 10 -")])
+        commands.append(["HSET", q + "pay"] + [x for j in ids for x in (j, QUEUE_PAYLOAD)])
+    redis.pipe(commands)
 
 
 def check_nearby_answers(gw, redis, notes):

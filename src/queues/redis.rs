@@ -1,7 +1,8 @@
 //! Delayed queues on Redis: per queue a waiting zset (scored by due ms), an in-flight zset
 //! (scored by visibility deadline), job hashes and a capped dead zset, all under the queue's
 //! hash tag; every operation is one script (`queue_*.lua`, each prefixed by
-//! `queue_common.lua`), reading the clock with `TIME`.
+//! `queue_common.lua`), reading the clock with `TIME`. Enqueues, claims and acks of one queue
+//! that a worker takes up in one turn share one run of their script (see [`Groups`]).
 
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
@@ -9,7 +10,9 @@ use std::time::Duration;
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
+use crate::store::group::{self, GroupCommit};
 use crate::store::keys::Keys;
+use crate::store::redis::route::Written;
 use crate::store::redis::{script_after, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
@@ -83,70 +86,29 @@ impl QueueStore for RedisStore {
         max_jobs: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Enqueued>, StoreError> {
-        let mut keys = self.keys.queue(queue).to_vec();
-        keys.push(
-            self.keys
-                .queue_idempotency(queue, idem.map_or("", |i| i.key.as_str())),
-        );
         let (delay, at) = match job.due {
             Due::In(ms) => (ms.to_string(), String::new()),
             Due::At(at) => (String::new(), at.to_string()),
         };
-        let (reply, written): (Vec<Value>, _) = self
-            .pool
-            .script_written(
-                &ENQUEUE,
-                keys,
-                vec![
-                    job.id.to_string(),
-                    job.payload.clone(),
-                    delay,
-                    at,
-                    job.max_attempts.to_string(),
-                    max_jobs.to_string(),
-                    idem.map_or_else(String::new, |i| i.fingerprint.clone()),
-                    IDEMPOTENCY_SECS.to_string(),
-                    IDLE_MS.to_string(),
-                    self.keys.queue_bell(queue),
-                    self.bells().origin().to_owned(),
-                ],
-            )
-            .await?;
-        let outcome = |tag: &str, rest: &[Value]| -> Option<Enqueued> {
-            let run_at = int(rest.first())?;
-            let id = name(rest.get(1))?;
-            match tag {
-                "created" => Some(Enqueued::Created { id, run_at }),
-                "existing" => Some(Enqueued::Existing { id, run_at }),
-                _ => None,
-            }
+        let enqueue = Enqueue {
+            id: job.id.clone(),
+            payload: job.payload.clone(),
+            delay,
+            at,
+            max_attempts: job.max_attempts,
+            idem: idem.map(|i| {
+                (
+                    self.keys.queue_idempotency(queue, &i.key),
+                    i.fingerprint.clone(),
+                )
+            }),
         };
-        let tag = text(reply.first()).unwrap_or_default();
-        let once = match tag.as_str() {
-            "key_reused" => Once::KeyReused,
-            "full" => Once::Now(Enqueued::Full),
-            "replay" => Once::Replayed(
-                outcome(&text(reply.get(1)).unwrap_or_default(), &reply[2..])
-                    .ok_or_else(|| bad("enqueue", &reply))?,
-            ),
-            tag => Once::Now(outcome(tag, &reply[1..]).ok_or_else(|| bad("enqueue", &reply))?),
-        };
-        // Told here rather than by the announcement coming back (`listen` skips this store's
-        // own), so this process's waiting claims hear it while the subscriber reconnects too.
-        if matches!(once, Once::Now(Enqueued::Created { .. })) {
-            let due_in = int(reply.get(3))
-                .and_then(|ms| u64::try_from(ms).ok())
-                .ok_or_else(|| bad("enqueue", &reply))?;
-            self.bells().created(queue.as_str(), due_in);
-        }
-        // A job accepted (now, before, or by the request replayed) is acknowledged once its
-        // replicas hold it (docs/operations.md "Durable writes").
-        if let Once::Now(Enqueued::Created { .. } | Enqueued::Existing { .. })
-        | Once::Replayed(Enqueued::Created { .. } | Enqueued::Existing { .. }) = once
-        {
-            written.replicated().await?;
-        }
-        Ok(once)
+        // Every key of a queue is in its slot, so enqueues group on a Cluster too.
+        self.kept(&GROUPS)
+            .enqueues
+            .join((queue.clone(), max_jobs), enqueue, self, enqueue_group)
+            .await
+            .unwrap_or_else(|| Err(shutting_down()))
     }
 
     async fn queue_claim(
@@ -155,66 +117,24 @@ impl QueueStore for RedisStore {
         max: u32,
         visibility_ms: u64,
     ) -> Result<Claim, StoreError> {
-        let reply: Vec<Value> = self
-            .pool
-            .script(
-                &CLAIM,
-                self.keys.queue(queue).to_vec(),
-                vec![
-                    max.to_string(),
-                    visibility_ms.to_string(),
-                    LAPSED_PER_CLAIM.to_string(),
-                    DEAD_PER_CLAIM.to_string(),
-                    CLAIM_BYTES.to_string(),
-                    MAX_DEAD.to_string(),
-                    IDLE_MS.to_string(),
-                ],
-            )
-            .await?;
-        let next = int(reply.first()).ok_or_else(|| bad("claim", &reply))?;
-        let jobs = match reply.get(1) {
-            Some(Value::Array(jobs)) => jobs
-                .iter()
-                .map(|job| {
-                    let Value::Array(f) = job else { return None };
-                    Some(Claimed {
-                        id: name(f.first())?,
-                        payload: text(f.get(1))?,
-                        run_at: int(f.get(2))?,
-                        attempts: u32::try_from(int(f.get(3))?).ok()?,
-                        receipt: text(f.get(4))?,
-                    })
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| bad("claim", &reply))?,
-            // An empty Lua table comes back as an empty array or nil depending on the client.
-            _ => Vec::new(),
-        };
-        Ok(Claim {
-            jobs,
-            next_in_ms: u64::try_from(next).ok(),
-        })
+        let ask = Ask { max, visibility_ms };
+        self.kept(&GROUPS)
+            .claims
+            .join(queue.clone(), ask, self, claim_group)
+            .await
+            .unwrap_or_else(|| Err(shutting_down()))
     }
 
     async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
-        let (reply, written): (String, _) = self
-            .pool
-            .script_written(
-                &ACK,
-                self.keys.queue(queue).to_vec(),
-                vec![id.to_string(), receipt.to_owned(), IDLE_MS.to_string()],
-            )
-            .await?;
-        match reply.as_str() {
-            "ok" => {
-                // An ack lost in a failover would run the job again.
-                written.replicated().await?;
-                Ok(Acked::Done)
-            }
-            "expired" => Ok(Acked::Expired),
-            "unknown" => Ok(Acked::Unknown),
-            _ => Err(bad("ack", &reply)),
-        }
+        let ack = Ack {
+            id: id.clone(),
+            receipt: receipt.to_owned(),
+        };
+        self.kept(&GROUPS)
+            .acks
+            .join(queue.clone(), ack, self, ack_group)
+            .await
+            .unwrap_or_else(|| Err(shutting_down()))
     }
 
     async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
@@ -292,6 +212,355 @@ impl QueueStore for RedisStore {
             recheck: Some(RECHECK),
         }
     }
+}
+
+fn shutting_down() -> StoreError {
+    StoreError::Unavailable("the gateway is shutting down".to_owned())
+}
+
+/// Most requests in one script call, and the bytes of their arguments after which a call takes
+/// no more: bound one script run however large a burst's group grew (a larger group goes as
+/// several calls, one after the other, so requests stay in arrival order). 64 enqueues of small
+/// jobs are ~200 Redis commands; 128 KiB is two jobs of the largest payload
+/// ([`crate::queues::MAX_PAYLOAD_BYTES`]), whose copying stays far under a millisecond
+/// (`tests/redis_time.rs` measures both).
+const MAX_PER_CALL: usize = 64;
+const MAX_ENQUEUE_BYTES: usize = 128 * 1024;
+/// Claimed jobs one `queue_claim.lua` call may hand out, counted by the claims' `max`: one
+/// claim's largest (docs/queues.md), so a call's work is bounded as one claim's is.
+const MAX_CLAIMED_PER_CALL: usize = 100;
+const MAX_ACK_BYTES: usize = 16 * 1024;
+
+/// Requests waiting to go in one call, per queue: those a worker takes up in one turn cost one
+/// round trip, one script run and one replica wait (issue 42), each answered as if it ran alone.
+#[derive(Default)]
+struct Groups {
+    /// By queue and its job cap.
+    enqueues: GroupCommit<(Name, u64), Enqueue, Result<Once<Enqueued>, StoreError>>,
+    claims: GroupCommit<Name, Ask, Result<Claim, StoreError>>,
+    acks: GroupCommit<Name, Ack, Result<Acked, StoreError>>,
+}
+
+impl Kept for Groups {}
+
+static GROUPS: Slot<Groups> = Slot::new();
+
+/// One enqueue's share of a `queue_enqueue.lua` call.
+struct Enqueue {
+    id: Name,
+    payload: String,
+    delay: String,
+    at: String,
+    max_attempts: u32,
+    /// Its idempotency record's key and its fingerprint, under an `Idempotency-Key`.
+    idem: Option<(String, String)>,
+}
+
+/// One claim's share of a `queue_claim.lua` call.
+#[derive(Clone, Copy)]
+struct Ask {
+    max: u32,
+    visibility_ms: u64,
+}
+
+/// One ack's share of a `queue_ack.lua` call.
+struct Ack {
+    id: Name,
+    receipt: String,
+}
+
+/// Waits for `written`'s replicas when a reply of the call is a lasting success (docs/operations.md
+/// "Durable writes"): one wait covers the whole call, run on one master in one step. Should the
+/// wait fail, the lasting successes fail with it; refusals created nothing to lose.
+async fn replicated<R>(
+    written: Written,
+    replies: Vec<R>,
+    lasting: impl Fn(&R) -> bool,
+) -> Vec<Result<R, StoreError>> {
+    let waited = if replies.iter().any(&lasting) {
+        written.replicated().await
+    } else {
+        Ok(())
+    };
+    replies
+        .into_iter()
+        .map(|r| match &waited {
+            Err(e) if lasting(&r) => Err(e.clone()),
+            _ => Ok(r),
+        })
+        .collect()
+}
+
+/// A queue's group of enqueues in `queue_enqueue.lua` calls of at most [`MAX_PER_CALL`] jobs
+/// and [`MAX_ENQUEUE_BYTES`], in order.
+async fn enqueue_group(
+    store: RedisStore,
+    (queue, max_jobs): (Name, u64),
+    enqueues: Vec<Enqueue>,
+) -> Vec<Result<Once<Enqueued>, StoreError>> {
+    let weight = |e: &Enqueue| {
+        e.payload.len()
+            + e.id.as_str().len()
+            + e.idem.as_ref().map_or(0, |(k, f)| k.len() + f.len())
+            + 40
+    };
+    let mut replies = Vec::with_capacity(enqueues.len());
+    for part in group::calls(enqueues, MAX_PER_CALL, MAX_ENQUEUE_BYTES, weight) {
+        let n = part.len();
+        match store.enqueue_call(&queue, max_jobs, part).await {
+            Ok(done) => replies.extend(done),
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    replies
+}
+
+/// A queue's group of claims in `queue_claim.lua` calls of at most [`MAX_PER_CALL`] claims and
+/// [`MAX_CLAIMED_PER_CALL`] jobs asked for, in order; a claim the script defers (its call's
+/// bounds were spent before its turn) goes first in the next call.
+async fn claim_group(
+    store: RedisStore,
+    queue: Name,
+    asks: Vec<Ask>,
+) -> Vec<Result<Claim, StoreError>> {
+    let mut replies: Vec<Result<Claim, StoreError>> = Vec::with_capacity(asks.len());
+    let mut left = std::collections::VecDeque::from(asks);
+    while !left.is_empty() {
+        // The first call of what is left; the rest are formed again after it.
+        let part = group::calls(
+            left.iter().copied().collect(),
+            MAX_PER_CALL,
+            MAX_CLAIMED_PER_CALL,
+            |a| a.max as usize,
+        )
+        .swap_remove(0);
+        let n = part.len();
+        match store.claim_call(&queue, &part).await {
+            Ok(done) => {
+                let answered = done.len();
+                replies.extend(done.into_iter().map(Ok));
+                left.drain(..answered);
+            }
+            Err(e) => {
+                replies.extend((0..n).map(|_| Err(e.clone())));
+                left.drain(..n);
+            }
+        }
+    }
+    replies
+}
+
+/// A queue's group of acks in `queue_ack.lua` calls of at most [`MAX_PER_CALL`] acks and
+/// [`MAX_ACK_BYTES`], in order.
+async fn ack_group(
+    store: RedisStore,
+    queue: Name,
+    acks: Vec<Ack>,
+) -> Vec<Result<Acked, StoreError>> {
+    let weight = |a: &Ack| a.id.as_str().len() + a.receipt.len() + 8;
+    let mut replies = Vec::with_capacity(acks.len());
+    for part in group::calls(acks, MAX_PER_CALL, MAX_ACK_BYTES, weight) {
+        let n = part.len();
+        match store.ack_call(&queue, part).await {
+            Ok(done) => replies.extend(done),
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    replies
+}
+
+impl RedisStore {
+    /// One `queue_enqueue.lua` call for `part`'s jobs, each answered on its own.
+    async fn enqueue_call(
+        &self,
+        queue: &Name,
+        max_jobs: u64,
+        part: Vec<Enqueue>,
+    ) -> Result<Vec<Result<Once<Enqueued>, StoreError>>, StoreError> {
+        let mut keys = Vec::with_capacity(6 + part.len());
+        keys.extend(self.keys.queue(queue));
+        let mut args = Vec::with_capacity(5 + 6 * part.len());
+        args.extend([
+            max_jobs.to_string(),
+            IDEMPOTENCY_SECS.to_string(),
+            IDLE_MS.to_string(),
+            self.keys.queue_bell(queue),
+            self.bells().origin().to_owned(),
+        ]);
+        let n = part.len();
+        for e in part {
+            let fingerprint = match e.idem {
+                Some((key, fingerprint)) => {
+                    keys.push(key);
+                    fingerprint
+                }
+                None => String::new(),
+            };
+            args.extend([
+                e.id.to_string(),
+                e.payload,
+                e.delay,
+                e.at,
+                e.max_attempts.to_string(),
+                fingerprint,
+            ]);
+        }
+        let (reply, written): (Vec<Value>, _) =
+            self.pool.script_written(&ENQUEUE, keys, args).await?;
+        if reply.len() != n {
+            return Err(bad("enqueue", &reply));
+        }
+        let once: Vec<Once<Enqueued>> = reply
+            .iter()
+            .map(|one| match one {
+                Value::Array(one) => self.enqueued(queue, one),
+                other => Err(bad("enqueue", other)),
+            })
+            .collect::<Result<_, _>>()?;
+        // A job accepted (now, before, or by the request replayed) is acknowledged once its
+        // replicas hold it.
+        Ok(replicated(written, once, |o| {
+            matches!(
+                o,
+                Once::Now(Enqueued::Created { .. } | Enqueued::Existing { .. })
+                    | Once::Replayed(Enqueued::Created { .. } | Enqueued::Existing { .. })
+            )
+        })
+        .await)
+    }
+
+    /// One job's reply within `queue_enqueue.lua`'s; tells this process's waiting claims of a
+    /// new job.
+    fn enqueued(&self, queue: &Name, reply: &[Value]) -> Result<Once<Enqueued>, StoreError> {
+        let outcome = |tag: &str, rest: &[Value]| -> Option<Enqueued> {
+            let run_at = int(rest.first())?;
+            let id = name(rest.get(1))?;
+            match tag {
+                "created" => Some(Enqueued::Created { id, run_at }),
+                "existing" => Some(Enqueued::Existing { id, run_at }),
+                _ => None,
+            }
+        };
+        let tag = text(reply.first()).unwrap_or_default();
+        let once = match tag.as_str() {
+            "key_reused" => Once::KeyReused,
+            "full" => Once::Now(Enqueued::Full),
+            "replay" => Once::Replayed(
+                outcome(
+                    &text(reply.get(1)).unwrap_or_default(),
+                    reply.get(2..).unwrap_or_default(),
+                )
+                .ok_or_else(|| bad("enqueue", &reply))?,
+            ),
+            tag => Once::Now(
+                outcome(tag, reply.get(1..).unwrap_or_default())
+                    .ok_or_else(|| bad("enqueue", &reply))?,
+            ),
+        };
+        // Told here rather than by the announcement coming back (`listen` skips this store's
+        // own), so this process's waiting claims hear it while the subscriber reconnects too.
+        if matches!(once, Once::Now(Enqueued::Created { .. })) {
+            let due_in = int(reply.get(3))
+                .and_then(|ms| u64::try_from(ms).ok())
+                .ok_or_else(|| bad("enqueue", &reply))?;
+            self.bells().created(queue.as_str(), due_in);
+        }
+        Ok(once)
+    }
+
+    /// One `queue_claim.lua` call for `part`'s claims: the answers of those it served, in
+    /// order (the rest were deferred to the next call).
+    async fn claim_call(&self, queue: &Name, part: &[Ask]) -> Result<Vec<Claim>, StoreError> {
+        let mut args = Vec::with_capacity(5 + 2 * part.len());
+        args.extend([
+            LAPSED_PER_CLAIM.to_string(),
+            DEAD_PER_CLAIM.to_string(),
+            CLAIM_BYTES.to_string(),
+            MAX_DEAD.to_string(),
+            IDLE_MS.to_string(),
+        ]);
+        for ask in part {
+            args.push(ask.max.to_string());
+            args.push(ask.visibility_ms.to_string());
+        }
+        let reply: Vec<Value> = self
+            .pool
+            .script(&CLAIM, self.keys.queue(queue).to_vec(), args)
+            .await?;
+        let next = int(reply.first()).ok_or_else(|| bad("claim", &reply))?;
+        if reply.len() != part.len() + 1 {
+            return Err(bad("claim", &reply));
+        }
+        let mut claims = Vec::with_capacity(part.len());
+        for one in &reply[1..] {
+            let jobs = match one {
+                Value::Array(jobs) => jobs
+                    .iter()
+                    .map(claimed)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("claim", &reply))?,
+                // An empty Lua table comes back as an empty array or nil depending on the client.
+                Value::Null => Vec::new(),
+                // Deferred: this claim and those after it go in the next call.
+                other if other.as_str().as_deref() == Some("later") => break,
+                other => return Err(bad("claim", other)),
+            };
+            claims.push(Claim {
+                jobs,
+                next_in_ms: u64::try_from(next).ok(),
+            });
+        }
+        if claims.is_empty() {
+            // The first claim of a call has the call's whole bounds: never deferred.
+            return Err(bad("claim", &reply));
+        }
+        Ok(claims)
+    }
+
+    /// One `queue_ack.lua` call for `part`'s acks, each answered on its own.
+    async fn ack_call(
+        &self,
+        queue: &Name,
+        part: Vec<Ack>,
+    ) -> Result<Vec<Result<Acked, StoreError>>, StoreError> {
+        let mut args = Vec::with_capacity(1 + 2 * part.len());
+        args.push(IDLE_MS.to_string());
+        let n = part.len();
+        for a in part {
+            args.push(a.id.to_string());
+            args.push(a.receipt);
+        }
+        let (reply, written): (Vec<String>, _) = self
+            .pool
+            .script_written(&ACK, self.keys.queue(queue).to_vec(), args)
+            .await?;
+        if reply.len() != n {
+            return Err(bad("ack", &reply));
+        }
+        let acked = reply
+            .iter()
+            .map(|r| match r.as_str() {
+                "ok" => Ok(Acked::Done),
+                "expired" => Ok(Acked::Expired),
+                "unknown" => Ok(Acked::Unknown),
+                _ => Err(bad("ack", &reply)),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // An ack lost in a failover would run the job again.
+        Ok(replicated(written, acked, |a| *a == Acked::Done).await)
+    }
+}
+
+/// One claimed job `[id, payload, run_at, attempts, receipt]`.
+fn claimed(job: &Value) -> Option<Claimed> {
+    let Value::Array(f) = job else { return None };
+    Some(Claimed {
+        id: name(f.first())?,
+        payload: text(f.get(1))?,
+        run_at: int(f.get(2))?,
+        attempts: u32::try_from(int(f.get(3))?).ok()?,
+        receipt: text(f.get(4))?,
+    })
 }
 
 /// Subscribes to every queue's enqueue announcements (one pattern subscription on its own

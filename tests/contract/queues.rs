@@ -546,6 +546,9 @@ crate::contract_tests!(
     a_long_poll_outlasts_the_request_timeout,
     a_long_poll_costs_more_the_longer_it_may_wait,
     claims_past_the_waiting_cap_answer_at_once,
+    concurrent_enqueues_get_distinct_ids,
+    concurrent_enqueues_under_one_key_make_one_job,
+    concurrent_claimers_and_acks_share_a_queue,
 );
 
 /// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
@@ -816,15 +819,18 @@ impl Private {
 type Waiting = tokio::task::JoinHandle<Vec<Value>>;
 
 /// `n` claims of one job each waiting up to 20 s on `queue`, once each has made its first look.
+/// They arrive one after the other, each once the one before has looked: claims arriving
+/// together share their looks' script runs (issue 42), and this counts one run per look.
 async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usize) -> Vec<Waiting> {
-    let before = store.runs();
-    let waiting = (0..n)
-        .map(|_| {
-            let (gw, queue) = (gw.clone(), queue.to_owned());
-            tokio::spawn(async move { claim(&gw, &queue, json!({"wait_ms": 20000})).await })
-        })
-        .collect();
-    store.until_runs(before + n as u64).await;
+    let mut waiting = Vec::with_capacity(n);
+    for _ in 0..n {
+        let before = store.runs();
+        let (gw, queue) = (gw.clone(), queue.to_owned());
+        waiting.push(tokio::spawn(async move {
+            claim(&gw, &queue, json!({"wait_ms": 20000})).await
+        }));
+        store.until_runs(before + 1).await;
+    }
     // Time to go to sleep after that look.
     tokio::time::sleep(Duration::from_millis(200)).await;
     waiting
@@ -926,4 +932,303 @@ async fn an_enqueue_wakes_one_waiting_claim_per_instance() {
     for w in all {
         w.abort();
     }
+}
+
+/// 200 concurrent enqueues into one queue (grouped into shared script runs on Redis, issue
+/// 42): 200 distinct ids, each job claimable exactly once.
+async fn concurrent_enqueues_get_distinct_ids(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    let replies = join_all((0..200).map(|i| {
+        let gw = gw.clone();
+        async move { enqueue(&gw, "burst", json!({"payload": {"i": i}})).await }
+    }))
+    .await;
+    let ids: HashSet<String> = replies
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 200, "distinct ids");
+    assert_eq!(stats(&gw, "burst").await, [0, 200, 0, 0]);
+    let mut claimed = HashSet::new();
+    loop {
+        let jobs = claim(&gw, "burst", json!({"max": 100})).await;
+        if jobs.is_empty() {
+            break;
+        }
+        for job in jobs {
+            assert!(
+                claimed.insert(job["id"].as_str().unwrap().to_owned()),
+                "{job}"
+            );
+        }
+    }
+    assert_eq!(claimed, ids, "every job claimed once");
+}
+
+/// 50 concurrent enqueues under one Idempotency-Key and body: one job, and every reply the
+/// first's, byte for byte (replays inside one grouped script run answer the first's reply).
+async fn concurrent_enqueues_under_one_key_make_one_job(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    let body = json!({"payload": {"to": "a@example.com"}});
+    let replies = join_all((0..50).map(|_| {
+        let (gw, body) = (gw.clone(), body.clone());
+        async move {
+            let r = gw
+                .client
+                .post(gw.url("/v1/queues/once/jobs"))
+                .header("idempotency-key", "the-key")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let replayed = r
+                .headers()
+                .get("idempotency-replayed")
+                .is_some_and(|h| h == "true");
+            (r.status().as_u16(), replayed, r.bytes().await.unwrap())
+        }
+    }))
+    .await;
+    assert!(replies.iter().all(|(s, _, _)| *s == 201), "{replies:?}");
+    assert_eq!(
+        replies.iter().filter(|(_, replayed, _)| !replayed).count(),
+        1
+    );
+    assert!(
+        replies.iter().all(|(_, _, b)| *b == replies[0].2),
+        "byte-identical replies: {replies:?}"
+    );
+    assert_eq!(stats(&gw, "once").await, [0, 1, 0, 0]);
+}
+
+/// 50 concurrent claimers on 100 jobs: each job claimed once; then every ack at once, with a
+/// wrong-receipt ack beside every fifth: the right ones succeed, the wrong ones fail alone,
+/// and the queue is empty after.
+async fn concurrent_claimers_and_acks_share_a_queue(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    for i in 0..100 {
+        enqueue(&gw, "share", json!({"id": format!("j{i}"), "payload": i})).await;
+    }
+    let claims = join_all((0..50).map(|_| {
+        let gw = gw.clone();
+        async move { claim(&gw, "share", json!({"max": 2, "visibility_ms": 120000})).await }
+    }))
+    .await;
+    let jobs: Vec<Value> = claims.iter().flatten().cloned().collect();
+    let ids: HashSet<&str> = jobs.iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert!(
+        claims.iter().all(|c| c.len() == 2),
+        "each claim got its max"
+    );
+    assert_eq!((jobs.len(), ids.len()), (100, 100), "each job claimed once");
+    assert!(claim(&gw, "share", json!({})).await.is_empty());
+    let acks = join_all(jobs.iter().enumerate().flat_map(|(i, job)| {
+        let mut wrong = job.clone();
+        wrong["receipt"] = json!("1.99999");
+        let mut sends = vec![(job.clone(), true)];
+        if i % 5 == 0 {
+            sends.insert(i % 2, (wrong, false));
+        }
+        sends.into_iter().map(|(job, right)| {
+            let gw = gw.clone();
+            async move { (ack(&gw, "share", &job).await, right) }
+        })
+    }))
+    .await;
+    for ((status, p), right) in &acks {
+        if *right {
+            assert_eq!(*status, 204, "{p}");
+        } else {
+            assert!(*status == 409 || *status == 404, "{status} {p}");
+        }
+    }
+    assert_eq!(acks.len(), 120);
+    assert_eq!(stats(&gw, "share").await, [0, 0, 0, 0]);
+}
+
+/// The grouping the tests above rely on does happen (issue 42): 200 concurrent enqueues into
+/// one queue, 100 concurrent claims and their 100 acks each take fewer script runs than
+/// requests (a private Redis, so its command counts are this test's). On one thread, as the
+/// binary's workers run (`src/workers.rs`).
+#[tokio::test]
+async fn a_burst_on_one_queue_shares_script_runs() {
+    let (redis, gw, _) = crate::common::on_private_redis().await;
+    let gw = Arc::new(gw);
+    // Loads the scripts, so that each run below is one run.
+    enqueue(&gw, "runs", json!({"payload": 0})).await;
+    assert_eq!(claim(&gw, "runs", json!({})).await.len(), 1);
+    let before = script_runs(&redis);
+    join_all((0..200).map(|i| {
+        let gw = gw.clone();
+        async move { enqueue(&gw, "runs", json!({"payload": i})).await }
+    }))
+    .await;
+    let enqueues = script_runs(&redis) - before;
+    let before = script_runs(&redis);
+    let claims = join_all((0..100).map(|_| {
+        let gw = gw.clone();
+        async move { claim(&gw, "runs", json!({"max": 2})).await }
+    }))
+    .await;
+    let claim_runs = script_runs(&redis) - before;
+    let jobs: Vec<Value> = claims.into_iter().flatten().collect();
+    assert_eq!(jobs.len(), 200);
+    let before = script_runs(&redis);
+    let acked = join_all(jobs[..100].iter().map(|job| {
+        let gw = gw.clone();
+        async move { ack(&gw, "runs", job).await.0 }
+    }))
+    .await;
+    let ack_runs = script_runs(&redis) - before;
+    assert!(acked.iter().all(|s| *s == 204));
+    eprintln!("script runs: {enqueues} for 200 enqueues, {claim_runs} for 100 claims, {ack_runs} for 100 acks");
+    assert!(enqueues < 200, "{enqueues} script runs for 200 enqueues");
+    assert!(claim_runs < 100, "{claim_runs} script runs for 100 claims");
+    assert!(ack_runs < 100, "{ack_runs} script runs for 100 acks");
+}
+
+/// `queue_enqueue.lua`, `queue_claim.lua` and `queue_ack.lua` answering several requests in
+/// one run (issue 42) answer each as if it ran alone, in order. Called directly on a private
+/// Redis so each call's make-up is the test's.
+#[tokio::test]
+async fn one_queue_script_run_answers_each_request_in_order() {
+    use fred::prelude::*;
+    let common = include_str!("../../src/queues/queue_common.lua");
+    let (redis, client, enqueue_sha) = crate::common::fred_on_private_redis(&format!(
+        "{common}{}",
+        include_str!("../../src/queues/queue_enqueue.lua")
+    ))
+    .await;
+    let claim_sha: String = client
+        .script_load(format!(
+            "{common}{}",
+            include_str!("../../src/queues/queue_claim.lua")
+        ))
+        .await
+        .unwrap();
+    let ack_sha: String = client
+        .script_load(format!(
+            "{common}{}",
+            include_str!("../../src/queues/queue_ack.lua")
+        ))
+        .await
+        .unwrap();
+    let queue: Vec<String> = ["due", "flight", "meta", "pay", "dead", "ctr"]
+        .iter()
+        .map(|p| format!("q:{{t}}:{p}"))
+        .collect();
+    let idem = |k: &str| format!("q:{{t}}:idem:{k}");
+
+    // Enqueue: (id, delay, idempotency key and fingerprint) per job; the queue holds at most 3.
+    type Job<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+    let jobs: &[Job<'_>] = &[
+        ("a", "0", None),
+        ("a", "0", None),
+        ("b", "60000", Some(("k1", "fp1"))),
+        ("c", "0", Some(("k1", "fp1"))),
+        ("d", "0", Some(("k1", "fp2"))),
+        ("e", "0", None),
+        ("f", "0", None),
+        ("b", "0", None),
+    ];
+    let mut keys = queue.clone();
+    let mut args: Vec<String> = ["3", "86400", "604800000", "qbell:t", "me"]
+        .map(String::from)
+        .to_vec();
+    for (id, delay, key) in jobs {
+        if let Some((k, _)) = key {
+            keys.push(idem(k));
+        }
+        let fp = key.map_or("", |(_, fp)| fp);
+        args.extend([id, "{}", delay, "", "5", fp].map(String::from));
+    }
+    let replies: Vec<Vec<String>> = client.evalsha(&enqueue_sha, keys, args).await.unwrap();
+    let tags: Vec<&str> = replies.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        tags,
+        [
+            "created",
+            "existing",
+            "created",
+            "replay",
+            "key_reused",
+            "created",
+            "full",
+            "existing"
+        ],
+        "{replies:?}"
+    );
+    assert_eq!(replies[1][1..3], replies[0][1..3], "the run's own job");
+    assert_eq!(
+        replies[3][1..],
+        replies[2][..3],
+        "the run's own record replayed"
+    );
+    assert_eq!(replies[0][3], "0");
+    assert!(
+        replies[2][3].parse::<u64>().unwrap() > 59_000,
+        "{replies:?}"
+    );
+    assert_eq!(replies[7][1..3], replies[2][1..3]);
+    let zcard = |k: &str| redis.cli(&["ZCARD", k]).unwrap().trim().to_owned();
+    assert_eq!(zcard("q:{t}:due"), "3");
+
+    // Claim: two due jobs (a, e) for three claims of max 1; the third finds none.
+    let mut args: Vec<String> = ["100", "100", "1048576", "1000", "604800000"]
+        .map(String::from)
+        .to_vec();
+    for _ in 0..3 {
+        args.extend(["1", "60000"].map(String::from));
+    }
+    let reply: Vec<Value> = client
+        .evalsha(&claim_sha, queue.clone(), args)
+        .await
+        .unwrap();
+    assert_eq!(reply.len(), 4, "{reply:?}");
+    let claimed: Vec<(String, String)> = reply[1..3]
+        .iter()
+        .map(|c| {
+            let Value::Array(c) = c else {
+                panic!("{reply:?}")
+            };
+            assert_eq!(c.len(), 1, "{reply:?}");
+            let Value::Array(job) = &c[0] else {
+                panic!("{reply:?}")
+            };
+            (job[0].as_string().unwrap(), job[4].as_string().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        claimed.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+        ["a", "e"],
+        "oldest first, one each"
+    );
+    assert!(
+        matches!(&reply[3], Value::Array(c) if c.is_empty()),
+        "{reply:?}"
+    );
+    assert_eq!(zcard("q:{t}:flight"), "2");
+
+    // Ack: a wrong receipt fails alone before a right one; an ack repeated in the run is
+    // 'expired' like a second ack alone; a receipt the queue never issued is 'unknown'.
+    let (a, e) = (&claimed[0], &claimed[1]);
+    let args: Vec<String> = [
+        "604800000",
+        &a.0,
+        "1.99",
+        &a.0,
+        &a.1,
+        &a.0,
+        &a.1,
+        &e.0,
+        &e.1,
+        "ghost",
+        "1.5",
+    ]
+    .map(String::from)
+    .to_vec();
+    let acks: Vec<String> = client.evalsha(&ack_sha, queue.clone(), args).await.unwrap();
+    assert_eq!(acks, ["expired", "ok", "expired", "ok", "unknown"]);
+    assert_eq!(zcard("q:{t}:flight"), "0");
+    assert_eq!(redis.cli(&["HLEN", "q:{t}:pay"]).unwrap().trim(), "1");
 }
