@@ -4,6 +4,8 @@
     python3 bench/ab.py [--scenario checkin] [--runs 5] \\
         thin=target/release/redis-gateway \\
         pool1=target/release/redis-gateway:GATEWAY_REDIS_POOL_SIZE=1
+    python3 bench/ab.py --replica --scenario seckill \\
+        n0=target/release/redis-gateway n1=target/release/redis-gateway:GATEWAY_WRITE_REPLICAS=1
 
 Each variant is NAME=BINARY[:VAR=VALUE,...]; all run side by side (idle while another is
 measured) and are measured in turn, so machine noise hits every variant alike. Prints the
@@ -28,6 +30,8 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--replica", action="store_true",
+                    help="give the private Redis one replica (for GATEWAY_WRITE_REPLICAS)")
     args = ap.parse_args()
 
     logdir = tempfile.mkdtemp(prefix="gateway-ab-")
@@ -39,6 +43,9 @@ def main():
             "--appendonly", "no", "--dir", logdir]).pid
         redis = driver.Redis(rport)
         driver.wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
+        if args.replica:
+            import durable
+            durable.start_replica(procs, logdir, rport)
         variants = []
         for spec in args.variants:
             name, rest = spec.split("=", 1)

@@ -32,8 +32,8 @@ def waits(redis):
     return int(m.group(1)) if m else 0
 
 
-def start(procs, logdir, rport, gateway, base_env):
-    """A replica of the private Redis, in sync, and a gateway with N=1; its port."""
+def start_replica(procs, logdir, rport):
+    """A replica of the private Redis on `rport`, in sync."""
     redis = driver.Redis(rport)
     redis.cli("CONFIG", "SET", "repl-diskless-sync-delay", "0")
     replica_port = driver.free_port()
@@ -43,6 +43,11 @@ def start(procs, logdir, rport, gateway, base_env):
                                   "--replicaof", "127.0.0.1", str(rport)])
     driver.wait_until(lambda: "state=online" in redis.cli("INFO", "replication"), 60,
                       "the replica's sync")
+
+
+def start(procs, logdir, rport, gateway, base_env):
+    """A replica of the private Redis, in sync, and a gateway with N=1; its port."""
+    start_replica(procs, logdir, rport)
     port = driver.free_port()
     driver.PIDS[port] = procs.start("gateway-durable", [gateway], env=dict(
         base_env, GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
