@@ -1,5 +1,7 @@
 //! Locks on Redis: one script per step (`lock_*.lua`), the holder and its fencing counter
-//! under the name's hash tag. A release is announced with `SPUBLISH` on the lock's own sharded
+//! under the name's hash tag. Acquisitions and releases that a worker takes up in one turn go
+//! as one script run per slot on a Cluster (one on a single Redis), each answered as if it ran
+//! alone (issue 42; [`Groups`]). A release is announced with `SPUBLISH` on the lock's own sharded
 //! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it;
 //! the message is the releasing process's origin. Each gateway process has one subscriber
 //! connection (made on its first waiting acquisition) that holds `SSUBSCRIBE`s for exactly the
@@ -26,6 +28,7 @@ use crate::locks::logic::FENCE_GRACE_MS;
 use crate::locks::wake::Wakeups;
 use crate::locks::{Attempt, Lock, LockStore, Watch};
 use crate::store::error::StoreError;
+use crate::store::group::{self, GroupCommit};
 use crate::types::Name;
 
 static ACQUIRE: LazyLock<Script> =
@@ -187,33 +190,22 @@ impl LockStore for RedisStore {
         owner: &Name,
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
-        let (reply, written): (Vec<Value>, _) = self
-            .pool
-            .script_written(
-                &ACQUIRE,
-                vec![self.keys.lock(name), self.keys.lock_fence(name)],
-                vec![
-                    owner.to_string(),
-                    ttl_ms.to_string(),
-                    FENCE_GRACE_MS.to_string(),
-                ],
-            )
-            .await?;
-        if number::<u8>(reply.first())? == 0 {
-            let pttl: i64 = number(reply.get(1))?;
-            return Ok(Attempt::Held {
-                retry_after_ms: pttl.max(1) as u64,
-            });
-        }
-        let lock = Lock {
+        let acquisition = Acquisition {
+            holder: self.keys.lock(name),
+            fence: self.keys.lock_fence(name),
             owner: owner.clone(),
-            token: number(reply.get(1))?,
-            expires_at_ms: number(reply.get(2))?,
+            ttl_ms,
         };
-        // A fencing token handed out must never be handed out again after a failover
-        // (docs/operations.md "Durable writes").
-        written.replicated().await?;
-        Ok(Attempt::Acquired(lock))
+        let group = self.lock_group(&acquisition.holder);
+        match self
+            .kept(&GROUPS)
+            .acquisitions
+            .join(group, acquisition, self, acquire_group)
+            .await
+        {
+            Some(attempt) => attempt,
+            None => Err(shutting_down()),
+        }
     }
 
     async fn lock_renew(
@@ -254,26 +246,29 @@ impl LockStore for RedisStore {
         owner: &Name,
         token: u64,
     ) -> Result<bool, StoreError> {
-        let released: i64 = self
-            .pool
-            .script(
-                &RELEASE,
-                vec![self.keys.lock(name)],
-                vec![
-                    owner.to_string(),
-                    token.to_string(),
-                    self.keys.lock_released_channel(name),
-                    self.kept(&RELEASES).origin.clone(),
-                ],
-            )
-            .await?;
+        let release = Release {
+            holder: self.keys.lock(name),
+            channel: self.keys.lock_released_channel(name),
+            owner: owner.to_string(),
+            token,
+        };
+        let group = self.lock_group(&release.holder);
+        let released = match self
+            .kept(&GROUPS)
+            .releases
+            .join(group, release, self, release_group)
+            .await
+        {
+            Some(released) => released?,
+            None => return Err(shutting_down()),
+        };
         // Told here rather than by the announcement coming back (the subscriber skips this
         // process's own), so this process's waiters hear it while the subscriber reconnects
         // too, and only once.
-        if released == 1 {
+        if released {
             self.kept(&RELEASES).wakeups.released(name.as_str());
         }
-        Ok(released == 1)
+        Ok(released)
     }
 
     async fn lock_inspect(&self, name: &Name) -> Result<Option<Lock>, StoreError> {
@@ -325,6 +320,181 @@ impl LockStore for RedisStore {
         let _ = tokio::time::timeout(timeout, subscribed).await;
         watch
     }
+}
+
+/// Most acquisitions (or releases) in one script call, and the bytes of their keys and
+/// arguments after which a call takes no more: bounds one script run (64 acquisitions: ~260
+/// Redis commands, well under a millisecond) however large a turn's group grew. A larger group
+/// goes as several calls, one after the other, so requests stay in arrival order.
+const MAX_PER_CALL: usize = 64;
+const MAX_CALL_BYTES: usize = 16 * 1024;
+
+/// Acquisitions and releases waiting to go in one call, per group ([`RedisStore::lock_group`]).
+static GROUPS: Slot<Groups> = Slot::new();
+
+/// The acquisitions (and the releases) a worker takes up in one turn cost one round trip, one
+/// script run and, for acquisitions, one replica wait (issue 42), each answered as if it ran
+/// alone. Grouped by what one script run may touch, not by name: the bench's acquisitions, like
+/// most real ones, are of many different names.
+#[derive(Debug, Default)]
+struct Groups {
+    acquisitions: GroupCommit<Option<u16>, Acquisition, Result<Attempt, StoreError>>,
+    releases: GroupCommit<Option<u16>, Release, Result<bool, StoreError>>,
+}
+
+impl Kept for Groups {}
+
+/// One acquisition's share of a `lock_acquire.lua` call.
+struct Acquisition {
+    holder: String,
+    fence: String,
+    owner: Name,
+    ttl_ms: u64,
+}
+
+/// One release's share of a `lock_release.lua` call.
+struct Release {
+    holder: String,
+    channel: String,
+    owner: String,
+    token: u64,
+}
+
+fn shutting_down() -> StoreError {
+    StoreError::Unavailable("the gateway is shutting down".to_owned())
+}
+
+impl RedisStore {
+    /// The group a lock whose holder key is `holder` joins: its hash slot on a Cluster (a
+    /// script's keys must share one), the one group on a single Redis (a script may touch any
+    /// key it declares). fred's slot function, as the gateway's own routing uses.
+    fn lock_group(&self, holder: &str) -> Option<u16> {
+        self.cluster
+            .then(|| fred::util::redis_keyslot(holder.as_bytes()))
+    }
+
+    /// One `lock_acquire.lua` call for `call`'s acquisitions, each answered on its own.
+    async fn acquire_call(
+        &self,
+        call: Vec<Acquisition>,
+    ) -> Result<Vec<Result<Attempt, StoreError>>, StoreError> {
+        let mut keys = Vec::with_capacity(2 * call.len());
+        let mut args = Vec::with_capacity(1 + 2 * call.len());
+        args.push(FENCE_GRACE_MS.to_string());
+        let mut owners = Vec::with_capacity(call.len());
+        for a in call {
+            keys.extend([a.holder, a.fence]);
+            args.extend([a.owner.to_string(), a.ttl_ms.to_string()]);
+            owners.push(a.owner);
+        }
+        let (reply, written): (Vec<Value>, _) =
+            self.pool.script_written(&ACQUIRE, keys, args).await?;
+        if reply.len() != owners.len() {
+            return Err(StoreError::Internal(format!(
+                "lock_acquire.lua answered {} of {} acquisitions",
+                reply.len(),
+                owners.len()
+            )));
+        }
+        let attempts: Vec<Result<Attempt, StoreError>> = owners
+            .into_iter()
+            .zip(reply)
+            .map(|(owner, one)| match one {
+                Value::Array(one) => attempt(owner, &one),
+                other => Err(StoreError::Internal(format!(
+                    "lock_acquire.lua returned {other:?}"
+                ))),
+            })
+            .collect();
+        // A fencing token handed out must never be handed out again after a failover
+        // (docs/operations.md "Durable writes"); a refusal wrote nothing. One wait covers every
+        // acquisition of the call: they ran on one master in one step.
+        let lasting = |a: &Result<Attempt, StoreError>| matches!(a, Ok(Attempt::Acquired(_)));
+        if !attempts.iter().any(lasting) {
+            return Ok(attempts);
+        }
+        let replicated = written.replicated().await;
+        Ok(attempts
+            .into_iter()
+            .map(|a| match (&replicated, lasting(&a)) {
+                (Err(e), true) => Err(e.clone()),
+                _ => a,
+            })
+            .collect())
+    }
+
+    /// One `lock_release.lua` call for `call`'s releases, each answered on its own.
+    async fn release_call(&self, call: Vec<Release>) -> Result<Vec<bool>, StoreError> {
+        let n = call.len();
+        let mut keys = Vec::with_capacity(n);
+        let mut args = Vec::with_capacity(1 + 3 * n);
+        args.push(self.kept(&RELEASES).origin.clone());
+        for r in call {
+            keys.push(r.holder);
+            args.extend([r.owner, r.token.to_string(), r.channel]);
+        }
+        let reply: Vec<i64> = self.pool.script(&RELEASE, keys, args).await?;
+        if reply.len() != n {
+            return Err(StoreError::Internal(format!(
+                "lock_release.lua answered {} of {n} releases",
+                reply.len()
+            )));
+        }
+        Ok(reply.into_iter().map(|r| r == 1).collect())
+    }
+}
+
+/// A group of acquisitions in `lock_acquire.lua` calls of at most [`MAX_PER_CALL`] and
+/// [`MAX_CALL_BYTES`], in order.
+async fn acquire_group(
+    store: RedisStore,
+    _: Option<u16>,
+    acquisitions: Vec<Acquisition>,
+) -> Vec<Result<Attempt, StoreError>> {
+    let mut replies = Vec::with_capacity(acquisitions.len());
+    let weight = |a: &Acquisition| a.holder.len() + a.fence.len() + a.owner.as_str().len() + 24;
+    for call in group::calls(acquisitions, MAX_PER_CALL, MAX_CALL_BYTES, weight) {
+        let n = call.len();
+        match store.acquire_call(call).await {
+            Ok(done) => replies.extend(done),
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    replies
+}
+
+/// A group of releases in `lock_release.lua` calls of at most [`MAX_PER_CALL`] and
+/// [`MAX_CALL_BYTES`], in order.
+async fn release_group(
+    store: RedisStore,
+    _: Option<u16>,
+    releases: Vec<Release>,
+) -> Vec<Result<bool, StoreError>> {
+    let mut replies = Vec::with_capacity(releases.len());
+    let weight = |r: &Release| r.holder.len() + r.channel.len() + r.owner.len() + 24;
+    for call in group::calls(releases, MAX_PER_CALL, MAX_CALL_BYTES, weight) {
+        let n = call.len();
+        match store.release_call(call).await {
+            Ok(done) => replies.extend(done.into_iter().map(Ok)),
+            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    replies
+}
+
+/// One acquisition's reply within `lock_acquire.lua`'s.
+fn attempt(owner: Name, reply: &[Value]) -> Result<Attempt, StoreError> {
+    if number::<u8>(reply.first())? == 0 {
+        let pttl: i64 = number(reply.get(1))?;
+        return Ok(Attempt::Held {
+            retry_after_ms: pttl.max(1) as u64,
+        });
+    }
+    Ok(Attempt::Acquired(Lock {
+        owner,
+        token: number(reply.get(1))?,
+        expires_at_ms: number(reply.get(2))?,
+    }))
 }
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).

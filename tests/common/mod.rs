@@ -741,12 +741,19 @@ pub async fn on_private_redis() -> (RedisProcess, Gateway, String) {
 
 /// How many script runs (EVALSHA) `redis` has had.
 pub fn script_runs(redis: &RedisProcess) -> u64 {
+    command_calls(redis, "evalsha")
+}
+
+/// How many times `redis` has run `command` (lower case), from scripts too (`INFO
+/// commandstats` counts a script's own calls).
+pub fn command_calls(redis: &RedisProcess, command: &str) -> u64 {
     let stats = redis
         .cli(&["info", "commandstats"])
         .expect("redis-cli answers");
+    let prefix = format!("cmdstat_{command}:calls=");
     stats
         .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |n| n.parse::<u64>().expect("a count"))
 }
