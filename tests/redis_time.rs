@@ -269,8 +269,9 @@ async fn measure(gw: &Gateway, redis: &Client, r: &Req) -> (u64, String, u64, us
     (us, what, raw, calls.len())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_request_holds_redis_for_more_than_5_ms() {
+/// A private Redis logging every command's time (SLOWLOG), a gateway on it, a client of its
+/// own to read the log, and the gateway's key prefix.
+async fn slowlogged_gateway() -> (RedisProcess, Gateway, Client, String) {
     let server = RedisProcess::start(
         &[
             "--slowlog-log-slower-than",
@@ -289,6 +290,12 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         .build()
         .unwrap();
     redis.init().await.unwrap();
+    (server, gw, redis, prefix)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_holds_redis_for_more_than_5_ms() {
+    let (_server, gw, redis, prefix) = slowlogged_gateway().await;
 
     // ---- Loading (not measured) ----
 
@@ -1146,27 +1153,11 @@ const GROUPED_BUDGET_US: u64 = 1_000;
 /// The grouped queue scripts stay under a millisecond per run at their bounds: 64 concurrent
 /// enqueues of the largest payload (runs of up to 128 KiB), 64 of small jobs under idempotency
 /// keys (runs of up to 64) and 64 concurrent acks; 64 concurrent claims of the largest jobs
-/// (runs bounded by the 1 MiB one claim alone may return) stay under the 5 ms rule. On one thread, as the binary's workers run
-/// (`src/workers.rs`), so a burst groups. The least of a few repeats counts, as above.
+/// (runs bounded by the 1 MiB one claim alone may return) stay under the 5 ms rule. On one
+/// thread, as the binary's workers run (`src/workers.rs`), so a burst groups. The least of a few repeats counts, as above.
 #[tokio::test]
 async fn a_grouped_queue_run_holds_redis_under_a_millisecond() {
-    let server = RedisProcess::start(
-        &[
-            "--slowlog-log-slower-than",
-            "0",
-            "--slowlog-max-len",
-            "100000",
-        ],
-        false,
-    );
-    let mut settings = common::settings(Backend::Redis);
-    settings.store = StoreChoice::Redis(server.url());
-    settings.store_timeout = Duration::from_secs(10);
-    let gw = Gateway::with_settings(settings).await;
-    let redis = Builder::from_config(Config::from_url(&server.url()).unwrap())
-        .build()
-        .unwrap();
-    redis.init().await.unwrap();
+    let (_server, gw, redis, _) = slowlogged_gateway().await;
     const BURST: usize = 64;
     let big = "z".repeat(64 * 1024 - 16);
 
