@@ -295,7 +295,7 @@ async fn slowlogged_gateway() -> (RedisProcess, Gateway, Client, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_holds_redis_for_more_than_5_ms() {
-    let (_server, gw, redis, prefix) = slowlogged_gateway().await;
+    let (server, gw, redis, prefix) = slowlogged_gateway().await;
 
     // ---- Loading (not measured) ----
 
