@@ -75,6 +75,19 @@ def measure(bench, redis, ports, args):
     return out
 
 
+def goals(results):
+    """[(text, ok)]: issue 41's goal for each row whose answer waits for the replica."""
+    out = []
+    for res in results:
+        if res["row"]["waits"]:
+            n0 = statistics.median(r["rps"] for r in res["n0"])
+            n1 = statistics.median(r["rps"] for r in res["n1"])
+            r = n1 / n0 if n0 else 0
+            out.append(("durable writes, %s: N=1 %.2f× the throughput of N=0 (goal ≥ %.1f×)" % (
+                res["row"]["label"], r, GOAL), r >= GOAL))
+    return out
+
+
 def report(results, args):
     """The report's section, as lines."""
     lines = ["## Durable writes (`GATEWAY_WRITE_REPLICAS`)", "",
