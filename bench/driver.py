@@ -30,6 +30,10 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where ./scripts/bench's `cargo build --release` put the binary (the floor and the burst client
+# are in examples/ beside it).
+GATEWAY = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"),
+                       "release", "redis-gateway")
 BENCH = os.path.join(ROOT, "bench")
 ADMIN_TOKEN = "bench-admin-token"
 PREFIX = "gw:"
@@ -905,7 +909,7 @@ def main():
                     help="skip webdis and the floor server (the global layer is still measured)")
     ap.add_argument("--cheapest", default="", help="row id for the 200-conn row "
                     "(default: the fastest cheap endpoint measured)")
-    ap.add_argument("--gateway", default=os.path.join(ROOT, "target/release/redis-gateway"))
+    ap.add_argument("--gateway", default=GATEWAY)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/performance.md"))
     ap.add_argument("--command", default="./scripts/bench", help=argparse.SUPPRESS)
     args = ap.parse_args()
