@@ -75,8 +75,24 @@ def measure(bench, redis, ports, args):
                 row["id"], i + 1, args.runs, res["n0"][-1]["rps"], g["rps"]))
         bad = sum(r["non2xx"] + r["socket_errors"] for r in res["n0"] + res["n1"])
         if row["waits"] and bad:
-            bench.failures.append("durable %s: %d unexpected responses" % (row["id"], bad))
+            bench.failures.append("durable %s: %d unexpected responses (non-2xx N=0 %d, N=1 %d; "
+                                  "socket errors N=0 %d, N=1 %d)" % (
+                                      row["id"], bad, *(sum(r[k] for r in res[n]) for k in (
+                                          "non2xx", "socket_errors") for n in ("n0", "n1"))))
         out.append(res)
+    return out
+
+
+def goals(results):
+    """[(text, ok)]: issue 41's goal for each row whose answer waits for the replica."""
+    out = []
+    for res in results:
+        if res["row"]["waits"]:
+            n0 = statistics.median(r["rps"] for r in res["n0"])
+            n1 = statistics.median(r["rps"] for r in res["n1"])
+            r = n1 / n0 if n0 else 0
+            out.append(("durable writes, %s: N=1 %.2f× the throughput of N=0 (goal ≥ %.1f×)" % (
+                res["row"]["label"], r, GOAL), r >= GOAL))
     return out
 
 

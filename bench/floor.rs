@@ -5,16 +5,20 @@
 //! the table can say how far the gateway is above the floor.
 //!
 //! `FLOOR_LISTEN` (address), `REDIS_URL`, `FLOOR_POOL_SIZE` (default: the gateway's default
-//! pool size, 2), `FLOOR_GCRA_SHA` (SHA of bench/lua/gcra.lua, loaded by the harness).
+//! pool size, 2), `FLOOR_GCRA_SHA`, `FLOOR_SECKILL_SHA`, `FLOOR_ENQUEUE_SHA` (SHAs of
+//! bench/lua/gcra.lua, seckill.lua and enqueue.lua, loaded by the harness, which also gives
+//! `floor:sk:{<voucher>}` its stock).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use fred::prelude::*;
-use fred::types::{ClusterHash, CustomCommand};
+use fred::types::{ClusterHash, CustomCommand, Expiration, SetOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -22,6 +26,26 @@ use serde_json::{json, Value};
 struct Floor {
     pool: Pool,
     gcra_sha: String,
+    seckill_sha: String,
+    enqueue_sha: String,
+    // Job ids: a counter is the least a generated id can cost; the floor prices the store call.
+    next_job: Arc<AtomicU64>,
+}
+
+#[derive(Deserialize)]
+struct Buy {
+    user_id: u64,
+}
+
+#[derive(Deserialize)]
+struct Acquire {
+    owner: String,
+    ttl_ms: i64,
+}
+
+#[derive(Deserialize)]
+struct Job {
+    payload: Value,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +120,74 @@ async fn ratelimit(State(f): State<Floor>, Json(c): Json<Check>) -> Reply {
     })))
 }
 
+/// One purchase: bench/lua/seckill.lua (stock check, one per user, decrement) by EVALSHA.
+async fn purchase(
+    State(f): State<Floor>,
+    Path(voucher): Path<String>,
+    Json(b): Json<Buy>,
+) -> Result<(StatusCode, Json<Value>), StatusCode> {
+    let left: i64 = f
+        .pool
+        .evalsha(
+            &f.seckill_sha,
+            vec![
+                format!("floor:sk:{{{voucher}}}"),
+                format!("floor:sk:{{{voucher}}}:buyers"),
+            ],
+            vec![b.user_id],
+        )
+        .await
+        .map_err(unavailable)?;
+    match left {
+        -1 | -2 => Err(StatusCode::CONFLICT),
+        _ => Ok((
+            StatusCode::CREATED,
+            Json(json!({"voucher_id": voucher, "user_id": b.user_id, "stock": left})),
+        )),
+    }
+}
+
+/// One acquisition: `SET NX PX`.
+async fn lock(State(f): State<Floor>, Path(name): Path<String>, Json(a): Json<Acquire>) -> Reply {
+    let set: Option<String> = f
+        .pool
+        .set(
+            format!("floor:lk:{name}"),
+            a.owner,
+            Some(Expiration::PX(a.ttl_ms)),
+            Some(SetOptions::NX),
+            false,
+        )
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(json!({"name": name, "acquired": set.is_some()})))
+}
+
+/// One enqueue: bench/lua/enqueue.lua (`HSET` payload + `ZADD` by due time) by EVALSHA.
+async fn enqueue(
+    State(f): State<Floor>,
+    Path(queue): Path<String>,
+    Json(j): Json<Job>,
+) -> Result<(StatusCode, Json<Value>), StatusCode> {
+    let id = format!("f{}", f.next_job.fetch_add(1, Ordering::Relaxed));
+    let due: i64 = f
+        .pool
+        .evalsha(
+            &f.enqueue_sha,
+            vec![
+                format!("floor:q:{{{queue}}}:due"),
+                format!("floor:q:{{{queue}}}:pay"),
+            ],
+            vec![id.clone(), j.payload.to_string()],
+        )
+        .await
+        .map_err(unavailable)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"id": id, "queue": queue, "due_ms": due})),
+    ))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listen: SocketAddr = std::env::var("FLOOR_LISTEN")?.parse()?;
@@ -113,12 +205,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let floor = Floor {
         pool,
         gcra_sha: std::env::var("FLOOR_GCRA_SHA").unwrap_or_default(),
+        seckill_sha: std::env::var("FLOOR_SECKILL_SHA").unwrap_or_default(),
+        enqueue_sha: std::env::var("FLOOR_ENQUEUE_SHA").unwrap_or_default(),
+        next_job: Arc::new(AtomicU64::new(0)),
     };
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/uv/{page}", post(uv_add))
         .route("/v1/checkins/{user}", post(checkin))
         .route("/v1/ratelimit/check", post(ratelimit))
+        .route("/v1/seckill/vouchers/{voucher}/orders", post(purchase))
+        .route("/v1/locks/{name}", post(lock))
+        .route("/v1/queues/{queue}/jobs", post(enqueue))
         .with_state(floor);
     let listener = tokio::net::TcpListener::bind(listen).await?;
     axum::serve(listener, app).await?;

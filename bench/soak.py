@@ -125,7 +125,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--backends", default="memory,redis")
     ap.add_argument("--routes", default=",".join(r for r, _ in ROUTES))
-    ap.add_argument("--gateway", default=os.path.join(driver.ROOT, "target/release/redis-gateway"))
+    ap.add_argument("--gateway", default=driver.GATEWAY)
     ap.add_argument("--out", default=os.path.join(driver.ROOT, "docs/performance.md"))
     ap.add_argument("--command", default="./scripts/bench --soak", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -3,14 +3,24 @@
 --   BENCH_SCENARIO  checkin | uv | ratelimit | seckill | seckill_soldout | dedup | nearby |
 --                   lock_acquire | lock_release | enqueue | claim_ack,
 --                   and the soak's (bench/soak.py): healthz | checkin_one | ratelimit_one,
---                   and webdis's UV add (bench/peers.py): webdis_uv
+--                   and webdis's own forms (bench/peers.py): webdis_uv | webdis_seckill |
+--                   webdis_lock | webdis_enqueue
 --   BENCH_BASE      first user id of this run (seckill: ids must be unique across runs,
---                   since a second purchase by the same user is a 409, not a sale)
+--                   since a second purchase by the same user is a 409, not a sale; the
+--                   webdis purchase and enqueue rows number buyers and job ids the same way)
+--   BENCH_SHA       webdis_seckill, webdis_enqueue: the SHA of bench/lua/seckill.lua or
+--                   enqueue.lua, loaded into Redis by the harness
 -- Requests are built up front (a pool per thread, cycled) so wrk spends its CPU on I/O, not
 -- Lua: the load generator shares the machine's cores with the gateway and Redis.
 
 local scenario = os.getenv("BENCH_SCENARIO") or "checkin"
 local base = tonumber(os.getenv("BENCH_BASE") or "0")
+local sha = os.getenv("BENCH_SHA") or ""
+-- The enqueue row's payload in webdis's URL form (it percent-decodes each argument).
+local WEBDIS_PAYLOAD =
+  "%7B%22to%22%3A%22user%40example.com%22%2C%22template%22%3A%22welcome%22%2C%22locale%22%3A%22en%22%7D"
+-- Scenarios whose every request names a new buyer or job: built per request, not pooled.
+local FRESH = { seckill = true, webdis_seckill = true, webdis_enqueue = true }
 local json = { ["Content-Type"] = "application/json" }
 local POOL = 4096
 
@@ -55,6 +65,8 @@ local function build()
   elseif scenario == "webdis_uv" then
     -- webdis's own form of the UV add: the command in the path (bench/peers.py).
     return wrk.format("GET", "/PFADD/bench:wd/v" .. math.random(0, 999999))
+  elseif scenario == "webdis_lock" then
+    return wrk.format("GET", "/SET/bench:wlk:" .. math.random(0, 999999) .. "/bench/NX/PX/1000")
   elseif scenario == "healthz" then
     return wrk.format("GET", "/healthz")
   elseif scenario == "checkin_one" then
@@ -74,7 +86,7 @@ function init(args)
   math.randomseed(os.time() * 1000 + tid_n * 7919 + base)
   -- Threads interleave ids (tid, tid + 16, ...): unique without coordination, for up to 16.
   step, next_user = 16, base + tid_n
-  if scenario ~= "seckill" then
+  if not FRESH[scenario] then
     for k = 1, POOL do pool[k] = build() end
   end
 end
@@ -97,9 +109,15 @@ function request()
   if #acks > 0 then
     return table.remove(acks)
   end
-  if scenario == "seckill" then
+  if FRESH[scenario] then
     local user = next_user
     next_user = next_user + step
+    if scenario == "webdis_seckill" then
+      return wrk.format("GET", "/EVALSHA/" .. sha .. "/2/bench:wsk/bench:wsk:buyers/u" .. user)
+    elseif scenario == "webdis_enqueue" then
+      return wrk.format("GET", "/EVALSHA/" .. sha .. "/2/bench:q:%7Bw%7D:due/bench:q:%7Bw%7D:pay/j"
+        .. user .. "/" .. WEBDIS_PAYLOAD)
+    end
     return wrk.format("POST", "/v1/seckill/vouchers/bench/orders", json,
       '{"user_id":' .. user .. '}')
   end
