@@ -76,12 +76,14 @@ ROWS = [
     dict(id="seckill", label="seckill purchase `POST …/orders` (201)", scenario="seckill",
          probe=("POST", "/v1/seckill/vouchers/bench/orders", {"user_id": 4_000_000_000}),
          expect=201,
-         raw=["EVALSHA", "{sha:seckill}", "2", "bench:sk", "bench:sk:buyers", "u__rand_int__"],
+         raw=["EVALSHA", "{sha:seckill}", "4", "bench:sk", "bench:sk:buyers", "bench:sk:uo",
+              "bench:sk:orders", "u__rand_int__"],
          keyspace=1_000_000_000),
     dict(id="seckill_soldout", label="seckill purchase, sold out (409)",
          scenario="seckill_soldout", probe=("POST", "/v1/seckill/vouchers/bench-soldout/orders",
                                             {"user_id": 424242}), expect=409,
-         raw=["EVALSHA", "{sha:seckill}", "2", "bench:sk0", "bench:sk0:buyers", "u__rand_int__"],
+         raw=["EVALSHA", "{sha:seckill}", "4", "bench:sk0", "bench:sk0:buyers", "bench:sk0:uo",
+              "bench:sk0:orders", "u__rand_int__"],
          keyspace=1_000_000),
     dict(id="dedup", label="dedup `POST /v1/dedup/{f}/filter` (10 items)", scenario="dedup",
          probe=("POST", "/v1/dedup/bench/filter", {"items": ["probe"]}), expect=200,
@@ -425,6 +427,13 @@ def rfc3339(t):
         "%Y-%m-%dT%H:%M:%SZ")
 
 
+def raw_voucher(stock):
+    """The fields of a voucher for bench/lua/seckill.lua: open for a century, one per user."""
+    now = int(time.time() * 1000)
+    return ["stock", stock, "sold", 0, "begin", now - 3_600_000,
+            "end", now + 100 * 365 * 86_400_000, "limit", 1, "cap", max(stock, 1) * 2]
+
+
 def seed_vouchers(gw):
     """The vouchers of the seckill rows, `bench` (stock for every run) and `bench-soldout`
     (none left); returns the status of creating `bench`."""
@@ -446,8 +455,8 @@ def seed(gw, redis, notes):
         missing |= {"seckill", "seckill_soldout"}
     elif st not in (200, 201):
         notes.append("seeding voucher `bench` answered %s" % st)
-    redis.cli("HSET", "bench:sk", "stock", 10**12)
-    redis.cli("HSET", "bench:sk0", "stock", 0)
+    for key, stock in (("bench:sk", 10**12), ("bench:sk0", 0)):
+        redis.cli("HSET", key, *raw_voucher(stock))
 
     st, _, _ = gw.call("PUT", "/v1/dedup/bench", {"capacity": 100_000, "error_rate": 0.01},
                        admin=True)
@@ -849,9 +858,11 @@ def write_report(args, results, notes, shas, elapsed, load, sections, goals):
             "- rate-limit: random key of 10^4, burst 100, 50/s (all allowed); raw: "
             "`bench/lua/gcra.lua`, a minimal GCRA script by EVALSHA.",
             "- seckill: a voucher with {:,} stock, a new user id per request (201); sold out: "
-            "a voucher with no stock left (409); raw: `bench/lua/seckill.lua` (stock check, "
-            "one per user, decrement) by EVALSHA; webdis the same script, "
-            "`GET /EVALSHA/<sha>/2/bench:wsk/bench:wsk:buyers/u<new id>`, on a key with "
+            "a voucher with no stock left (409); raw: `bench/lua/seckill.lua` by EVALSHA, the "
+            "gateway's Redis work for one purchase (the sale window by the server's clock, "
+            "stock, the per-user limit, the order appended to a stream, the user's order ids, "
+            "stock and sold); webdis the same script, `GET /EVALSHA/<sha>/4/bench:wsk/"
+            "bench:wsk:buyers/bench:wsk:uo/bench:wsk:orders/u<new id>`, on a key with "
             "10^12 stock (every answer a sale: the run fails if webdis added fewer buyers than "
             "it answered); the floor the same script on its own key.".format(SECKILL_STOCK),
             "- dedup: `filter` of 10 items drawn from 50,000 with `mark_seen`; raw: "

@@ -120,30 +120,33 @@ async fn ratelimit(State(f): State<Floor>, Json(c): Json<Check>) -> Reply {
     })))
 }
 
-/// One purchase: bench/lua/seckill.lua (stock check, one per user, decrement) by EVALSHA.
+/// One purchase: bench/lua/seckill.lua (the gateway's Redis work for one purchase) by EVALSHA.
 async fn purchase(
     State(f): State<Floor>,
     Path(voucher): Path<String>,
     Json(b): Json<Buy>,
 ) -> Result<(StatusCode, Json<Value>), StatusCode> {
-    let left: i64 = f
+    let key = format!("floor:sk:{{{voucher}}}");
+    let reply: fred::types::Value = f
         .pool
         .evalsha(
             &f.seckill_sha,
             vec![
-                format!("floor:sk:{{{voucher}}}"),
-                format!("floor:sk:{{{voucher}}}:buyers"),
+                key.clone(),
+                format!("{key}:buyers"),
+                format!("{key}:uo"),
+                format!("{key}:orders"),
             ],
             vec![b.user_id],
         )
         .await
         .map_err(unavailable)?;
-    match left {
-        -1 | -2 => Err(StatusCode::CONFLICT),
-        _ => Ok((
+    match reply.as_string() {
+        Some(order_id) if !matches!(reply, fred::types::Value::Integer(_)) => Ok((
             StatusCode::CREATED,
-            Json(json!({"voucher_id": voucher, "user_id": b.user_id, "stock": left})),
+            Json(json!({"voucher_id": voucher, "user_id": b.user_id, "order_id": order_id})),
         )),
+        _ => Err(StatusCode::CONFLICT),
     }
 }
 

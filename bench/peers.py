@@ -1,8 +1,8 @@
 """The gateway against its yardsticks, in the same run on the same private Redis (issues 19, 42):
 
 - webdis (Debian's package), the HTTP-to-Redis peer users would otherwise pick, doing the same
-  Redis work its own way: a UV add as `GET /PFADD/key/visitor`, a purchase as the purchase
-  script (bench/lua/seckill.lua) by `GET /EVALSHA/…`, a lock acquisition as
+  Redis work its own way: a UV add as `GET /PFADD/key/visitor`, a purchase as the gateway's
+  per-purchase Redis work in one script (bench/lua/seckill.lua) by `GET /EVALSHA/…`, a lock acquisition as
   `GET /SET/key/owner/NX/PX/1000`, an enqueue as bench/lua/enqueue.lua by `EVALSHA`;
 - the floor: `bench/floor.rs`, a bare axum + fred handler with the gateway's crate versions
   doing one store call per request on the gateway's own paths;
@@ -113,8 +113,8 @@ class Peers:
         self.missing = {}
         need = {SERVERS[v] for _, variants in rows for v in variants}
         redis = driver.Redis(redis_port)
-        redis.cli("HSET", "floor:sk:{bench}", "stock", HUGE_STOCK)
-        redis.cli("HSET", "bench:wsk", "stock", HUGE_STOCK)
+        for key in ("floor:sk:{bench}", "bench:wsk"):
+            redis.cli("HSET", key, *driver.raw_voucher(HUGE_STOCK))
         if "floor" in need:
             floor_bin = os.path.join(os.path.dirname(gateway_bin), "examples", "floor")
             self.ports["floor"] = driver.free_port()
@@ -195,7 +195,7 @@ def measure(peers, rows, args, redis):
         driver.log("peers, %s: warming up" % row["label"])
         for v in variants:
             peers.wrk(row, v, args.connections, args.threads, 1)
-        buyers = int(redis.cli("SCARD", "bench:wsk:buyers") or 0)
+        buyers = int(redis.cli("HLEN", "bench:wsk:buyers") or 0)
         for i in range(args.runs):
             for v in variants:
                 runs[v].append(peers.wrk(row, v, args.connections, args.threads,
@@ -211,7 +211,7 @@ def measure(peers, rows, args, redis):
         if row["id"] == "seckill" and "webdis" in runs:
             # webdis answers 200 whatever the script says: a buyer it did not add to the set
             # was a refusal (already bought), not a sale.
-            sold = int(redis.cli("SCARD", "bench:wsk:buyers")) - buyers
+            sold = int(redis.cli("HLEN", "bench:wsk:buyers")) - buyers
             asked = sum(r["requests"] for r in runs["webdis"])
             stats = re.search(r"cmdstat_evalsha:(\S+)", redis.cli("INFO", "commandstats"))
             text = "webdis: %d purchases answered, %d sales (EVALSHA %s)" % (

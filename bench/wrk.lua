@@ -113,7 +113,8 @@ function request()
     local user = next_user
     next_user = next_user + step
     if scenario == "webdis_seckill" then
-      return wrk.format("GET", "/EVALSHA/" .. sha .. "/2/bench:wsk/bench:wsk:buyers/u" .. user)
+      return wrk.format("GET", "/EVALSHA/" .. sha
+        .. "/4/bench:wsk/bench:wsk:buyers/bench:wsk:uo/bench:wsk:orders/u" .. user)
     elseif scenario == "webdis_enqueue" then
       return wrk.format("GET", "/EVALSHA/" .. sha .. "/2/bench:q:%7Bw%7D:due/bench:q:%7Bw%7D:pay/j"
         .. user .. "/" .. WEBDIS_PAYLOAD)
