@@ -34,6 +34,17 @@ fn at(minutes: i64) -> String {
     (chrono::Utc::now() + chrono::Duration::minutes(minutes)).to_rfc3339()
 }
 
+/// A voucher on sale now: stock 1,000, one per user.
+async fn open_voucher(gw: &Gateway, name: &str) {
+    let (status, body) = gw
+        .admin_put(
+            &format!("/v1/seckill/vouchers/{name}"),
+            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
 async fn gateway(url: String, replicas: u32) -> (Gateway, String) {
     let mut s = common::settings(Backend::Memory);
     s.store = StoreChoice::Redis(url);
@@ -137,13 +148,7 @@ async fn failover_after_paused_writes(replicas: u32) {
     let locks = names_on(&cluster, victim, "lock", 2 + PAUSED, scope);
     let queue = names_on(&cluster, victim, "q", 1, scope).remove(0);
 
-    let (status, body) = gw
-        .admin_put(
-            &format!("/v1/seckill/vouchers/{voucher}"),
-            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    open_voucher(&gw, voucher).await;
 
     // Before: acknowledged while the replica is healthy.
     let mut before_users = Vec::new();
@@ -519,29 +524,13 @@ fn replicated(master: &RedisProcess) -> bool {
     String::from_utf8_lossy(&out.stdout).lines().nth(1) == Some("1")
 }
 
-/// The `WAIT` calls `redis` has had.
-fn waits(redis: &RedisProcess) -> u64 {
-    let stats = redis.cli(&["info", "commandstats"]).unwrap();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 /// Batched: concurrent purchases of one voucher share waits (one covers every write answered
 /// before it), and each is acknowledged; `/readyz` names the standalone master's replica.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_share_their_waits() {
     let (master, _replica) = master_with_replica();
     let (gw, _) = gateway(master.url(), 1).await;
-    let (status, body) = gw
-        .admin_put(
-            "/v1/seckill/vouchers/hot",
-            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    open_voucher(&gw, "hot").await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(
         ready["write_replicas"],
@@ -550,7 +539,7 @@ async fn concurrent_writes_share_their_waits() {
         "{ready}"
     );
     const BUYERS: usize = 200;
-    let before = waits(&master);
+    let before = common::command_calls(&master, "wait");
     let buys = (0..BUYERS).map(|u| {
         let gw = &gw;
         async move {
@@ -566,7 +555,7 @@ async fn concurrent_writes_share_their_waits() {
     for (status, body, _) in futures::future::join_all(buys).await {
         assert_eq!(status, 201, "{body}");
     }
-    let used = waits(&master) - before;
+    let used = common::command_calls(&master, "wait") - before;
     assert!(used >= 1, "no wait was made");
     assert!(
         used < BUYERS as u64 / 2,
@@ -580,13 +569,7 @@ async fn concurrent_writes_share_their_waits() {
 async fn a_wait_does_not_stall_other_requests() {
     let (master, replica) = master_with_replica();
     let (gw, _) = gateway(master.url(), 1).await;
-    let (status, body) = gw
-        .admin_put(
-            "/v1/seckill/vouchers/w",
-            json!({"stock": 1000, "begin": at(-1), "end": at(60), "per_user_limit": 1}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    open_voucher(&gw, "w").await;
     let replica_pid = replica.pid();
     signal("-STOP", &replica_pid);
     let buy = async {

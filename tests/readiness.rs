@@ -15,14 +15,7 @@ use reqwest::StatusCode;
 
 /// `INFO` calls `redis` has served (this one asking is counted from the next call on).
 fn info_calls(redis: &RedisProcess) -> u64 {
-    let stats = redis
-        .cli(&["info", "commandstats"])
-        .expect("redis-cli answers");
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_info:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().expect("a count"))
+    common::command_calls(redis, "info")
 }
 
 /// Store calls that failed, as `/metrics` counts them.

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use redis_gateway::geo::logic;
 use serde_json::{json, Value};
 
-use crate::common::{settings, shared_redis, Backend, Gateway};
+use crate::common::{command_calls, settings, shared_redis, Backend, Gateway};
 
 crate::contract_tests!(
     put_get_move_delete,
@@ -727,15 +727,6 @@ async fn redis_nearby_equals_plain_geosearch() {
     }
 }
 
-/// Counts of commands a private server ran, from `INFO commandstats`.
-fn calls(redis: &crate::common::RedisProcess, command: &str) -> u64 {
-    let info = redis.cli(&["INFO", "commandstats"]).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 /// The dense-layer shortcut is really taken: one density count and one small search when the
 /// estimate holds enough points (circle or box), widening when it does not, the plain query
 /// for `desc`. On a layer of more than 5,000 places no GEOSEARCH runs at all: the gateway
@@ -755,7 +746,10 @@ async fn redis_dense_search_takes_the_shortcut() {
             redis.cli(&["CONFIG", "RESETSTAT"]).unwrap();
             let (status, body) = gw.get(url).await;
             assert_eq!(status, 200, "{body}");
-            (calls(redis, "zcount"), calls(redis, "geosearch"))
+            (
+                command_calls(redis, "zcount"),
+                command_calls(redis, "geosearch"),
+            )
         }
     };
     // In the cloud: the estimate is right the first time.
@@ -777,7 +771,7 @@ async fn redis_dense_search_takes_the_shortcut() {
     load(&gw, "bj2", &beijing(6, 20_000)).await;
     let (_, searches) = run("/v1/geo/bj2/nearby?lon=116.4&lat=39.9&radius=5&count=20").await;
     assert_eq!(searches, 0);
-    let reads = calls(&redis, "zrangebyscore");
+    let reads = command_calls(&redis, "zrangebyscore");
     assert!((1..=16).contains(&reads), "{reads} cell reads");
 }
 
