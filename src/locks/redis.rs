@@ -409,18 +409,9 @@ impl RedisStore {
         // A fencing token handed out must never be handed out again after a failover
         // (docs/operations.md "Durable writes"); a refusal wrote nothing. One wait covers every
         // acquisition of the call: they ran on one master in one step.
-        let lasting = |a: &Result<Attempt, StoreError>| matches!(a, Ok(Attempt::Acquired(_)));
-        if !attempts.iter().any(lasting) {
-            return Ok(attempts);
-        }
-        let replicated = written.replicated().await;
-        Ok(attempts
-            .into_iter()
-            .map(|a| match (&replicated, lasting(&a)) {
-                (Err(e), true) => Err(e.clone()),
-                _ => a,
-            })
-            .collect())
+        Ok(written
+            .settle(attempts, |a| matches!(a, Attempt::Acquired(_)))
+            .await)
     }
 
     /// One `lock_release.lua` call for `call`'s releases, each answered on its own.
@@ -451,16 +442,11 @@ async fn acquire_group(
     _: Option<u16>,
     acquisitions: Vec<Acquisition>,
 ) -> Vec<Result<Attempt, StoreError>> {
-    let mut replies = Vec::with_capacity(acquisitions.len());
     let weight = |a: &Acquisition| a.holder.len() + a.fence.len() + a.owner.as_str().len() + 24;
-    for call in group::calls(acquisitions, MAX_PER_CALL, MAX_CALL_BYTES, weight) {
-        let n = call.len();
-        match store.acquire_call(call).await {
-            Ok(done) => replies.extend(done),
-            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
-        }
-    }
-    replies
+    group::in_calls(acquisitions, MAX_PER_CALL, MAX_CALL_BYTES, weight, |call| {
+        store.acquire_call(call)
+    })
+    .await
 }
 
 /// A group of releases in `lock_release.lua` calls of at most [`MAX_PER_CALL`] and
@@ -470,16 +456,18 @@ async fn release_group(
     _: Option<u16>,
     releases: Vec<Release>,
 ) -> Vec<Result<bool, StoreError>> {
-    let mut replies = Vec::with_capacity(releases.len());
     let weight = |r: &Release| r.holder.len() + r.channel.len() + r.owner.len() + 24;
-    for call in group::calls(releases, MAX_PER_CALL, MAX_CALL_BYTES, weight) {
-        let n = call.len();
-        match store.release_call(call).await {
-            Ok(done) => replies.extend(done.into_iter().map(Ok)),
-            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
-        }
-    }
-    replies
+    group::in_calls(
+        releases,
+        MAX_PER_CALL,
+        MAX_CALL_BYTES,
+        weight,
+        |call| async {
+            let done = store.release_call(call).await?;
+            Ok(done.into_iter().map(Ok).collect())
+        },
+    )
+    .await
 }
 
 /// One acquisition's reply within `lock_acquire.lua`'s.

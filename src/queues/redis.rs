@@ -12,7 +12,6 @@ use fred::types::scripts::Script;
 
 use crate::store::group::{self, GroupCommit};
 use crate::store::keys::Keys;
-use crate::store::redis::route::Written;
 use crate::store::redis::{script_after, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
@@ -269,28 +268,6 @@ struct Ack {
     receipt: String,
 }
 
-/// Waits for `written`'s replicas when a reply of the call is a lasting success (docs/operations.md
-/// "Durable writes"): one wait covers the whole call, run on one master in one step. Should the
-/// wait fail, the lasting successes fail with it; refusals created nothing to lose.
-async fn replicated<R>(
-    written: Written,
-    replies: Vec<R>,
-    lasting: impl Fn(&R) -> bool,
-) -> Vec<Result<R, StoreError>> {
-    let waited = if replies.iter().any(&lasting) {
-        written.replicated().await
-    } else {
-        Ok(())
-    };
-    replies
-        .into_iter()
-        .map(|r| match &waited {
-            Err(e) if lasting(&r) => Err(e.clone()),
-            _ => Ok(r),
-        })
-        .collect()
-}
-
 /// A queue's group of enqueues in `queue_enqueue.lua` calls of at most [`MAX_PER_CALL`] jobs
 /// and [`MAX_ENQUEUE_BYTES`], in order.
 async fn enqueue_group(
@@ -304,15 +281,10 @@ async fn enqueue_group(
             + e.idem.as_ref().map_or(0, |(k, f)| k.len() + f.len())
             + 40
     };
-    let mut replies = Vec::with_capacity(enqueues.len());
-    for part in group::calls(enqueues, MAX_PER_CALL, MAX_ENQUEUE_BYTES, weight) {
-        let n = part.len();
-        match store.enqueue_call(&queue, max_jobs, part).await {
-            Ok(done) => replies.extend(done),
-            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
-        }
-    }
-    replies
+    group::in_calls(enqueues, MAX_PER_CALL, MAX_ENQUEUE_BYTES, weight, |part| {
+        store.enqueue_call(&queue, max_jobs, part)
+    })
+    .await
 }
 
 /// A queue's group of claims in `queue_claim.lua` calls of at most [`MAX_PER_CALL`] claims and
@@ -358,15 +330,10 @@ async fn ack_group(
     acks: Vec<Ack>,
 ) -> Vec<Result<Acked, StoreError>> {
     let weight = |a: &Ack| a.id.as_str().len() + a.receipt.len() + 8;
-    let mut replies = Vec::with_capacity(acks.len());
-    for part in group::calls(acks, MAX_PER_CALL, MAX_ACK_BYTES, weight) {
-        let n = part.len();
-        match store.ack_call(&queue, part).await {
-            Ok(done) => replies.extend(done),
-            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
-        }
-    }
-    replies
+    group::in_calls(acks, MAX_PER_CALL, MAX_ACK_BYTES, weight, |part| {
+        store.ack_call(&queue, part)
+    })
+    .await
 }
 
 impl RedisStore {
@@ -410,23 +377,27 @@ impl RedisStore {
         if reply.len() != n {
             return Err(bad("enqueue", &reply));
         }
-        let once: Vec<Once<Enqueued>> = reply
+        let once: Vec<Result<Once<Enqueued>, StoreError>> = reply
             .iter()
             .map(|one| match one {
                 Value::Array(one) => self.enqueued(queue, one),
                 other => Err(bad("enqueue", other)),
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .map(Ok)
+            .collect();
         // A job accepted (now, before, or by the request replayed) is acknowledged once its
-        // replicas hold it.
-        Ok(replicated(written, once, |o| {
-            matches!(
-                o,
-                Once::Now(Enqueued::Created { .. } | Enqueued::Existing { .. })
-                    | Once::Replayed(Enqueued::Created { .. } | Enqueued::Existing { .. })
-            )
-        })
-        .await)
+        // replicas hold it (docs/operations.md "Durable writes").
+        Ok(written
+            .settle(once, |o| {
+                matches!(
+                    o,
+                    Once::Now(Enqueued::Created { .. } | Enqueued::Existing { .. })
+                        | Once::Replayed(Enqueued::Created { .. } | Enqueued::Existing { .. })
+                )
+            })
+            .await)
     }
 
     /// One job's reply within `queue_enqueue.lua`'s; tells this process's waiting claims of a
@@ -545,9 +516,12 @@ impl RedisStore {
                 "unknown" => Ok(Acked::Unknown),
                 _ => Err(bad("ack", &reply)),
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .map(Ok)
+            .collect();
         // An ack lost in a failover would run the job again.
-        Ok(replicated(written, acked, |a| *a == Acked::Done).await)
+        Ok(written.settle(acked, |a| *a == Acked::Done).await)
     }
 }
 

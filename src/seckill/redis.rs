@@ -258,16 +258,15 @@ async fn buy_group(
     (voucher, cap): (Name, u64),
     purchases: Vec<Purchase>,
 ) -> Vec<Result<Bought, StoreError>> {
-    let mut replies = Vec::with_capacity(purchases.len());
     let weight = |p: &Purchase| p.idem.len() + p.fingerprint.len() + 20;
-    for call in group::calls(purchases, MAX_PURCHASES, MAX_PURCHASE_BYTES, weight) {
-        let n = call.len();
-        match store.buy_call(&voucher, cap, call).await {
-            Ok(done) => replies.extend(done),
-            Err(e) => replies.extend((0..n).map(|_| Err(e.clone()))),
-        }
-    }
-    replies
+    group::in_calls(
+        purchases,
+        MAX_PURCHASES,
+        MAX_PURCHASE_BYTES,
+        weight,
+        |call| store.buy_call(&voucher, cap, call),
+    )
+    .await
 }
 
 impl RedisStore {
@@ -307,20 +306,11 @@ impl RedisStore {
         // An order, new or replayed, is acknowledged once its replicas hold it
         // (docs/operations.md "Durable writes"); a refusal created nothing to lose. One wait
         // covers every order of the call: they ran on one master in one step.
-        let lasting = |b: &Result<Bought, StoreError>| {
-            matches!(b, Ok(Once::Now(Ok(_)) | Once::Replayed(Ok(_))))
-        };
-        if !bought.iter().any(lasting) {
-            return Ok(bought);
-        }
-        let replicated = written.replicated().await;
-        Ok(bought
-            .into_iter()
-            .map(|b| match (&replicated, lasting(&b)) {
-                (Err(e), true) => Err(e.clone()),
-                _ => b,
+        Ok(written
+            .settle(bought, |b| {
+                matches!(b, Once::Now(Ok(_)) | Once::Replayed(Ok(_)))
             })
-            .collect())
+            .await)
     }
 }
 

@@ -141,6 +141,30 @@ pub(crate) fn calls<T>(
     calls
 }
 
+/// Sends `items` as [`calls`] by `send`, one call after the other so they stay in order; a
+/// call that fails answers each of its items with its error.
+pub(crate) async fn in_calls<T, A, E, Fut>(
+    items: Vec<T>,
+    max_items: usize,
+    max_weight: usize,
+    weight: impl Fn(&T) -> usize,
+    mut send: impl FnMut(Vec<T>) -> Fut,
+) -> Vec<Result<A, E>>
+where
+    E: Clone,
+    Fut: Future<Output = Result<Vec<Result<A, E>>, E>>,
+{
+    let mut answers = Vec::with_capacity(items.len());
+    for call in calls(items, max_items, max_weight, weight) {
+        let n = call.len();
+        match send(call).await {
+            Ok(done) => answers.extend(done),
+            Err(e) => answers.extend((0..n).map(|_| Err(e.clone()))),
+        }
+    }
+    answers
+}
+
 fn lock<K, T, R>(
     open: &Open<K, T, R>,
 ) -> std::sync::MutexGuard<'_, foldhash::HashMap<K, Vec<Waiter<T, R>>>> {

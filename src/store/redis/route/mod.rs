@@ -256,4 +256,27 @@ impl Written {
             Some((replicas, key)) => replicas.confirm(&key).await,
         }
     }
+
+    /// The answers of a grouped call, each acknowledged as [`Written::replicated`] says when
+    /// `lasting` holds for it: one wait covers the whole call (it ran on one master in one
+    /// step), made only when some answer is lasting, and should it fail those answers fail
+    /// with it. Refusals created nothing to lose and are answered as they are.
+    pub(crate) async fn settle<R>(
+        self,
+        answers: Vec<Result<R, StoreError>>,
+        lasting: impl Fn(&R) -> bool,
+    ) -> Vec<Result<R, StoreError>> {
+        let lasting = |a: &Result<R, StoreError>| a.as_ref().is_ok_and(&lasting);
+        if !answers.iter().any(lasting) {
+            return answers;
+        }
+        let waited = self.replicated().await;
+        answers
+            .into_iter()
+            .map(|a| match &waited {
+                Err(e) if lasting(&a) => Err(e.clone()),
+                _ => a,
+            })
+            .collect()
+    }
 }
