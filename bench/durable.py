@@ -6,12 +6,17 @@ is measured without replication, as before):
   with N=1, alternating, `runs` times each; the figures are medians;
 - the sold-out purchase (409), which does not wait, through both: requests sharing the
   pipelined connections with the waits must not pay for them;
-- the `WAIT` calls Redis had during the N=1 runs, per write: one wait covers a batch.
+- the `WAIT` calls Redis had during the N=1 runs, per write: one wait covers a batch;
+- what each run left for the replica to do: the replication stream it had yet to acknowledge
+  when the run ended, how long it then took to catch up, and its CPU per write (information:
+  on two shared cores, an N=0 run leaves the replica behind, and the work it defers is done
+  between runs, where no run is timed; an N=1 run cannot defer it).
 """
 
 import os
 import re
 import statistics
+import time
 
 import driver
 
@@ -32,11 +37,20 @@ def waits(redis):
     return int(m.group(1)) if m else 0
 
 
+# The replica started by `start_replica` (a driver.Redis), to read its own offset.
+REPLICA = []
+
+
 def replica_behind(redis):
-    """Bytes of the replication stream the replica has yet to acknowledge (None: no replica)."""
+    """Bytes of the replication stream the replica has yet to process (None: no replica). Read
+    from the replica itself: the offset the master shows is the replica's last acknowledgement,
+    sent once a second unless a `WAIT` asks, so it lags by up to a second."""
     info = redis.cli("INFO", "replication")
     master = re.search(r"master_repl_offset:(\d+)", info)
-    replica = re.search(r"slave0:.*?offset=(\d+)", info)
+    if REPLICA:
+        replica = re.search(r"slave_repl_offset:(\d+)", REPLICA[0].cli("INFO", "replication"))
+    else:
+        replica = re.search(r"slave0:.*?offset=(\d+)", info)
     if not master or not replica:
         return None
     return int(master.group(1)) - int(replica.group(1))
@@ -49,17 +63,27 @@ def caught_up(redis):
     driver.wait_until(lambda: (replica_behind(redis) or 0) == 0, 60, "the replica catching up")
 
 
+def catch_up_time(redis):
+    """Seconds until the replica holds the whole stream, polled every 10 ms (what the run just
+    measured left for it to do)."""
+    started = time.time()
+    while (replica_behind(redis) or 0) > 0 and time.time() - started < 60:
+        time.sleep(0.01)
+    return time.time() - started
+
+
 def start_replica(procs, logdir, rport):
-    """A replica of the private Redis on `rport`, in sync."""
+    """A replica of the private Redis on `rport`, in sync (its pid in `driver.PIDS`)."""
     redis = driver.Redis(rport)
     redis.cli("CONFIG", "SET", "repl-diskless-sync-delay", "0")
     replica_port = driver.free_port()
-    procs.start("redis-replica", ["redis-server", "--port", str(replica_port), "--bind",
+    driver.PIDS["replica"] = procs.start("redis-replica", ["redis-server", "--port", str(replica_port), "--bind",
                                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
                                   logdir, "--dbfilename", "replica.rdb",
-                                  "--replicaof", "127.0.0.1", str(rport)])
+                                  "--replicaof", "127.0.0.1", str(rport)]).pid
     driver.wait_until(lambda: "state=online" in redis.cli("INFO", "replication"), 60,
                       "the replica's sync")
+    REPLICA[:] = [driver.Redis(replica_port)]
 
 
 def start(procs, logdir, rport, gateway, base_env):
@@ -84,10 +108,10 @@ def measure(bench, redis, ports, args):
             bench.wrk(port, row, args.connections, seconds=1)  # warm-up
         for i in range(args.runs):
             caught_up(redis)
-            res["n0"].append(bench.wrk(ports[0], row, args.connections))
+            res["n0"].append(replica_run(bench, redis, ports[0], row, args))
             caught_up(redis)
             before = waits(redis)
-            g = bench.wrk(ports[1], row, args.connections)
+            g = replica_run(bench, redis, ports[1], row, args)
             res["wait_calls"] += waits(redis) - before
             res["writes"] += g["requests"] - g["non2xx"] if row["waits"] else 0
             res["n1"].append(g)
@@ -101,6 +125,19 @@ def measure(bench, redis, ports, args):
                                           "non2xx", "socket_errors") for n in ("n0", "n1"))))
         out.append(res)
     return out
+
+
+def replica_run(bench, redis, port, row, args):
+    """One wrk run, with what it left the replica: `behind` (bytes of stream unacknowledged
+    at its end), `catch_up` (seconds to apply them) and `replica_cpu` (µs per request, the
+    run and the catch-up together)."""
+    before = driver.proc_cpu(driver.PIDS["replica"])
+    r = bench.wrk(port, row, args.connections)
+    r["behind"] = replica_behind(redis) or 0
+    r["catch_up"] = catch_up_time(redis)
+    r["replica_cpu"] = (driver.proc_cpu(driver.PIDS["replica"]) - before) * 1e6 / max(
+        r["requests"], 1)
+    return r
 
 
 def goals(results):
@@ -126,11 +163,16 @@ def report(results, args):
              "the same two cores), so no run pays for another's backlog. Goal (issue "
              "41): N=1 at least %.1f× N=0's throughput for the writes that wait. WAITs per "
              "write: Redis's `WAIT` calls during the N=1 runs ÷ the writes answered; one wait "
-             "covers every write answered before it." % (
+             "covers every write answered before it. Left for the replica (information, medians): "
+             "the replication stream it had not acknowledged when the run ended, the time it "
+             "then took to catch up, its CPU per request over both; *with catch-up* divides "
+             "each run's requests by its length plus that time, the rate the replica could "
+             "follow on these two cores." % (
                  args.connections, args.duration, args.runs, GOAL), "",
              "| row | N=0 req/s | N=1 req/s | N=1 ÷ N=0 | p99 N=0 / N=1 (ms) | p99 added | "
-             "WAITs per write |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "WAITs per write | left behind N=0 / N=1 (MB) | catch-up N=0 / N=1 (s) | "
+             "replica CPU µs/req N=0 / N=1 | N=1 ÷ N=0 with catch-up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for res in results:
         n0 = statistics.median(r["rps"] for r in res["n0"])
         n1 = statistics.median(r["rps"] for r in res["n1"])
@@ -140,7 +182,20 @@ def report(results, args):
         judged = res["row"]["waits"]
         mark = (" ✓" if ratio >= GOAL else " ✗") if judged else ""
         per = "%.3f" % (res["wait_calls"] / res["writes"]) if res["writes"] else "–"
-        lines.append("| %s | %.0f | %.0f | %.2f%s | %.2f / %.2f | %+.2f | %s |" % (
-            res["row"]["label"], n0, n1, ratio, mark, p0, p1, p1 - p0, per))
+
+        def med(n, key):
+            return statistics.median(r[key] for r in res[n])
+
+        def followed(n):
+            return statistics.median(r["requests"] / (args.duration + r["catch_up"])
+                                     for r in res[n])
+
+        lines.append("| %s | %.0f | %.0f | %.2f%s | %.2f / %.2f | %+.2f | %s | %.1f / %.1f | "
+                     "%.2f / %.2f | %.0f / %.0f | %.2f |" % (
+                         res["row"]["label"], n0, n1, ratio, mark, p0, p1, p1 - p0, per,
+                         med("n0", "behind") / 1e6, med("n1", "behind") / 1e6,
+                         med("n0", "catch_up"), med("n1", "catch_up"),
+                         med("n0", "replica_cpu"), med("n1", "replica_cpu"),
+                         followed("n1") / followed("n0") if followed("n0") else 0))
     lines.append("")
     return lines
