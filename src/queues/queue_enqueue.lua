@@ -16,7 +16,7 @@
 --            (the gateway alone decides it: see made_id in src/queues/mod.rs)
 -- Returns one flat array: the store's now in ms (-1 when no job was created, so the clock was
 -- not read), then per job, in order, one of
---         'created', run_at          (a number; its due_in is max(0, run_at - now))
+--         'created', run_at          (its due_in is max(0, run_at - now))
 --         'existing', run_at
 --         'full'                     (nothing changed and nothing recorded)
 --         'replay', tag, run_at, id  (the first outcome under the job's key)
@@ -25,6 +25,9 @@ local max_jobs, ttl = tonumber(ARGV[1]), ARGV[2]
 local n = (#ARGV - 6) / 6
 local sub, match = string.sub, string.match
 local now, live, earliest, latest
+-- The last due time and its text (what meta, due and the reply take): the jobs of a run due
+-- now share one, printed once.
+local last_at, last_text
 -- Jobs made by this run (id -> run_at), and the writes they make (np values each), sent once
 -- at the end.
 local made, pay, meta, due, np = {}, {}, {}, {}, 0
@@ -75,20 +78,23 @@ for i = 1, n do
         else
           at = tonumber(sub(when, 2))
         end
-        -- Due times are whole ms below 10^14 (a year past now at most), which Lua prints
-        -- whole ('%.14g'), as int() would.
-        tag, run_at = 'created', at
-        if not earliest or at < earliest then
-          earliest = at
+        if at ~= last_at then
+          -- Due times are whole ms below 10^14 (a year past now at most), which Lua prints
+          -- whole ('%.14g'), as int() would.
+          last_at, last_text = at, at .. ''
+          if not earliest or at < earliest then
+            earliest = at
+          end
+          if not latest or at > latest then
+            latest = at
+          end
         end
-        if not latest or at > latest then
-          latest = at
-        end
+        tag, run_at = 'created', last_text
         pay[np + 1], pay[np + 2] = id, ARGV[a + 1]
-        meta[np + 1], meta[np + 2] = id, at .. ' 0 ' .. ARGV[a + 3] .. ' -'
-        due[np + 1], due[np + 2] = at, id
+        meta[np + 1], meta[np + 2] = id, last_text .. ' 0 ' .. ARGV[a + 3] .. ' -'
+        due[np + 1], due[np + 2] = last_text, id
         np = np + 2
-        made[id] = at
+        made[id] = last_text
         live = live + 1
       end
     end
