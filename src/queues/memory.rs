@@ -451,6 +451,7 @@ mod tests {
         async fn enqueue(&self, queue: &Name, id: usize, due: Due) {
             let job = NewJob {
                 id: name(&format!("j{id}")),
+                id_made: false,
                 payload: id.to_string(),
                 due,
                 max_attempts: 10,

@@ -49,6 +49,12 @@ pub const MAX_WAITING_CLAIMS: usize = 64;
 /// time or visibility deadline they hold: an abandoned queue disappears, a delayed job never
 /// does before it is due.
 pub const IDLE_SECS: u64 = 7 * 86_400;
+/// What a refresh of a queue's expiry on Redis sets beyond [`IDLE_SECS`], so that the enqueues
+/// of the next hour whose jobs are due no later find the expiry far enough and refresh nothing
+/// (`queue_enqueue.lua`): the keys expire between `IDLE_SECS` and this much more after the
+/// later of their last write and the latest due time or deadline they hold. Well under
+/// `IDLE_SECS`, which it only lengthens.
+pub const IDLE_SLACK_SECS: u64 = 3600;
 
 /// When a new job becomes due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,10 +69,27 @@ pub enum Due {
 #[derive(Debug, Clone)]
 pub struct NewJob {
     pub id: Name,
+    /// `id` is one [`made_id`] returned for this job (the request had none), so no job holds
+    /// it yet and the store need not look; false for every id a client gave, whatever its
+    /// shape.
+    pub id_made: bool,
     pub payload: String,
     pub due: Due,
     /// 1..=[`logic::MAX_ATTEMPTS`].
     pub max_attempts: u32,
+}
+
+/// A new job's id, for an enqueue that gave none: 128 random bits in hex. The enqueue script
+/// adds a job with such an id without looking for one that holds it ([`NewJob::id_made`]), so
+/// it must never equal an id a queue holds. Client ids cannot be kept out by their shape (any
+/// name is a client's to give, these 32 hex digits too, and refusing some would change
+/// answers), so it rests on the bits: they come from a CSPRNG (`rand`'s thread generator,
+/// ChaCha seeded by the OS), so no client can know one before the gateway hands it out and
+/// give it first, and a client that gives one it was handed out is looked up like any id it
+/// gives (answered `existing`); and two made ids, or a made id and any of a queue's at most
+/// `GATEWAY_QUEUE_MAX_JOBS` + [`MAX_DEAD`] ids, meet with odds about n / 2^128 per enqueue.
+pub fn made_id() -> Name {
+    Name::try_from(format!("{:032x}", rand::random::<u128>())).expect("hex is a name")
 }
 
 /// What an enqueue came to.

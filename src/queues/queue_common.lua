@@ -13,7 +13,10 @@ local function now_ms()
 end
 
 -- Keeps the queue's keys until idle_ms past the later of now and the latest due time or
--- deadline they hold, so an abandoned queue expires and a delayed job never does early.
+-- deadline they hold, so an abandoned queue expires and a delayed job never does early. Every
+-- script that writes the keys ends with it (callers pass the idle expiry plus its slack, see
+-- IDLE_SLACK_SECS in src/queues/mod.rs); queue_enqueue.lua only when the expiry it finds is
+-- not far enough already (what holds, and why that keeps it: there).
 local function touch(now, idle_ms)
   local last = now
   for k = 1, 2 do

@@ -18,7 +18,7 @@ use crate::store::slots::{Kept, Slot};
 use crate::queues::{
     Acked, Bell, Bells, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob,
     Once, QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS,
-    LAPSED_PER_CLAIM, MAX_DEAD,
+    IDLE_SLACK_SECS, LAPSED_PER_CLAIM, MAX_DEAD,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -39,6 +39,9 @@ const RECHECK: Duration = Duration::from_secs(5);
 const LISTENER_CHECK: Duration = Duration::from_secs(10);
 
 const IDLE_MS: u64 = IDLE_SECS * 1000;
+const IDLE_SLACK_MS: u64 = IDLE_SLACK_SECS * 1000;
+/// What every expiry refresh (`touch` in `queue_common.lua`) is given.
+const TOUCH_MS: u64 = IDLE_MS + IDLE_SLACK_MS;
 
 /// This process's waiting claims, and the subscriber that tells them of the other instances'
 /// enqueues, started by the first claim that waits.
@@ -85,15 +88,15 @@ impl QueueStore for RedisStore {
         max_jobs: u64,
         idem: Option<&Idempotency>,
     ) -> Result<Once<Enqueued>, StoreError> {
-        let (delay, at) = match job.due {
-            Due::In(ms) => (ms.to_string(), String::new()),
-            Due::At(at) => (String::new(), at.to_string()),
+        let due = match job.due {
+            Due::In(ms) => ms.to_string(),
+            Due::At(at) => format!("@{at}"),
         };
         let enqueue = Enqueue {
             id: job.id.clone(),
+            id_made: job.id_made,
             payload: job.payload.clone(),
-            delay,
-            at,
+            due,
             max_attempts: job.max_attempts,
             idem: idem.map(|i| {
                 (
@@ -142,7 +145,7 @@ impl QueueStore for RedisStore {
             .script(
                 &CANCEL,
                 self.keys.queue(queue).to_vec(),
-                vec![id.to_string(), IDLE_MS.to_string()],
+                vec![id.to_string(), TOUCH_MS.to_string()],
             )
             .await?;
         match reply.as_str() {
@@ -247,9 +250,11 @@ static GROUPS: Slot<Groups> = Slot::new();
 /// One enqueue's share of a `queue_enqueue.lua` call.
 struct Enqueue {
     id: Name,
+    /// [`NewJob::id_made`].
+    id_made: bool,
     payload: String,
-    delay: String,
-    at: String,
+    /// `<delay ms>` or `@<run_at ms>`.
+    due: String,
     max_attempts: u32,
     /// Its idempotency record's key and its fingerprint, under an `Idempotency-Key`.
     idem: Option<(String, String)>,
@@ -346,15 +351,17 @@ impl RedisStore {
     ) -> Result<Vec<Result<Once<Enqueued>, StoreError>>, StoreError> {
         let mut keys = Vec::with_capacity(6 + part.len());
         keys.extend(self.keys.queue(queue));
-        let mut args = Vec::with_capacity(5 + 6 * part.len());
+        let mut args = Vec::with_capacity(6 + 6 * part.len());
         args.extend([
             max_jobs.to_string(),
             IDEMPOTENCY_SECS.to_string(),
             IDLE_MS.to_string(),
+            IDLE_SLACK_MS.to_string(),
             self.keys.queue_bell(queue),
             self.bells().origin().to_owned(),
         ]);
-        let n = part.len();
+        // The jobs' own ids answer their `created` and `existing` replies, which omit them.
+        let mut ids = Vec::with_capacity(part.len());
         for e in part {
             let fingerprint = match e.idem {
                 Some((key, fingerprint)) => {
@@ -366,24 +373,23 @@ impl RedisStore {
             args.extend([
                 e.id.to_string(),
                 e.payload,
-                e.delay,
-                e.at,
+                e.due,
                 e.max_attempts.to_string(),
                 fingerprint,
+                if e.id_made { "1" } else { "" }.to_owned(),
             ]);
+            ids.push(e.id);
         }
         let (reply, written): (Vec<Value>, _) =
             self.pool.script_written(&ENQUEUE, keys, args).await?;
-        if reply.len() != n {
-            return Err(bad("enqueue", &reply));
-        }
-        let once: Vec<Result<Once<Enqueued>, StoreError>> = reply
-            .iter()
-            .map(|one| match one {
-                Value::Array(one) => self.enqueued(queue, one),
-                other => Err(bad("enqueue", other)),
-            })
-            .collect::<Result<Vec<_>, _>>()?
+        let mut at = reply.iter();
+        let now = int(at.next()).ok_or_else(|| bad("enqueue", &reply))?;
+        let once = ids
+            .into_iter()
+            .map(|id| self.enqueued(queue, id, now, &mut at))
+            .collect::<Option<Vec<_>>>()
+            .filter(|_| at.next().is_none())
+            .ok_or_else(|| bad("enqueue", &reply))?
             .into_iter()
             .map(Ok)
             .collect();
@@ -400,43 +406,43 @@ impl RedisStore {
             .await)
     }
 
-    /// One job's reply within `queue_enqueue.lua`'s; tells this process's waiting claims of a
-    /// new job.
-    fn enqueued(&self, queue: &Name, reply: &[Value]) -> Result<Once<Enqueued>, StoreError> {
-        let outcome = |tag: &str, rest: &[Value]| -> Option<Enqueued> {
-            let run_at = int(rest.first())?;
-            let id = name(rest.get(1))?;
-            match tag {
-                "created" => Some(Enqueued::Created { id, run_at }),
-                "existing" => Some(Enqueued::Existing { id, run_at }),
-                _ => None,
+    /// Job `id`'s reply, read off `at` within `queue_enqueue.lua`'s (whose store clock read
+    /// `now`); tells this process's waiting claims of a new job.
+    fn enqueued(
+        &self,
+        queue: &Name,
+        id: Name,
+        now: i64,
+        at: &mut std::slice::Iter<'_, Value>,
+    ) -> Option<Once<Enqueued>> {
+        let once = match text(at.next())?.as_str() {
+            "created" => {
+                let run_at = int(at.next())?;
+                // Told here rather than by the announcement coming back (`listen` skips this
+                // store's own), so this process's waiting claims hear it while the subscriber
+                // reconnects too.
+                let due_in = u64::try_from(run_at.saturating_sub(now)).unwrap_or(0);
+                self.bells().created(queue.as_str(), due_in);
+                Once::Now(Enqueued::Created { id, run_at })
             }
-        };
-        let tag = text(reply.first()).unwrap_or_default();
-        let once = match tag.as_str() {
-            "key_reused" => Once::KeyReused,
+            "existing" => Once::Now(Enqueued::Existing {
+                id,
+                run_at: int(at.next())?,
+            }),
             "full" => Once::Now(Enqueued::Full),
-            "replay" => Once::Replayed(
-                outcome(
-                    &text(reply.get(1)).unwrap_or_default(),
-                    reply.get(2..).unwrap_or_default(),
-                )
-                .ok_or_else(|| bad("enqueue", &reply))?,
-            ),
-            tag => Once::Now(
-                outcome(tag, reply.get(1..).unwrap_or_default())
-                    .ok_or_else(|| bad("enqueue", &reply))?,
-            ),
+            "key_reused" => Once::KeyReused,
+            "replay" => {
+                let tag = text(at.next())?;
+                let (run_at, id) = (int(at.next())?, name(at.next())?);
+                Once::Replayed(match tag.as_str() {
+                    "created" => Enqueued::Created { id, run_at },
+                    "existing" => Enqueued::Existing { id, run_at },
+                    _ => return None,
+                })
+            }
+            _ => return None,
         };
-        // Told here rather than by the announcement coming back (`listen` skips this store's
-        // own), so this process's waiting claims hear it while the subscriber reconnects too.
-        if matches!(once, Once::Now(Enqueued::Created { .. })) {
-            let due_in = int(reply.get(3))
-                .and_then(|ms| u64::try_from(ms).ok())
-                .ok_or_else(|| bad("enqueue", &reply))?;
-            self.bells().created(queue.as_str(), due_in);
-        }
-        Ok(once)
+        Some(once)
     }
 
     /// One `queue_claim.lua` call for `part`'s claims: the answers of those it served, in
@@ -448,7 +454,7 @@ impl RedisStore {
             DEAD_PER_CLAIM.to_string(),
             CLAIM_BYTES.to_string(),
             MAX_DEAD.to_string(),
-            IDLE_MS.to_string(),
+            TOUCH_MS.to_string(),
         ]);
         for ask in part {
             args.push(ask.max.to_string());
@@ -495,7 +501,7 @@ impl RedisStore {
         part: Vec<Ack>,
     ) -> Result<Vec<Result<Acked, StoreError>>, StoreError> {
         let mut args = Vec::with_capacity(1 + 2 * part.len());
-        args.push(IDLE_MS.to_string());
+        args.push(TOUCH_MS.to_string());
         let n = part.len();
         for a in part {
             args.push(a.id.to_string());

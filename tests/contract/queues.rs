@@ -549,6 +549,7 @@ crate::contract_tests!(
     concurrent_enqueues_get_distinct_ids,
     concurrent_enqueues_under_one_key_make_one_job,
     concurrent_claimers_and_acks_share_a_queue,
+    a_made_id_given_back_is_the_existing_job,
 );
 
 /// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
@@ -655,24 +656,96 @@ async fn the_dead_list_is_capped(backend: Backend) {
     assert!(!ids.contains("k0000"));
 }
 
+const DAY_MS: i64 = 86_400_000;
+/// What an expiry refresh sets beyond the idle period (`IDLE_SLACK_SECS`).
+const SLACK_MS: i64 = 3_600_000;
+
 /// A queue's keys expire (an abandoned queue goes away), but never before the latest due time
-/// they hold plus the idle period (7 days).
+/// they hold plus the idle period (7 days), and at most an hour later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_keys_expire_after_their_last_due_time() {
     let s = settings(Backend::Redis);
     let prefix = s.key_prefix.clone();
     let gw = Gateway::with_settings(s).await;
-    let day_ms: i64 = 86_400_000;
-    enqueue(&gw, "exp", json!({"payload": 1, "delay_ms": 30 * day_ms})).await;
+    enqueue(&gw, "exp", json!({"payload": 1, "delay_ms": 30 * DAY_MS})).await;
     let redis = crate::common::shared_redis();
     for part in ["due", "meta", "pay"] {
         let key = format!("{prefix}q:{{exp}}:{part}");
         let pttl: i64 = redis.cli(&["pttl", &key]).unwrap().trim().parse().unwrap();
         assert!(
-            pttl > 36 * day_ms && pttl <= 37 * day_ms,
-            "{key}: PTTL {pttl} is not 30 days of delay + 7 idle"
+            pttl > 36 * DAY_MS && pttl <= 37 * DAY_MS + SLACK_MS,
+            "{key}: PTTL {pttl} is not 30 days of delay + 7 idle (+ at most 1 h)"
         );
     }
+}
+
+/// An enqueue refreshes its queue's expiry only when it must (queue_enqueue.lua): one that
+/// finds every key it writes expiring late enough sets nothing, yet a key an enqueue creates
+/// gets its expiry (here `due`, after a claim emptied it), and a job due later than the expiry
+/// allows pushes every key's further, those the enqueue does not write too. On a private
+/// Redis, so its `PEXPIRE` count is this test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_refreshes_the_queue_expiry_only_when_it_must() {
+    let (redis, gw, prefix) = crate::common::on_private_redis().await;
+    let pexpires = || crate::common::command_calls(&redis, "pexpire");
+    // PTTL of each of the queue's keys, -2 for one that is not there.
+    let pttls = || {
+        ["due", "flight", "meta", "pay", "dead", "ctr"].map(|part| {
+            let key = format!("{prefix}q:{{ttl}}:{part}");
+            let pttl: i64 = redis.cli(&["pttl", &key]).unwrap().trim().parse().unwrap();
+            (part, pttl)
+        })
+    };
+    // Every key there expires `lo` ms from now, up to an hour more; a minute either way for
+    // the claims' deadlines and the test's own time.
+    let within = |lo: i64, what: &str| {
+        for (part, pttl) in pttls() {
+            assert!(
+                pttl == -2 || (pttl > lo - 60_000 && pttl <= lo + SLACK_MS + 60_000),
+                "{what}: {part} has PTTL {pttl}, not {lo} ms (+ at most 1 h): {:?}",
+                pttls()
+            );
+        }
+    };
+    let present = |parts: &[&str]| {
+        let there: Vec<&str> = pttls()
+            .iter()
+            .filter(|(_, pttl)| *pttl != -2)
+            .map(|(part, _)| *part)
+            .collect();
+        assert_eq!(there, parts);
+    };
+
+    enqueue(&gw, "ttl", json!({"payload": 1})).await;
+    present(&["due", "meta", "pay"]);
+    within(7 * DAY_MS, "the first enqueue into an empty queue");
+    let before = pexpires();
+    assert!(before > 0);
+    enqueue(&gw, "ttl", json!({"payload": 2})).await;
+    enqueue(
+        &gw,
+        "ttl",
+        json!({"id": "given", "payload": 3, "delay_ms": 1000}),
+    )
+    .await;
+    assert_eq!(
+        pexpires(),
+        before,
+        "expiring late enough already: no refresh"
+    );
+    within(7 * DAY_MS, "enqueues that refreshed nothing");
+
+    // Every job in flight: the claim's run deletes `due`; the next enqueue makes it again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 3);
+    present(&["flight", "meta", "pay", "ctr"]);
+    enqueue(&gw, "ttl", json!({"payload": 4})).await;
+    present(&["due", "flight", "meta", "pay", "ctr"]);
+    within(7 * DAY_MS, "an enqueue that made `due` again");
+
+    // A job due in 30 days: every key's expiry goes past it, `flight` and `ctr` too.
+    enqueue(&gw, "ttl", json!({"payload": 5, "delay_ms": 30 * DAY_MS})).await;
+    within(37 * DAY_MS, "an enqueue due later than the expiry");
 }
 
 /// A claim costs the global limiter 2 + wait_ms / 1000: a long poll pays for what it holds.
@@ -965,6 +1038,42 @@ async fn concurrent_enqueues_get_distinct_ids(backend: Backend) {
     assert_eq!(claimed, ids, "every job claimed once");
 }
 
+/// An id the gateway made, given back by a client, is looked up like any id a client gives:
+/// 200 with the existing job, waiting or in flight, alone or in a burst beside enqueues
+/// without an id (so within one grouped script run on Redis): the gateway, not the id's
+/// shape, tells the store an id is new (`made_id` in src/queues/mod.rs).
+async fn a_made_id_given_back_is_the_existing_job(backend: Backend) {
+    let gw = Arc::new(Gateway::start(backend).await);
+    let first = enqueue(&gw, "back", json!({"payload": 1, "delay_ms": 60_000})).await;
+    let id = first["id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32, "{first}");
+    let again = json!({"id": id, "payload": "other"});
+    let (status, reply) = gw.post("/v1/queues/back/jobs", again).await;
+    assert_eq!((status.as_u16(), &reply), (200, &first));
+    assert_eq!(stats(&gw, "back").await, [1, 0, 0, 0]);
+
+    let due = enqueue(&gw, "back", json!({"payload": 2})).await;
+    assert_eq!(claim(&gw, "back", json!({})).await[0]["id"], due["id"]);
+    let replies = join_all((0..40).map(|i| {
+        let gw = gw.clone();
+        let body = if i % 2 == 0 {
+            json!({"id": due["id"], "payload": i})
+        } else {
+            json!({"payload": i})
+        };
+        async move { gw.post("/v1/queues/back/jobs", body).await }
+    }))
+    .await;
+    for (i, (status, reply)) in replies.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!((status.as_u16(), reply), (200, &due), "in flight");
+        } else {
+            assert_eq!(status.as_u16(), 201, "{reply}");
+        }
+    }
+    assert_eq!(stats(&gw, "back").await, [1, 20, 1, 0]);
+}
+
 /// 50 concurrent enqueues under one Idempotency-Key and body: one job, and every reply the
 /// first's, byte for byte (replays inside one grouped script run answer the first's reply).
 async fn concurrent_enqueues_under_one_key_make_one_job(backend: Backend) {
@@ -1119,30 +1228,50 @@ async fn one_queue_script_run_answers_each_request_in_order() {
         .collect();
     let idem = |k: &str| format!("q:{{t}}:idem:{k}");
 
-    // Enqueue: (id, delay, idempotency key and fingerprint) per job; the queue holds at most 3.
-    type Job<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+    // Enqueue: (id, due, idempotency key and fingerprint, id made by the gateway) per job;
+    // the queue holds at most 4.
+    type Job<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>, bool);
     let jobs: &[Job<'_>] = &[
-        ("a", "0", None),
-        ("a", "0", None),
-        ("b", "60000", Some(("k1", "fp1"))),
-        ("c", "0", Some(("k1", "fp1"))),
-        ("d", "0", Some(("k1", "fp2"))),
-        ("e", "0", None),
-        ("f", "0", None),
-        ("b", "0", None),
+        ("a", "0", None, false),
+        ("a", "0", None, false),
+        ("b", "60000", Some(("k1", "fp1")), false),
+        ("c", "0", Some(("k1", "fp1")), false),
+        ("d", "0", Some(("k1", "fp2")), false),
+        ("e", "0", None, true),
+        ("g", "@1000", None, false),
+        ("f", "0", None, false),
+        ("b", "0", None, false),
+        // The made id given again, as a client would: looked up, so it exists.
+        ("e", "0", None, false),
     ];
     let mut keys = queue.clone();
-    let mut args: Vec<String> = ["3", "86400", "604800000", "qbell:t", "me"]
+    let mut args: Vec<String> = ["4", "86400", "604800000", "3600000", "qbell:t", "me"]
         .map(String::from)
         .to_vec();
-    for (id, delay, key) in jobs {
+    for (id, due, key, made) in jobs {
         if let Some((k, _)) = key {
             keys.push(idem(k));
         }
         let fp = key.map_or("", |(_, fp)| fp);
-        args.extend([id, "{}", delay, "", "5", fp].map(String::from));
+        let made = if *made { "1" } else { "" };
+        args.extend([id, "{}", due, "5", fp, made].map(String::from));
     }
-    let replies: Vec<Vec<String>> = client.evalsha(&enqueue_sha, keys, args).await.unwrap();
+    let flat: Vec<Value> = client.evalsha(&enqueue_sha, keys, args).await.unwrap();
+    // The flat reply cut into each job's: its tag and what follows it.
+    let mut rest = flat[1..].iter().map(|v| v.as_string().unwrap());
+    let mut replies: Vec<Vec<String>> = Vec::new();
+    while let Some(tag) = rest.next() {
+        let more = match tag.as_str() {
+            "created" | "existing" => 1,
+            "replay" => 3,
+            _ => 0,
+        };
+        replies.push(
+            std::iter::once(tag)
+                .chain(rest.by_ref().take(more))
+                .collect(),
+        );
+    }
     let tags: Vec<&str> = replies.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(
         tags,
@@ -1153,39 +1282,43 @@ async fn one_queue_script_run_answers_each_request_in_order() {
             "replay",
             "key_reused",
             "created",
+            "created",
             "full",
+            "existing",
             "existing"
         ],
-        "{replies:?}"
+        "{flat:?}"
     );
-    assert_eq!(replies[1][1..3], replies[0][1..3], "the run's own job");
+    let now = flat[0].as_i64().expect("the store's now");
+    let run_at = |i: usize| replies[i][1].parse::<i64>().unwrap();
+    assert_eq!(run_at(0), now, "due now: {flat:?}");
+    assert_eq!(run_at(1), run_at(0), "the run's own job");
+    assert_eq!(run_at(2), now + 60_000);
     assert_eq!(
         replies[3][1..],
-        replies[2][..3],
+        ["created".to_owned(), replies[2][1].clone(), "b".to_owned()],
         "the run's own record replayed"
     );
-    assert_eq!(replies[0][3], "0");
-    assert!(
-        replies[2][3].parse::<u64>().unwrap() > 59_000,
-        "{replies:?}"
-    );
-    assert_eq!(replies[7][1..3], replies[2][1..3]);
+    assert_eq!(run_at(6), 1000, "due at a past instant");
+    assert_eq!((run_at(8), run_at(9)), (run_at(2), run_at(5)));
     let zcard = |k: &str| redis.cli(&["ZCARD", k]).unwrap().trim().to_owned();
-    assert_eq!(zcard("q:{t}:due"), "3");
+    assert_eq!(zcard("q:{t}:due"), "4");
+    // Looked up: a, b, g and f; not e (made by the gateway) nor the ids the run made already.
+    assert_eq!(crate::common::command_calls(&redis, "hget"), 4);
 
-    // Claim: two due jobs (a, e) for three claims of max 1; the third finds none.
+    // Claim: three due jobs (g, a, e) for four claims of max 1; the fourth finds none.
     let mut args: Vec<String> = ["100", "100", "1048576", "1000", "604800000"]
         .map(String::from)
         .to_vec();
-    for _ in 0..3 {
+    for _ in 0..4 {
         args.extend(["1", "60000"].map(String::from));
     }
     let reply: Vec<Value> = client
         .evalsha(&claim_sha, queue.clone(), args)
         .await
         .unwrap();
-    assert_eq!(reply.len(), 4, "{reply:?}");
-    let claimed: Vec<(String, String)> = reply[1..3]
+    assert_eq!(reply.len(), 5, "{reply:?}");
+    let claimed: Vec<(String, String)> = reply[1..4]
         .iter()
         .map(|c| {
             let Value::Array(c) = c else {
@@ -1200,18 +1333,18 @@ async fn one_queue_script_run_answers_each_request_in_order() {
         .collect();
     assert_eq!(
         claimed.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
-        ["a", "e"],
+        ["g", "a", "e"],
         "oldest first, one each"
     );
     assert!(
-        matches!(&reply[3], Value::Array(c) if c.is_empty()),
+        matches!(&reply[4], Value::Array(c) if c.is_empty()),
         "{reply:?}"
     );
-    assert_eq!(zcard("q:{t}:flight"), "2");
+    assert_eq!(zcard("q:{t}:flight"), "3");
 
     // Ack: a wrong receipt fails alone before a right one; an ack repeated in the run is
     // 'expired' like a second ack alone; a receipt the queue never issued is 'unknown'.
-    let (a, e) = (&claimed[0], &claimed[1]);
+    let (a, e) = (&claimed[1], &claimed[2]);
     let args: Vec<String> = [
         "604800000",
         &a.0,
@@ -1229,6 +1362,6 @@ async fn one_queue_script_run_answers_each_request_in_order() {
     .to_vec();
     let acks: Vec<String> = client.evalsha(&ack_sha, queue.clone(), args).await.unwrap();
     assert_eq!(acks, ["expired", "ok", "expired", "ok", "unknown"]);
-    assert_eq!(zcard("q:{t}:flight"), "0");
-    assert_eq!(redis.cli(&["HLEN", "q:{t}:pay"]).unwrap().trim(), "1");
+    assert_eq!(zcard("q:{t}:flight"), "1");
+    assert_eq!(redis.cli(&["HLEN", "q:{t}:pay"]).unwrap().trim(), "2");
 }

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::super::{logic, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
+use super::super::{logic, made_id, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
 use crate::clients::Namespace;
 use crate::error::responses::{Backend, BackendJson, NotFound};
@@ -125,12 +125,14 @@ async fn enqueue(
             .as_bytes(),
         ),
     });
-    let id = match body.id {
-        Some(id) => id,
-        None => Name::try_from(format!("{:032x}", rand::random::<u128>())).expect("hex is a name"),
+    // Only here is an id marked as made: the body has no field for it.
+    let (id, id_made) = match body.id {
+        Some(id) => (id, false),
+        None => (made_id(), true),
     };
     let job = NewJob {
         id,
+        id_made,
         payload,
         due,
         max_attempts,
