@@ -43,6 +43,33 @@ else
   end
 end
 
+-- Each buyer's count and order ids, read for the whole call in one HMGET each and kept here as
+-- its sales change them, written back once at the end: a sale then costs its XADD alone, not
+-- five calls (each call from Lua costs about as much as the command; docs/performance.md).
+-- Read only when something can be sold: a sold-out or closed burst reads nothing per buyer.
+local held, orders, changed = {}, {}, {}
+if not closed and stock > 0 then
+  local users = {}
+  for i = 1, n do
+    users[i] = ARGV[2 + 2 * i]
+  end
+  local counts = redis.call('HMGET', KEYS[2], unpack(users))
+  local ids = redis.call('HMGET', KEYS[3], unpack(users))
+  for i = 1, n do
+    held[users[i]] = tonumber(counts[i]) or 0
+    orders[users[i]] = ids[i] or false
+  end
+end
+-- A buyer's order ids, from this call's reads when it made them, else from the store.
+local function orders_of(user)
+  local ids = orders[user]
+  if ids == nil then
+    ids = redis.call('HGET', KEYS[3], user) or false
+    orders[user] = ids
+  end
+  return ids or ''
+end
+
 local sold = 0
 local replies = {}
 for i = 1, n do
@@ -56,7 +83,7 @@ for i = 1, n do
         reply = { 'key_reused' }
       else
         if tag == 'already_ordered' then
-          arg = redis.call('HGET', KEYS[3], user) or ''
+          arg = orders_of(user)
         end
         reply = { 'replay', tag, arg }
       end
@@ -65,18 +92,19 @@ for i = 1, n do
   if not reply then
     local tag, arg = closed, nil
     if not tag then
-      local held = stock - sold > 0 and (tonumber(redis.call('HGET', KEYS[2], user)) or 0)
-      if not held then
+      local count = stock - sold > 0 and held[user]
+      if not count then
         tag = 'sold_out'
-      elseif held >= limit then
-        tag, arg = 'already_ordered', redis.call('HGET', KEYS[3], user) or ''
+      elseif count >= limit then
+        tag, arg = 'already_ordered', orders_of(user)
       else
         local id = redis.call('XADD', KEYS[4], 'MAXLEN', cap, '*', 'user', user,
-          'voucher', voucher, 'nth', held + 1)
+          'voucher', voucher, 'nth', count + 1)
         sold = sold + 1
-        redis.call('HINCRBY', KEYS[2], user, 1)
-        local ids = redis.call('HGET', KEYS[3], user)
-        redis.call('HSET', KEYS[3], user, ids and (ids .. ' ' .. id) or id)
+        held[user] = count + 1
+        local ids = orders[user]
+        orders[user] = ids and (ids .. ' ' .. id) or id
+        changed[#changed + 1] = user
         tag, arg = 'ok', id
       end
     end
@@ -93,6 +121,17 @@ for i = 1, n do
   replies[i] = reply
 end
 if sold > 0 then
+  -- A buyer who bought twice in the call is written once, with its final count and ids.
+  local counts, ids, seen = {}, {}, {}
+  for _, user in ipairs(changed) do
+    if not seen[user] then
+      seen[user] = true
+      counts[#counts + 1], counts[#counts + 2] = user, held[user]
+      ids[#ids + 1], ids[#ids + 2] = user, orders[user]
+    end
+  end
+  redis.call('HSET', KEYS[2], unpack(counts))
+  redis.call('HSET', KEYS[3], unpack(ids))
   redis.call('HINCRBY', KEYS[1], 'stock', -sold)
   redis.call('HINCRBY', KEYS[1], 'sold', sold)
 end
