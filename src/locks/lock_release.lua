@@ -14,8 +14,7 @@
 -- expiry (the lease's end plus the grace): the next acquisition's token follows it. A key in
 -- the layout before ("owner\ntoken", docs/locks.md "Key layout") is deleted, as then: its
 -- counter is lk:{name}:fence, which stays.
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_ms
 local replies = {}
 for i = 1, #KEYS do
   local key, owner, token = KEYS[i], ARGV[3 * i - 1], ARGV[3 * i]
@@ -24,9 +23,17 @@ for i = 1, #KEYS do
   if value then
     local deadline, held, by = string.match(value, '^(%d+) (%d+) (.*)$')
     if deadline then
-      if held == token and by == owner and tonumber(deadline) > now_ms then
-        redis.call('SET', key, '0 ' .. token .. ' ', 'KEEPTTL')
-        replies[i] = 1
+      if held == token and by == owner then
+        -- The clock, read once per call and only when needed: a release by someone who does
+        -- not hold the lock (the commonest refusal) costs the GET alone.
+        if not now_ms then
+          local clock = redis.call('TIME')
+          now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        end
+        if tonumber(deadline) > now_ms then
+          redis.call('SET', key, '0 ' .. token .. ' ', 'KEEPTTL')
+          replies[i] = 1
+        end
       end
     elseif value == owner .. '\n' .. token then
       redis.call('DEL', key)
