@@ -614,8 +614,8 @@ async fn locks_on_new_names() {
         .collect();
     let row = Row {
         kind: "lock acquire, a new 128-character name and owner per request",
-        bound: "the holder expires with its lease (≤ 1 h); the fencing counter 1 h after the \
-                lease (tokens stay unique after it expired: they follow the store's clock)",
+        bound: "one key per name, with the lease's fencing token, expiring 1 h after the lease \
+                (≤ 1 h; tokens stay unique after it expired: they follow the store's clock)",
         longest_s: 2 * 3600,
     };
     measure(row, vec![], reqs).await;

@@ -27,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// What these routes declare to the shared layers (docs/ratelimit.md "Route costs"). Lock steps are
-/// single-key, storing ~250 B per new name (holder and fencing counter): 1 for renew, release
+/// single-key, storing ~250 B per new name (one key: lease, token, owner): 1 for renew, release
 /// and inspect, and for an acquisition that does not wait. One that waits holds a place among
 /// the lock's waiting acquisitions and a connection (no store connection: it sleeps on a
 /// wake-up) for its `wait_ms`, and tries once more at its end: one unit more per second it

@@ -1,18 +1,24 @@
--- Renew a lock still held by this owner and token; the fencing counter keeps outliving it.
--- KEYS[1] the holder   KEYS[2] the fencing counter
+-- Renew a lock still held by this owner and token: a new lease from now, and the key (with the
+-- token, the name's fencing counter) keeps outliving it by the grace.
+-- KEYS[1] the lock (lk:{name}, "<lease deadline, ms> <token> <owner>": see lock_acquire.lua)
 -- ARGV[1] owner   ARGV[2] token   ARGV[3] ttl, ms   ARGV[4] the counter's grace, ms
 -- Returns  { 1, expires_at_ms } when renewed, { 0 } when not held by them.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] .. '\n' .. ARGV[2] then
+-- A key in the layout before ("owner\ntoken", expiring with the lease; docs/locks.md "Key
+-- layout") held by them is rewritten in this one.
+local value = redis.call('GET', KEYS[1])
+if not value then
+  return { 0 }
+end
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local deadline, token, by = string.match(value, '^(%d+) (%d+) (.*)$')
+if deadline then
+  if token ~= ARGV[2] or by ~= ARGV[1] or tonumber(deadline) <= now_ms then
+    return { 0 }
+  end
+elseif value ~= ARGV[1] .. '\n' .. ARGV[2] then
   return { 0 }
 end
 local ttl, grace = tonumber(ARGV[3]), tonumber(ARGV[4])
-local clock = redis.call('TIME')
-redis.call('PEXPIRE', KEYS[1], ttl)
-local fence = redis.call('PTTL', KEYS[2])
-if fence == -2 then
-  -- Gone (deleted by hand): the holder's token is the last one handed out.
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl + grace)
-elseif fence < ttl + grace then
-  redis.call('PEXPIRE', KEYS[2], ttl + grace)
-end
-return { 1, string.format('%.0f', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + ttl) }
+redis.call('SET', KEYS[1], (now_ms + ttl) .. ' ' .. ARGV[2] .. ' ' .. ARGV[1], 'PX', ttl + grace)
+return { 1, now_ms + ttl }

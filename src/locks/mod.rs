@@ -1,11 +1,11 @@
-//! Distributed locks with fencing tokens (docs/api.md "Distributed locks"): `SET NX PX`, renewal
-//! and release by compare-and-delete, each one atomic store step.
+//! Distributed locks with fencing tokens (docs/api.md "Distributed locks"): a lease per name,
+//! renewal and release only by its holder, each one atomic store step.
 //!
-//! A lock name owns two keys under one hash tag: the holder (`lk:{name}`, "owner\ntoken",
-//! expiring with the lease) and the fencing counter (`lk:{name}:fence`, the last token handed
-//! out, expiring [`logic::FENCE_GRACE_MS`] after the lease so it always outlives the holder).
-//! Tokens are derived by [`logic::next_token`] so that they strictly increase per name and are
-//! never reused, even once that counter has expired (see there for the clock assumption).
+//! A lock name owns one key on Redis (`lk:{name}`, docs/locks.md "Key layout"): the lease's
+//! deadline, the owner and the last token handed out, which is the name's fencing counter; the
+//! key lives [`logic::FENCE_GRACE_MS`] past the lease so the counter outlives the lease. Tokens
+//! are derived by [`logic::next_token`] so that they strictly increase per name and are never
+//! reused, even once that counter has expired (see there for the clock assumption).
 //!
 //! Waiting acquisition ([`acquire`]) is woken by releases ([`wake::Wakeups`]: a pub/sub
 //! message on Redis, a direct wake-up in memory) and otherwise retries when the holder's

@@ -1,9 +1,11 @@
-//! Locks on Redis: one script per step (`lock_*.lua`), the holder and its fencing counter
-//! under the name's hash tag. Acquisitions and releases that a worker takes up in one turn go
-//! as one script run per slot on a Cluster (one on a single Redis), each answered as if it ran
-//! alone (issue 42; [`Groups`]). A release is announced with `SPUBLISH` on the lock's own sharded
-//! channel (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it;
-//! the message is the releasing process's origin. Each gateway process has one subscriber
+//! Locks on Redis: one script per step (`lock_*.lua`), one key per name (`lk:{name}`: the
+//! lease's deadline, the token, which is also the name's fencing counter, and the owner;
+//! docs/locks.md "Key layout"), so an acquisition is one `GET` and one `SET` (issue 42).
+//! Acquisitions and releases that a worker takes up in one turn go as one script run per slot
+//! on a Cluster (one on a single Redis), each answered as if it ran alone ([`Groups`]). A
+//! release is announced with `SPUBLISH` on the lock's own sharded channel
+//! (`lk:{name}:released`, same slot), so on a Cluster only that shard's nodes carry it; the
+//! message is the releasing process's origin. Each gateway process has one subscriber
 //! connection (made on its first waiting acquisition) that holds `SSUBSCRIBE`s for exactly the
 //! names its waiters wait on, and sends one waiter of the lock to try
 //! ([`Wakeups::released`]); a process's own releases tell its waiters directly and their
@@ -175,14 +177,6 @@ fn number<T: std::str::FromStr>(v: Option<&Value>) -> Result<T, StoreError> {
         .ok_or_else(|| StoreError::Internal(format!("a lock script returned {v:?}")))
 }
 
-/// A holder's value, "owner\ntoken".
-fn holder(value: &str) -> Result<(Name, u64), StoreError> {
-    let bad = || StoreError::Internal(format!("a lock key holds {value:?}"));
-    let (owner, token) = value.split_once('\n').ok_or_else(bad)?;
-    let owner = Name::try_from(owner.to_owned()).map_err(|_| bad())?;
-    Ok((owner, token.parse().map_err(|_| bad())?))
-}
-
 impl LockStore for RedisStore {
     async fn lock_acquire(
         &self,
@@ -191,12 +185,11 @@ impl LockStore for RedisStore {
         ttl_ms: u64,
     ) -> Result<Attempt, StoreError> {
         let acquisition = Acquisition {
-            holder: self.keys.lock(name),
-            fence: self.keys.lock_fence(name),
+            key: self.keys.lock(name),
             owner: owner.clone(),
             ttl_ms,
         };
-        let group = self.lock_group(&acquisition.holder);
+        let group = self.lock_group(&acquisition.key);
         match self
             .kept(&GROUPS)
             .acquisitions
@@ -219,7 +212,7 @@ impl LockStore for RedisStore {
             .pool
             .script_written(
                 &RENEW,
-                vec![self.keys.lock(name), self.keys.lock_fence(name)],
+                vec![self.keys.lock(name)],
                 vec![
                     owner.to_string(),
                     token.to_string(),
@@ -247,12 +240,12 @@ impl LockStore for RedisStore {
         token: u64,
     ) -> Result<bool, StoreError> {
         let release = Release {
-            holder: self.keys.lock(name),
+            key: self.keys.lock(name),
             channel: self.keys.lock_released_channel(name),
             owner: owner.to_string(),
             token,
         };
-        let group = self.lock_group(&release.holder);
+        let group = self.lock_group(&release.key);
         let released = match self
             .kept(&GROUPS)
             .releases
@@ -276,14 +269,16 @@ impl LockStore for RedisStore {
             .pool
             .script(&INSPECT, vec![self.keys.lock(name)], Vec::<String>::new())
             .await?;
-        let Some(value) = text(reply.first()) else {
+        if reply.is_empty() {
             return Ok(None);
-        };
-        let (owner, token) = holder(&value)?;
+        }
+        let owner = text(reply.get(1)).and_then(|o| Name::try_from(o).ok());
         Ok(Some(Lock {
-            owner,
-            token,
-            expires_at_ms: number(reply.get(1))?,
+            expires_at_ms: number(reply.first())?,
+            owner: owner.ok_or_else(|| {
+                StoreError::Internal(format!("lock_inspect.lua returned {reply:?}"))
+            })?,
+            token: number(reply.get(2))?,
         }))
     }
 
@@ -323,7 +318,7 @@ impl LockStore for RedisStore {
 }
 
 /// Most acquisitions (or releases) in one script call, and the bytes of their keys and
-/// arguments after which a call takes no more: bounds one script run (64 acquisitions: ~260
+/// arguments after which a call takes no more: bounds one script run (64 acquisitions: ~130
 /// Redis commands, well under a millisecond) however large a turn's group grew. A larger group
 /// goes as several calls, one after the other, so requests stay in arrival order.
 const MAX_PER_CALL: usize = 64;
@@ -346,15 +341,14 @@ impl Kept for Groups {}
 
 /// One acquisition's share of a `lock_acquire.lua` call.
 struct Acquisition {
-    holder: String,
-    fence: String,
+    key: String,
     owner: Name,
     ttl_ms: u64,
 }
 
 /// One release's share of a `lock_release.lua` call.
 struct Release {
-    holder: String,
+    key: String,
     channel: String,
     owner: String,
     token: u64,
@@ -365,12 +359,12 @@ fn shutting_down() -> StoreError {
 }
 
 impl RedisStore {
-    /// The group a lock whose holder key is `holder` joins: its hash slot on a Cluster (a
-    /// script's keys must share one), the one group on a single Redis (a script may touch any
-    /// key it declares). fred's slot function, as the gateway's own routing uses.
-    fn lock_group(&self, holder: &str) -> Option<u16> {
+    /// The group a lock whose key is `key` joins: its hash slot on a Cluster (a script's keys
+    /// must share one), the one group on a single Redis (a script may touch any key it
+    /// declares). fred's slot function, as the gateway's own routing uses.
+    fn lock_group(&self, key: &str) -> Option<u16> {
         self.cluster
-            .then(|| fred::util::redis_keyslot(holder.as_bytes()))
+            .then(|| fred::util::redis_keyslot(key.as_bytes()))
     }
 
     /// One `lock_acquire.lua` call for `call`'s acquisitions, each answered on its own.
@@ -378,33 +372,29 @@ impl RedisStore {
         &self,
         call: Vec<Acquisition>,
     ) -> Result<Vec<Result<Attempt, StoreError>>, StoreError> {
-        let mut keys = Vec::with_capacity(2 * call.len());
+        let mut keys = Vec::with_capacity(call.len());
         let mut args = Vec::with_capacity(1 + 2 * call.len());
         args.push(FENCE_GRACE_MS.to_string());
-        let mut owners = Vec::with_capacity(call.len());
+        let mut asked = Vec::with_capacity(call.len());
         for a in call {
-            keys.extend([a.holder, a.fence]);
+            keys.push(a.key);
             args.extend([a.owner.to_string(), a.ttl_ms.to_string()]);
-            owners.push(a.owner);
+            asked.push((a.owner, a.ttl_ms));
         }
         let (reply, written): (Vec<Value>, _) =
             self.pool.script_written(&ACQUIRE, keys, args).await?;
-        if reply.len() != owners.len() {
+        if reply.len() != 1 + asked.len() {
             return Err(StoreError::Internal(format!(
                 "lock_acquire.lua answered {} of {} acquisitions",
-                reply.len(),
-                owners.len()
+                reply.len().saturating_sub(1),
+                asked.len()
             )));
         }
-        let attempts: Vec<Result<Attempt, StoreError>> = owners
+        let now_ms: i64 = number(reply.first())?;
+        let attempts: Vec<Result<Attempt, StoreError>> = asked
             .into_iter()
-            .zip(reply)
-            .map(|(owner, one)| match one {
-                Value::Array(one) => attempt(owner, &one),
-                other => Err(StoreError::Internal(format!(
-                    "lock_acquire.lua returned {other:?}"
-                ))),
-            })
+            .zip(&reply[1..])
+            .map(|((owner, ttl_ms), one)| attempt(owner, ttl_ms, now_ms, one))
             .collect();
         // A fencing token handed out must never be handed out again after a failover
         // (docs/operations.md "Durable writes"); a refusal wrote nothing. One wait covers every
@@ -421,7 +411,7 @@ impl RedisStore {
         let mut args = Vec::with_capacity(1 + 3 * n);
         args.push(self.kept(&RELEASES).origin.clone());
         for r in call {
-            keys.push(r.holder);
+            keys.push(r.key);
             args.extend([r.owner, r.token.to_string(), r.channel]);
         }
         let reply: Vec<i64> = self.pool.script(&RELEASE, keys, args).await?;
@@ -442,7 +432,7 @@ async fn acquire_group(
     _: Option<u16>,
     acquisitions: Vec<Acquisition>,
 ) -> Vec<Result<Attempt, StoreError>> {
-    let weight = |a: &Acquisition| a.holder.len() + a.fence.len() + a.owner.as_str().len() + 24;
+    let weight = |a: &Acquisition| a.key.len() + a.owner.as_str().len() + 24;
     group::in_calls(acquisitions, MAX_PER_CALL, MAX_CALL_BYTES, weight, |call| {
         store.acquire_call(call)
     })
@@ -456,7 +446,7 @@ async fn release_group(
     _: Option<u16>,
     releases: Vec<Release>,
 ) -> Vec<Result<bool, StoreError>> {
-    let weight = |r: &Release| r.holder.len() + r.channel.len() + r.owner.len() + 24;
+    let weight = |r: &Release| r.key.len() + r.channel.len() + r.owner.len() + 24;
     group::in_calls(
         releases,
         MAX_PER_CALL,
@@ -470,31 +460,28 @@ async fn release_group(
     .await
 }
 
-/// One acquisition's reply within `lock_acquire.lua`'s.
-fn attempt(owner: Name, reply: &[Value]) -> Result<Attempt, StoreError> {
-    if number::<u8>(reply.first())? == 0 {
-        let pttl: i64 = number(reply.get(1))?;
+/// One acquisition's reply within `lock_acquire.lua`'s, whose clock read `now_ms`: the ms
+/// left of another owner's lease (an integer), or the token (a string) of a lease of `ttl_ms`
+/// from then.
+fn attempt(owner: Name, ttl_ms: u64, now_ms: i64, reply: &Value) -> Result<Attempt, StoreError> {
+    if let Value::Integer(left) = reply {
         return Ok(Attempt::Held {
-            retry_after_ms: pttl.max(1) as u64,
+            retry_after_ms: (*left).max(1) as u64,
         });
     }
     Ok(Attempt::Acquired(Lock {
         owner,
-        token: number(reply.get(1))?,
-        expires_at_ms: number(reply.get(2))?,
+        token: number(Some(reply))?,
+        expires_at_ms: now_ms + ttl_ms as i64,
     }))
 }
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
 impl Keys {
-    /// A lock's holder: "owner\ntoken", expiring with the lease.
+    /// A lock: "<lease deadline, ms> <token> <owner>", the token outliving the lease by
+    /// [`FENCE_GRACE_MS`] as the name's fencing counter (`lock_acquire.lua`).
     pub(crate) fn lock(&self, name: &Name) -> String {
         format!("{}lk:{{{name}}}", self.prefix)
-    }
-
-    /// A lock's fencing counter: the last token handed out, outliving the holder's key.
-    pub(crate) fn lock_fence(&self, name: &Name) -> String {
-        format!("{}lk:{{{name}}}:fence", self.prefix)
     }
 
     /// The sharded pub/sub channel a lock's releases are announced on, under the lock's hash

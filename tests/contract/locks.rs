@@ -25,6 +25,7 @@ crate::contract_tests!(
     a_long_wait_costs_more_the_longer_it_may_wait,
     a_hundred_owners_at_once_on_one_lock_one_wins,
     two_hundred_locks_at_once_all_acquired_and_released,
+    a_lock_in_the_layout_before_is_held_until_it_expires,
 );
 
 fn fresh(label: &str) -> String {
@@ -170,15 +171,24 @@ async fn expiry_then_reacquire_gives_a_bigger_token(backend: Backend) {
     );
     assert_eq!(release(&gw, &name, "alice", t1).await.0, 409);
     assert_eq!(release(&gw, &name, "bob", t2).await.0, 204);
-    // Even with the fencing counter gone (as after its expiry), tokens keep growing.
-    let fence = format!("{prefix}lk:{{{name}}}:fence");
-    if let Some(ttl) = redis_cli(backend, &["pttl", &fence]) {
-        let ttl: i64 = ttl.parse().unwrap();
-        assert!(ttl > 60_000, "the counter outlives the lease: {ttl}");
-        redis_cli(backend, &["del", &fence]);
+    // Released, the lock's key keeps its last token (the fencing counter) for the grace past
+    // the lease; even with it gone (as after its expiry), tokens keep growing.
+    let key = format!("{prefix}lk:{{{name}}}");
+    if let Some(ttl) = redis_cli(backend, &["pttl", &key]) {
+        let ttl: u64 = ttl.parse().unwrap();
+        assert!(
+            ttl > redis_gateway::locks::logic::FENCE_GRACE_MS,
+            "the counter outlives the lease by the grace: {ttl}"
+        );
+        let kept = redis_cli(backend, &["get", &key]).unwrap();
+        assert_eq!(kept, format!("0 {t2}"), "released, the token stays");
+        let (_, c) = acquire(&gw, &name, "carol", 60_000, 0).await;
+        assert!(token(&c) > t2, "{t2} then {c}");
+        assert_eq!(release(&gw, &name, "carol", token(&c)).await.0, 204);
+        redis_cli(backend, &["del", &key]);
     }
-    let (_, c) = acquire(&gw, &name, "carol", 60_000, 0).await;
-    assert!(token(&c) > t2, "{t2} then {c}");
+    let (_, d) = acquire(&gw, &name, "dave", 60_000, 0).await;
+    assert!(token(&d) > t2, "{t2} then {d}");
 }
 
 async fn renew_extends_and_reacquire_by_the_owner_keeps_the_token(backend: Backend) {
@@ -295,6 +305,73 @@ async fn two_gateways_share_locks(backend: Backend) {
     assert_eq!(status, 200, "{b}");
     assert!(token(&b) > token(&a));
     assert_eq!(release(&gw1, &name, "bob", token(&b)).await.0, 204);
+}
+
+/// A lock written by a gateway still on the key layout before (`"owner\ntoken"`, expiring
+/// with the lease: a rolling upgrade, docs/locks.md "Key layout") is held by its owner until
+/// its key expires: another owner is refused and told for how long, inspecting shows it, its
+/// owner renews, extends (keeping its token) and releases it, and once it expires a waiting
+/// acquisition takes it.
+async fn a_lock_in_the_layout_before_is_held_until_it_expires(backend: Backend) {
+    if backend == Backend::Memory {
+        return; // a layout of Redis keys
+    }
+    let settings = common::settings(backend);
+    let prefix = settings.key_prefix.clone();
+    let gw = Gateway::with_settings(settings).await;
+    let old = |name: &str, owner: &str, token: u64, ttl_ms: u64| {
+        let key = format!("{prefix}lk:{{{name}}}");
+        let value = format!("{owner}\n{token}");
+        redis_cli(backend, &["set", &key, &value, "px", &ttl_ms.to_string()]);
+    };
+    let t = 1_700_000_000_000_000;
+    let name = fresh("old");
+    old(&name, "alice", t, 60_000);
+    let (status, body) = acquire(&gw, &name, "bob", 1_000, 0).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("lock_held")),
+        "{body}"
+    );
+    let retry = body["retry_after_ms"].as_u64().unwrap();
+    assert!(50_000 < retry && retry <= 60_000, "{body}");
+    let (_, state) = gw.get(&format!("/v1/locks/{name}")).await;
+    assert_eq!(
+        (&state["held"], &state["owner"]),
+        (&json!(true), &json!("alice")),
+        "{state}"
+    );
+    let (status, r) = gw
+        .post(
+            &format!("/v1/locks/{name}/renew"),
+            json!({"owner": "alice", "token": t, "ttl_ms": 120_000}),
+        )
+        .await;
+    assert_eq!((status.as_u16(), token(&r)), (200, t), "{r}");
+    let (status, body) = acquire(&gw, &name, "bob", 1_000, 0).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["retry_after_ms"].as_u64().unwrap() > 60_000, "{body}");
+    let (status, again) = acquire(&gw, &name, "alice", 60_000, 0).await;
+    assert_eq!((status, token(&again)), (200, t), "{again}");
+    assert_eq!(release(&gw, &name, "alice", t).await.0, 204);
+    let (status, b) = acquire(&gw, &name, "bob", 60_000, 0).await;
+    assert_eq!(status, 200, "{b}");
+    assert!(token(&b) > t, "{b}");
+
+    // Released as it is, by its owner: free.
+    let name = fresh("old");
+    old(&name, "alice", t, 60_000);
+    assert_eq!(release(&gw, &name, "bob", t).await.0, 409);
+    assert_eq!(release(&gw, &name, "alice", t).await.0, 204);
+    let (_, state) = gw.get(&format!("/v1/locks/{name}")).await;
+    assert_eq!(state, json!({"name": name, "held": false}));
+
+    // Left to expire: an acquisition waiting for it gets it then.
+    let name = fresh("old");
+    old(&name, "alice", t, 300);
+    let (status, b) = acquire(&gw, &name, "bob", 60_000, 10_000).await;
+    assert_eq!(status, 200, "{b}");
+    assert!(token(&b) > t, "{b}");
 }
 
 async fn ranges_are_checked(backend: Backend) {
@@ -530,18 +607,30 @@ impl Private {
         }
     }
 
-    /// Acquisition attempts that found a lock held, on every node: each is one `PTTL` in
-    /// `lock_acquire.lua`, and nothing else these tests call reads one. Counted rather than
-    /// script runs because the attempts a worker makes in one turn share a run (issue 42).
-    fn refused(&self) -> u64 {
-        let pttls = |r: &RedisProcess| command_calls(r, "pttl");
+    /// Acquisition attempts that found a lock held, on every node: each reads the lock's key
+    /// (a keyspace hit) and writes nothing (`lock_acquire.lua`), while every other step these
+    /// tests make once the lock's key exists reads it once and writes it once (an acquisition
+    /// that takes it, a release by its holder), so they are the keyspace hits less the `SET`s.
+    /// Not the `GET`s: each gateway also polls a limiter key that does not exist here (a miss).
+    /// Counted rather than script runs because the attempts a worker makes in one turn share
+    /// a run (issue 42).
+    fn refused(&self) -> i64 {
+        let refused = |r: &RedisProcess| {
+            let stats = r.cli(&["info", "stats"]).expect("redis-cli answers");
+            let hits: i64 = stats
+                .lines()
+                .find_map(|l| l.strip_prefix("keyspace_hits:"))
+                .and_then(|n| n.trim().parse().ok())
+                .expect("keyspace_hits");
+            hits - command_calls(r, "set") as i64
+        };
         match self {
-            Self::Redis(r) => pttls(r),
-            Self::Cluster(c) => c.nodes.iter().map(pttls).sum(),
+            Self::Redis(r) => refused(r),
+            Self::Cluster(c) => c.nodes.iter().map(refused).sum(),
         }
     }
 
-    async fn until_refused(&self, n: u64) {
+    async fn until_refused(&self, n: i64) {
         tokio::time::timeout(Duration::from_secs(20), async {
             while self.refused() < n {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -580,7 +669,7 @@ async fn waiting_acquisitions(
             tokio::spawn(async move { acquire(&gw, &name, &owner, 600_000, 10_000).await })
         })
         .collect();
-    store.until_refused(before + 2 * n as u64).await;
+    store.until_refused(before + 2 * n as i64).await;
     // Time to go to sleep after those attempts.
     tokio::time::sleep(Duration::from_millis(200)).await;
     waiting
@@ -647,7 +736,7 @@ async fn one_release_wakes_one_of_many_waiting_acquisitions(backend: Backend) {
     );
     assert!(first <= 1, "{first} refused attempts after one release");
     assert!(
-        rest < WAITERS as u64,
+        rest < WAITERS as i64,
         "{rest} refused attempts after {} releases",
         WAITERS - 1
     );
@@ -825,34 +914,63 @@ async fn acquisitions_and_releases_of_many_locks_share_script_runs() {
 
 /// `lock_acquire.lua` and `lock_release.lua` answering several requests in one run (issue 42)
 /// answer each as if it ran alone, in order: on one name the first free acquisition takes it,
-/// another owner then finds it held (with the lease's PTTL), the same owner again extends it
-/// with the same token; other names in the same run are acquired each with its own token; a
-/// release in a run frees its lock and announces it on its own channel. Called directly on a
-/// private Redis so each run's make-up is the test's.
+/// another owner then finds it held (told the lease's time left), the same owner again extends
+/// it with the same token; other names in the same run are acquired each with its own token,
+/// which follows the name's last token (kept in its key past the lease) or the clock, whichever
+/// is ahead; a key in the layout before (`"owner\ntoken"`) is held by its owner until it
+/// expires. A release in a run frees its lock, keeping the token, and announces it on its own
+/// channel. Called directly on a private Redis so each run's make-up is the test's.
 #[tokio::test]
 async fn one_lock_script_run_answers_each_request_in_order() {
     use fred::prelude::*;
+    const GRACE: i64 = 3_600_000;
     let (redis, client, acquire_sha) =
         common::fred_on_private_redis(include_str!("../../src/locks/lock_acquire.lua")).await;
     let release_sha: String = client
         .script_load(include_str!("../../src/locks/lock_release.lua"))
         .await
         .unwrap();
-    redis.cli(&["SET", "lk:{b}:fence", "5"]).unwrap();
+    // b released with a low token, d with one ahead of the clock, g's lease over (its key
+    // kept for the counter), e held by frank in the layout before.
+    let ahead: u64 = 5_000_000_000_000_000;
+    redis.cli(&["SET", "lk:{b}", "0 5 "]).unwrap();
+    redis
+        .cli(&["SET", "lk:{d}", &format!("0 {ahead} ")])
+        .unwrap();
+    redis.cli(&["SET", "lk:{g}", "1000 77 gina"]).unwrap();
+    redis
+        .cli(&["SET", "lk:{e}", "frank\n42", "PX", "20000"])
+        .unwrap();
+    #[derive(Debug, PartialEq)]
+    enum Reply {
+        Token(u64),
+        Left(i64),
+    }
+    use Reply::{Left, Token};
     let acquire = |calls: &[(&str, &str, u64)]| {
         let mut keys = Vec::new();
-        let mut args = vec!["3600000".to_owned()];
+        let mut args = vec![GRACE.to_string()];
         for (name, owner, ttl) in calls {
-            keys.extend([format!("lk:{{{name}}}"), format!("lk:{{{name}}}:fence")]);
+            keys.push(format!("lk:{{{name}}}"));
             args.extend([owner.to_string(), ttl.to_string()]);
         }
         let (client, sha) = (client.clone(), acquire_sha.clone());
         async move {
-            let reply: Vec<Vec<i64>> = client.evalsha(sha, keys, args).await.unwrap();
-            reply
+            let reply: Vec<Value> = client.evalsha(sha, keys, args).await.unwrap();
+            let Value::Integer(now_ms) = reply[0] else {
+                panic!("{reply:?}")
+            };
+            let replies: Vec<Reply> = reply[1..]
+                .iter()
+                .map(|r| match r {
+                    Value::Integer(left) => Left(*left),
+                    token => Token(token.as_string().unwrap().parse().unwrap()),
+                })
+                .collect();
+            (now_ms, replies)
         }
     };
-    let replies = acquire(&[
+    let (now, replies) = acquire(&[
         ("a", "alice", 60_000),
         ("a", "bob", 1_000),
         ("b", "bob", 30_000),
@@ -860,29 +978,66 @@ async fn one_lock_script_run_answers_each_request_in_order() {
         ("c", "carol", 1_000),
         ("a", "bob", 1_000),
         ("b", "alice", 1_000),
+        ("d", "dave", 1_000),
+        ("g", "gina", 1_000),
+        ("e", "erin", 1_000),
+        ("e", "frank", 50_000),
+        ("e", "erin", 1_000),
     ])
     .await;
-    assert_eq!(replies.len(), 7, "{replies:?}");
-    let (a, b, c) = (replies[0][1], replies[2][1], replies[4][1]);
-    assert_eq!(replies[0][0], 1, "{replies:?}");
-    // Held by alice: bob is told the lease's time left (the script's own clock may tick).
-    let left = |reply: &[i64], ttl: i64| reply[0] == 0 && ttl - 1_000 < reply[1] && reply[1] <= ttl;
-    assert!(left(&replies[1], 60_000), "{replies:?}");
-    assert_eq!(replies[2][0], 1);
-    // alice again: extended with the same token, to the new lease.
-    assert_eq!(replies[3][..2], [1, a], "{replies:?}");
-    assert_eq!(replies[3][2] - replies[0][2], 30_000, "{replies:?}");
-    assert_eq!(replies[4][0], 1);
-    assert!(left(&replies[5], 90_000), "{replies:?}");
-    assert!(left(&replies[6], 30_000), "{replies:?}");
-    // One clock read per run: fresh tokens are that µs time (past b's counter of 5).
-    assert!(a > 1_700_000_000_000_000 && a == b && b == c, "{replies:?}");
+    assert!(now > 1_700_000_000_000, "{now}");
+    assert_eq!(replies.len(), 12, "{replies:?}");
+    let Token(a) = replies[0] else {
+        panic!("{replies:?}")
+    };
+    // One clock read per run: fresh tokens are that µs time (past b's last token, 5, and
+    // past g's: its lease was over, so gina gets a new one), leases end from that ms.
+    assert!(a / 1_000 == now as u64, "{a} at {now}");
+    let Left(left_then) = replies[9] else {
+        panic!("{replies:?}")
+    };
+    assert!(0 < left_then && left_then <= 20_000, "{replies:?}");
+    assert_eq!(
+        replies,
+        [
+            Token(a),
+            Left(60_000),
+            Token(a),
+            Token(a), // alice again: extended with the same token, to the new lease
+            Token(a),
+            Left(90_000),
+            Left(30_000),
+            Token(ahead + 1), // the counter ahead of the clock: one past it
+            Token(a),
+            Left(left_then), // frank holds it, in the layout before, until its key expires
+            Token(42),       // frank extends it: the same token, now in this layout
+            Left(50_000),
+        ]
+    );
     let held = |key: &str| redis.cli(&["GET", key]).unwrap().trim().to_owned();
-    assert_eq!(held("lk:{a}"), format!("alice\n{a}"));
-    assert_eq!(held("lk:{b}:fence"), b.to_string());
+    let pttl = |key: &str| -> i64 { redis.cli(&["PTTL", key]).unwrap().trim().parse().unwrap() };
+    assert_eq!(held("lk:{a}"), format!("{} {a} alice", now + 90_000));
+    assert_eq!(held("lk:{b}"), format!("{} {a} bob", now + 30_000));
+    assert_eq!(
+        held("lk:{d}"),
+        format!("{} {} dave", now + 1_000, ahead + 1)
+    );
+    assert_eq!(held("lk:{e}"), format!("{} 42 frank", now + 50_000));
+    // The key, and so the token, outlives the lease by the grace.
+    for (key, ttl) in [("lk:{a}", 90_000), ("lk:{e}", 50_000)] {
+        let left = pttl(key);
+        assert!(
+            ttl + GRACE - 5_000 < left && left <= ttl + GRACE,
+            "{key}: {left}"
+        );
+    }
 
-    // Releases in one run, in order: a wrong token is refused, the holder's frees the lock,
-    // a second release of it is refused; each release announces on its own lock's channel.
+    // Releases in one run, in order: a wrong token is refused, the holder's frees the lock
+    // (keeping its token and expiry), a second release of it is refused; a lock in the layout
+    // before is deleted; each release announces on its own lock's channel.
+    redis
+        .cli(&["SET", "lk:{f}", "frank\n7", "PX", "60000"])
+        .unwrap();
     let subscriber = Builder::from_config(Config::from_url(&redis.url()).unwrap())
         .build()
         .unwrap();
@@ -893,10 +1048,11 @@ async fn one_lock_script_run_answers_each_request_in_order() {
             "lk:{a}:released",
             "lk:{b}:released",
             "lk:{c}:released",
+            "lk:{f}:released",
         ])
         .await
         .unwrap();
-    let release = |calls: &[(&str, &str, i64)]| {
+    let release = |calls: &[(&str, &str, u64)]| {
         let mut keys = Vec::new();
         let mut args = vec!["origin-1".to_owned()];
         for (name, owner, token) in calls {
@@ -913,20 +1069,25 @@ async fn one_lock_script_run_answers_each_request_in_order() {
             reply
         }
     };
+    let before = pttl("lk:{a}");
     let released = release(&[
         ("a", "alice", a + 1),
         ("a", "alice", a),
-        ("b", "bob", b),
+        ("b", "bob", a),
         ("a", "alice", a),
-        ("c", "bob", c),
+        ("c", "bob", a),
+        ("f", "frank", 8),
+        ("f", "frank", 7),
     ])
     .await;
-    assert_eq!(released, [0, 1, 1, 0, 0]);
-    assert_eq!(held("lk:{a}"), "");
-    assert_eq!(held("lk:{b}"), "");
-    assert_eq!(held("lk:{c}"), format!("carol\n{c}"));
+    assert_eq!(released, [0, 1, 1, 0, 0, 0, 1]);
+    assert_eq!(held("lk:{a}"), format!("0 {a}"));
+    assert!(pttl("lk:{a}") > before - 5_000, "the expiry stays");
+    assert_eq!(held("lk:{b}"), format!("0 {a}"));
+    assert_eq!(held("lk:{c}"), format!("{} {a} carol", now + 1_000));
+    assert_eq!(held("lk:{f}"), "");
     let mut heard = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..3 {
         let m = tokio::time::timeout(std::time::Duration::from_secs(5), messages.recv())
             .await
             .expect("an announcement")
@@ -939,7 +1100,11 @@ async fn one_lock_script_run_answers_each_request_in_order() {
         [
             ("lk:{a}:released".to_owned(), "origin-1".to_owned()),
             ("lk:{b}:released".to_owned(), "origin-1".to_owned()),
+            ("lk:{f}:released".to_owned(), "origin-1".to_owned()),
         ]
     );
-    assert_eq!(command_calls(&redis, "spublish"), 2, "one per release");
+    assert_eq!(command_calls(&redis, "spublish"), 3, "one per release");
+    // Free again: the next acquisition gets a new token, past the one kept.
+    let (_, replies) = acquire(&[("a", "bob", 1_000)]).await;
+    assert!(matches!(replies[..], [Token(t)] if t > a), "{replies:?}");
 }
