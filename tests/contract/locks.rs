@@ -50,6 +50,18 @@ async fn release(gw: &Gateway, name: &str, owner: &str, token: u64) -> (u16, Val
     (status.as_u16(), body)
 }
 
+/// The ms a `409 lock_held` refusal tells the caller to wait; fails on any other answer.
+fn held_for(status: u16, body: &Value) -> u64 {
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("lock_held")),
+        "{body}"
+    );
+    body["retry_after_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("retry_after_ms in {body}"))
+}
+
 fn token(body: &Value) -> u64 {
     body["token"]
         .as_u64()
@@ -220,12 +232,7 @@ async fn renew_extends_and_reacquire_by_the_owner_keeps_the_token(backend: Backe
     assert_eq!((status, token(&again)), (200, t));
     // Someone else is refused, and told for how long.
     let (status, body) = acquire(&gw, &name, "bob", 1_000, 0).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (409, Some("lock_held")),
-        "{body}"
-    );
-    let retry = body["retry_after_ms"].as_u64().unwrap();
+    let retry = held_for(status, &body);
     assert!(0 < retry && retry <= 2_000, "{body}");
     let (status, body) = gw
         .post(
@@ -282,11 +289,7 @@ async fn two_gateways_share_locks(backend: Backend) {
     let name = fresh("shared");
     let (_, a) = acquire(&gw1, &name, "alice", 600_000, 0).await;
     let (status, body) = acquire(&gw2, &name, "bob", 1_000, 0).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (409, Some("lock_held")),
-        "{body}"
-    );
+    held_for(status, &body);
     let (_, state) = gw2.get(&format!("/v1/locks/{name}")).await;
     assert_eq!(
         (&state["held"], &state["owner"]),
@@ -328,12 +331,7 @@ async fn a_lock_in_the_layout_before_is_held_until_it_expires(backend: Backend) 
     let name = fresh("old");
     old(&name, "alice", t, 60_000);
     let (status, body) = acquire(&gw, &name, "bob", 1_000, 0).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (409, Some("lock_held")),
-        "{body}"
-    );
-    let retry = body["retry_after_ms"].as_u64().unwrap();
+    let retry = held_for(status, &body);
     assert!(50_000 < retry && retry <= 60_000, "{body}");
     let (_, state) = gw.get(&format!("/v1/locks/{name}")).await;
     assert_eq!(
@@ -498,12 +496,7 @@ async fn acquisitions_past_the_waiting_cap_answer_at_once(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let (status, body) = acquire(&gw, &name, "late", 60_000, 10_000).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (409, Some("lock_held")),
-        "{body}"
-    );
-    assert!(body["retry_after_ms"].as_u64().unwrap() > 60_000, "{body}");
+    assert!(held_for(status, &body) > 60_000, "{body}");
     // Answered before its wait ended: every acquisition that started waiting before it, as
     // long, still waits.
     assert!(
@@ -825,12 +818,7 @@ async fn a_hundred_owners_at_once_on_one_lock_one_wins(backend: Backend) {
     assert_eq!(won.len(), 1, "one winner: {won:?}");
     assert!(token(won[0]) > earlier, "{earlier} then {}", won[0]);
     for (status, body) in replies.iter().filter(|(s, _)| *s != 200) {
-        assert_eq!(
-            (*status, body["code"].as_str()),
-            (409, Some("lock_held")),
-            "{body}"
-        );
-        let retry = body["retry_after_ms"].as_u64().unwrap();
+        let retry = held_for(*status, body);
         assert!(0 < retry && retry <= 60_000, "{body}");
     }
     let (_, state) = gw.get(&format!("/v1/locks/{name}")).await;
