@@ -45,9 +45,9 @@ end
 
 -- Each buyer's count and order ids, read for the whole call in one HMGET each and kept here as
 -- its sales change them, written back once at the end: a sale then costs its XADD alone, not
--- five calls (each call from Lua costs about as much as the command; docs/performance.md).
+-- five calls (measured in docs/performance.md).
 -- Read only when something can be sold: a sold-out or closed burst reads nothing per buyer.
-local held, orders, changed = {}, {}, {}
+local held, held0, orders, changed = {}, {}, {}, {}
 if not closed and stock > 0 then
   local users = {}
   for i = 1, n do
@@ -57,6 +57,7 @@ if not closed and stock > 0 then
   local ids = redis.call('HMGET', KEYS[3], unpack(users))
   for i = 1, n do
     held[users[i]] = tonumber(counts[i]) or 0
+    held0[users[i]] = held[users[i]]
     orders[users[i]] = ids[i] or false
   end
 end
@@ -101,10 +102,13 @@ for i = 1, n do
         local id = redis.call('XADD', KEYS[4], 'MAXLEN', cap, '*', 'user', user,
           'voucher', voucher, 'nth', count + 1)
         sold = sold + 1
+        if count == held0[user] then
+          -- Its first sale in the call: written back once at the end, whatever follows.
+          changed[#changed + 1] = user
+        end
         held[user] = count + 1
         local ids = orders[user]
         orders[user] = ids and (ids .. ' ' .. id) or id
-        changed[#changed + 1] = user
         tag, arg = 'ok', id
       end
     end
@@ -121,14 +125,10 @@ for i = 1, n do
   replies[i] = reply
 end
 if sold > 0 then
-  -- A buyer who bought twice in the call is written once, with its final count and ids.
-  local counts, ids, seen = {}, {}, {}
+  local counts, ids = {}, {}
   for _, user in ipairs(changed) do
-    if not seen[user] then
-      seen[user] = true
-      counts[#counts + 1], counts[#counts + 2] = user, held[user]
-      ids[#ids + 1], ids[#ids + 2] = user, orders[user]
-    end
+    counts[#counts + 1], counts[#counts + 2] = user, held[user]
+    ids[#ids + 1], ids[#ids + 2] = user, orders[user]
   end
   redis.call('HSET', KEYS[2], unpack(counts))
   redis.call('HSET', KEYS[3], unpack(ids))
