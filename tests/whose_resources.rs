@@ -85,6 +85,38 @@ async fn backend_routes_need_an_api_key_with_a_clients_file(backend: Backend) {
     }
     assert_eq!(get(&gw, anonymous, "/v1/locks/report").await.0, 401);
     assert_eq!(get(&gw, anonymous, "/v1/queues/mail").await.0, 401);
+    // Every other route on them too, before the name or body is looked at.
+    for (method, path, body) in [
+        (
+            reqwest::Method::POST,
+            "/v1/locks/report/renew",
+            Some(json!({"owner": "w", "token": 1, "ttl_ms": 10_000})),
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/v1/locks/report?owner=w&token=1",
+            None,
+        ),
+        (
+            reqwest::Method::POST,
+            "/v1/locks/bad%7Cname",
+            Some(json!({})),
+        ),
+        (
+            reqwest::Method::POST,
+            "/v1/queues/mail/jobs/j1/ack",
+            Some(json!({"receipt": "1.1"})),
+        ),
+        (reqwest::Method::DELETE, "/v1/queues/mail/jobs/j1", None),
+        (reqwest::Method::GET, "/v1/queues/mail/dead", None),
+    ] {
+        let (status, body) = call(&gw, anonymous, method.clone(), path, body, None).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("unauthorized")),
+            "{method} {path}: {body}"
+        );
+    }
     // The other routes stay open to anonymous callers.
     assert_eq!(
         post(&gw, anonymous, "/v1/uv/home", json!({"visitor": "a"}))
@@ -273,6 +305,193 @@ async fn idempotency_keys_are_each_callers_own(backend: Backend) {
     );
 }
 
+/// No spelling of a name reaches another caller's lock: percent-encoding decodes to the
+/// caller's own name, and a name carrying the namespace separator or hash-tag braces (the
+/// store's `{<namespace>|<name>}`), encoded or not, is refused before the store. The longest
+/// name works under the longest namespaces (an IPv6 /64's).
+async fn no_spelling_of_a_name_reaches_another_callers_lock(backend: Backend) {
+    let gw = gateway(backend, true).await;
+    let (status, lock) = post(
+        &gw,
+        WEB,
+        "/v1/locks/report:daily",
+        json!({"owner": "w", "ttl_ms": 30_000}),
+    )
+    .await;
+    assert_eq!(status, 200, "{lock}");
+    let token = lock["token"].as_u64().unwrap();
+    let others = [
+        IOS,
+        As::Address("203.0.113.7"),
+        As::Address("::ffff:127.0.0.1"),
+    ];
+    for who in others {
+        for name in ["report%3Adaily", "report%3adaily"] {
+            let path = format!("/v1/locks/{name}");
+            let (status, seen) = get(&gw, who, &path).await;
+            assert_eq!(
+                (status, &seen["held"]),
+                (StatusCode::OK, &json!(false)),
+                "{path}"
+            );
+        }
+        for name in [
+            "c:web%7Creport:daily",
+            "c%3Aweb%7Creport%3Adaily",
+            "%7Bc:web%7Creport:daily%7D",
+            "report:daily%7D",
+            "report%253Adaily",
+            "report:daily%00",
+            "report:daily%20",
+        ] {
+            let path = format!("/v1/locks/{name}");
+            assert_eq!(get(&gw, who, &path).await.0, 400, "{path}");
+            let release = format!("{path}?owner=w&token={token}");
+            let (status, _) = call(&gw, who, reqwest::Method::DELETE, &release, None, None).await;
+            assert_eq!(status, 400, "{release}");
+            let renew = json!({"owner": "w", "token": token, "ttl_ms": 60_000});
+            let (status, _) = post(&gw, who, &format!("{path}/renew"), renew).await;
+            assert_eq!(status, 400, "{path}/renew");
+        }
+    }
+    let (_, seen) = get(&gw, WEB, "/v1/locks/report:daily").await;
+    assert_eq!((&seen["held"], &seen["owner"]), (&json!(true), &json!("w")));
+
+    let long = format!("/v1/locks/{}", "n".repeat(128));
+    for who in [WEB, As::Address("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff")] {
+        let (status, lock) = post(&gw, who, &long, json!({"owner": "w", "ttl_ms": 30_000})).await;
+        assert_eq!(status, 200, "{lock}");
+        let token = lock["token"].as_u64().unwrap();
+        assert_eq!(get(&gw, who, &long).await.1["held"], true);
+        let renew = json!({"owner": "w", "token": token, "ttl_ms": 60_000});
+        assert_eq!(post(&gw, who, &format!("{long}/renew"), renew).await.0, 200);
+        let release = format!("{long}?owner=w&token={token}");
+        let (status, _) = call(&gw, who, reqwest::Method::DELETE, &release, None, None).await;
+        assert_eq!(status, 204);
+    }
+}
+
+/// Another caller naming the same queue and job ids acks, cancels, lists and enqueues in its
+/// own queue: web's receipt acks nothing there, web's job ids are unknown there (404, and an
+/// enqueue with one is new, not `200` existing), and web's dead jobs are not in its list.
+async fn another_caller_cannot_ack_cancel_or_list_a_callers_jobs(backend: Backend) {
+    let gw = gateway(backend, true).await;
+    let jobs = "/v1/queues/mail/jobs";
+    let job = |id: &str, max_attempts: u32| json!({"payload": id, "id": id, "max_attempts": max_attempts});
+    assert_eq!(post(&gw, WEB, jobs, job("doomed", 1)).await.0, 201);
+    let claim = json!({"max": 1, "visibility_ms": 1_000});
+    let (_, claimed) = post(&gw, WEB, "/v1/queues/mail/claim", claim.clone()).await;
+    assert_eq!(claimed["jobs"][0]["id"], "doomed", "{claimed}");
+    gw.pass(std::time::Duration::from_millis(1_100)).await;
+    // Its one attempt used: the next claim moves it to the dead list.
+    assert_eq!(post(&gw, WEB, jobs, job("j1", 10)).await.0, 201);
+    assert_eq!(post(&gw, WEB, jobs, job("j2", 10)).await.0, 201);
+    let (_, claimed) = post(&gw, WEB, "/v1/queues/mail/claim", claim).await;
+    assert_eq!(claimed["jobs"][0]["id"], "j1", "{claimed}");
+    let receipt = claimed["jobs"][0]["receipt"].as_str().unwrap().to_owned();
+
+    for who in [IOS, As::Address("203.0.113.7")] {
+        let ack = post(
+            &gw,
+            who,
+            "/v1/queues/mail/jobs/j1/ack",
+            json!({"receipt": receipt}),
+        )
+        .await;
+        assert_eq!(ack.0, 404, "{}", ack.1);
+        let cancel = call(
+            &gw,
+            who,
+            reqwest::Method::DELETE,
+            "/v1/queues/mail/jobs/j2",
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(cancel.0, 404, "{}", cancel.1);
+        let (status, dead) = get(&gw, who, "/v1/queues/mail/dead").await;
+        assert_eq!((status, &dead["jobs"]), (StatusCode::OK, &json!([])));
+        let (status, mine) = post(&gw, who, jobs, job("j2", 10)).await;
+        assert_eq!(status, 201, "a job of its own, not web's: {mine}");
+    }
+
+    let (_, dead) = get(&gw, WEB, "/v1/queues/mail/dead").await;
+    assert_eq!(dead["jobs"][0]["id"], "doomed", "{dead}");
+    let ack = post(
+        &gw,
+        WEB,
+        "/v1/queues/mail/jobs/j1/ack",
+        json!({"receipt": receipt}),
+    )
+    .await;
+    assert_eq!(ack.0, 204, "{}", ack.1);
+    let (_, claimed) = post(&gw, WEB, "/v1/queues/mail/claim", json!({"max": 10})).await;
+    assert_eq!(
+        claimed["jobs"][0]["payload"], "j2",
+        "web's j2 was left alone: {claimed}"
+    );
+}
+
+/// One `Idempotency-Key` string sent by several callers on every keyed route they can share a
+/// name on: each gets its own first reply, never another's replay (and never a 422 that would
+/// tell it the key was used).
+async fn no_caller_replays_anothers_key_on_any_route(backend: Backend) {
+    let gw = gateway(backend, true).await;
+    let now = chrono::Utc::now();
+    let voucher = json!({"stock": 10, "begin": (now - chrono::Duration::hours(1)).to_rfc3339(),
+        "end": (now + chrono::Duration::hours(1)).to_rfc3339(), "per_user_limit": 4});
+    assert_eq!(
+        gw.admin_put("/v1/seckill/vouchers/v2", voucher).await.0,
+        201
+    );
+    let key = "the-same-key";
+    let callers = [
+        WEB,
+        IOS,
+        As::Address("203.0.113.7"),
+        As::Address("198.51.100.9"),
+    ];
+    let mut orders = std::collections::HashSet::new();
+    for (n, who) in callers.into_iter().enumerate() {
+        for (path, body, status) in [
+            ("/v1/ratelimit/check", check("login"), 200),
+            ("/v1/queues/mail/jobs", json!({"payload": 1}), 201),
+            (
+                "/v1/seckill/vouchers/v2/orders",
+                json!({"user_id": 50}),
+                201,
+            ),
+            ("/v1/uv/home", json!({"visitor": "a"}), 200),
+        ] {
+            let r = gw
+                .client
+                .post(gw.url(path))
+                .header("idempotency-key", key)
+                .json(&body);
+            let r = match who {
+                As::Key(k) => r.header("x-api-key", k),
+                As::Address(ip) => r.header("x-forwarded-for", ip),
+            };
+            let r = r.send().await.unwrap();
+            let replayed = r.headers().contains_key("idempotency-replayed");
+            let (got, reply) = (r.status().as_u16(), r.json::<Value>().await.unwrap());
+            assert_eq!(
+                (got, replayed),
+                (status, false),
+                "caller {n}, {path}: {reply}"
+            );
+            match path {
+                "/v1/ratelimit/check" => assert_eq!(reply["allowed"], true, "caller {n}"),
+                "/v1/uv/home" => assert_eq!(reply["pv"], n + 1, "caller {n}: {reply}"),
+                "/v1/seckill/vouchers/v2/orders" => {
+                    assert!(orders.insert(reply["order_id"].to_string()), "{reply}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Users sharing a back end (one API client) or an address each have their own keys on the
 /// routes that act for a user.
 async fn a_users_purchase_key_is_that_users(backend: Backend) {
@@ -317,4 +536,7 @@ contract_tests!(
     queues_are_each_callers_own,
     idempotency_keys_are_each_callers_own,
     a_users_purchase_key_is_that_users,
+    no_spelling_of_a_name_reaches_another_callers_lock,
+    another_caller_cannot_ack_cancel_or_list_a_callers_jobs,
+    no_caller_replays_anothers_key_on_any_route,
 );

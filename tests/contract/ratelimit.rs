@@ -448,4 +448,19 @@ async fn a_retried_check_spends_once(backend: Backend) {
         (status, problem["code"].as_str()),
         (422, Some("unprocessable"))
     );
+    // Repeats sent at once: exactly one spends, every other replays its decision.
+    let mut once = body.clone();
+    once["key"] = json!(format!("{key}-at-once"));
+    let replies =
+        futures::future::join_all((0..12).map(|_| check_once(&gw, &once, "retry-b"))).await;
+    let fresh: Vec<_> = replies
+        .iter()
+        .filter(|(_, replayed, _)| !replayed)
+        .collect();
+    assert_eq!(fresh.len(), 1, "{replies:?}");
+    for (status, _, reply) in &replies {
+        assert_eq!((*status, reply), (200, &fresh[0].2));
+    }
+    let after = check(&gw, &format!("{key}-at-once"), (4, 1, 60), 0).await;
+    assert_eq!(after["remaining"], 3, "spent once: {after}");
 }

@@ -746,4 +746,19 @@ async fn a_retried_visit_counts_once(backend: Backend) {
         (status, problem["code"].as_str()),
         (422, Some("unprocessable"))
     );
+    // Repeats sent at once, as a client timing out and retrying might: the reply is recorded
+    // with the visit in one store step, so exactly one is applied and every other replays it.
+    let replies =
+        futures::future::join_all((0..12).map(|_| send(json!({"visitors": ["d"]}), "visit-2")))
+            .await;
+    let fresh: Vec<_> = replies
+        .iter()
+        .filter(|(_, replayed, _)| !replayed)
+        .collect();
+    assert_eq!(fresh.len(), 1, "{replies:?}");
+    for (status, _, reply) in &replies {
+        assert_eq!((*status, reply), (200, &fresh[0].2));
+    }
+    let (_, day) = gw.get(&format!("/v1/uv/{page}")).await;
+    assert_eq!(day["pv"], 4, "counted once: {day}");
 }
