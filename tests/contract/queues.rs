@@ -550,7 +550,55 @@ crate::contract_tests!(
     concurrent_enqueues_under_one_key_make_one_job,
     concurrent_claimers_and_acks_share_a_queue,
     a_made_id_given_back_is_the_existing_job,
+    documented_bounds_are_the_enforced_ones,
+    an_unknown_api_key_is_a_documented_401,
 );
+
+/// A claim's and an enqueue's bounds (docs/api.md "Delayed queues") are the served OpenAPI
+/// document's: `max` 1–100, `visibility_ms` 1,000–43,200,000, `wait_ms` 0–20,000, `delay_ms`
+/// 0–31,536,000,000, `max_attempts` 1–1,000.
+async fn documented_bounds_are_the_enforced_ones(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    // Due jobs, so that the claims waiting up to 20 s answer at once.
+    for _ in 0..2 {
+        enqueue(&gw, "bounds", json!({"payload": 1})).await;
+    }
+    let claim = (reqwest::Method::POST, "/v1/queues/bounds/claim");
+    for (field, bounds) in [
+        ("wait_ms", (0, Some(20_000))),
+        ("visibility_ms", (1_000, Some(43_200_000))),
+        ("max", (1, Some(100))),
+    ] {
+        crate::documented_bounds_hold(
+            &gw,
+            claim.clone(),
+            "ClaimBody",
+            field,
+            bounds,
+            |v| json!({ field: v }),
+        )
+        .await;
+    }
+    let jobs = (reqwest::Method::POST, "/v1/queues/bounds/jobs");
+    for (field, bounds) in [
+        ("delay_ms", (0, Some(31_536_000_000))),
+        ("max_attempts", (1, Some(1_000))),
+    ] {
+        crate::documented_bounds_hold(
+            &gw,
+            jobs.clone(),
+            "EnqueueBody",
+            field,
+            bounds,
+            |v| json!({"payload": 1, field: v}),
+        )
+        .await;
+    }
+}
+
+async fn an_unknown_api_key_is_a_documented_401(backend: Backend) {
+    crate::unknown_api_keys_are_a_documented_401(backend, "/v1/queues/").await;
+}
 
 /// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
 /// allowed wait on top, so a poll longer than the timeout still answers 200 (with the job that
