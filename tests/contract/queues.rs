@@ -552,7 +552,47 @@ crate::contract_tests!(
     a_made_id_given_back_is_the_existing_job,
     documented_bounds_are_the_enforced_ones,
     an_unknown_api_key_is_a_documented_401,
+    a_claim_body_may_be_left_out_as_documented,
 );
+
+/// A claim's body is optional (docs/api.md "Delayed queues": every field has a default): none,
+/// an empty one, `{}`, and `null` — which the served OpenAPI document allows in its place —
+/// each claim with the defaults.
+async fn a_claim_body_may_be_left_out_as_documented(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let doc = crate::served_document(&gw).await;
+    let body = &doc["paths"]["/v1/queues/{queue}/claim"]["post"]["requestBody"];
+    assert_ne!(body["required"], true, "{body}");
+    let schema = &body["content"]["application/json"]["schema"];
+    assert!(
+        schema["oneOf"]
+            .as_array()
+            .is_some_and(|alternatives| alternatives.contains(&json!({"type": "null"}))),
+        "{schema}"
+    );
+    let path = "/v1/queues/bare/claim";
+    let bare = [
+        gw.client.post(gw.url(path)),
+        gw.client
+            .post(gw.url(path))
+            .header("content-type", "application/json"),
+        gw.client.post(gw.url(path)).json(&json!({})),
+        gw.client.post(gw.url(path)).json(&Value::Null),
+    ];
+    for request in bare {
+        enqueue(&gw, "bare", json!({"payload": 1})).await;
+        enqueue(&gw, "bare", json!({"payload": 2})).await;
+        let (status, reply) = gw.send(request).await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(
+            reply["jobs"].as_array().map(Vec::len),
+            Some(1),
+            "max 1: {reply}"
+        );
+        // The other one, for the next request.
+        claim(&gw, "bare", json!({})).await;
+    }
+}
 
 /// A claim's and an enqueue's bounds (docs/api.md "Delayed queues") are the served OpenAPI
 /// document's: `max` 1–100, `visibility_ms` 1,000–43,200,000, `wait_ms` 0–20,000, `delay_ms`
