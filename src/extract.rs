@@ -70,7 +70,9 @@ where
     }
 }
 
-/// A JSON body that may be absent: no body (or an empty one) is `T::default()`.
+/// A JSON body that may be absent: no body (or an empty one), or `null`, is `T::default()`.
+/// `null` because the OpenAPI document declares such a body as `Option<T>`, which it writes as
+/// "`T` or `null`".
 ///
 /// Written by hand because `axum::Json` insists on a body and a content type, while docs/api.md lets
 /// `POST /v1/checkins/{user_id}` be sent bare by curl users.
@@ -107,8 +109,8 @@ where
                 )));
             }
         }
-        serde_json::from_slice(&bytes)
-            .map(Self)
+        serde_json::from_slice::<Option<T>>(&bytes)
+            .map(|body| Self(body.unwrap_or_default()))
             .map_err(|e| ApiError::invalid(format!("invalid JSON body: {e}")))
     }
 }

@@ -166,8 +166,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 /// The global limiter wraps every API route, so every operation can answer 429 with
-/// `Retry-After` and the `RateLimit*` headers (docs/api.md "Global limiter"). Declared here once
-/// rather than on each handler, because the layer, not the handler, produces it.
+/// `Retry-After` and the `RateLimit*` headers (docs/api.md "Global limiter"), and 401 when the
+/// `X-Api-Key` that names the client matches none. Declared here once rather than on each
+/// handler, because the layer, not the handler, produces them.
 struct GlobalLimitResponses;
 
 impl Modify for GlobalLimitResponses {
@@ -224,6 +225,18 @@ impl Modify for GlobalLimitResponses {
                 response.header(name, header.build())
             })
             .build();
+        let unknown_key = ResponseBuilder::new()
+            .description(
+                "`unauthorized`: the `X-Api-Key` matches no configured client (with \
+                 `WWW-Authenticate`).",
+            )
+            .content(
+                "application/problem+json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .build();
         for (path, item) in &mut openapi.paths.paths {
             for (method, operation) in operations(item) {
                 let Some(operation) = operation else { continue };
@@ -232,6 +245,13 @@ impl Modify for GlobalLimitResponses {
                     .responses
                     .entry("429".to_owned())
                     .or_insert_with(|| limited.clone().into());
+                // Where the operation names its own 401 (admin token, API key, user token),
+                // that description stands.
+                operation
+                    .responses
+                    .responses
+                    .entry("401".to_owned())
+                    .or_insert_with(|| unknown_key.clone().into());
                 // The units of the global limiter this operation spends (the GCRA quantity).
                 let cost = route_terms().rule_text(method, path);
                 operation

@@ -26,7 +26,54 @@ crate::contract_tests!(
     a_hundred_owners_at_once_on_one_lock_one_wins,
     two_hundred_locks_at_once_all_acquired_and_released,
     a_lock_in_the_layout_before_is_held_until_it_expires,
+    documented_bounds_are_the_enforced_ones,
+    an_unknown_api_key_is_a_documented_401,
 );
+
+/// An acquisition's and a renewal's bounds (`ttl_ms` 100–3,600,000, `wait_ms` 0–10,000) are
+/// the served OpenAPI document's.
+async fn documented_bounds_are_the_enforced_ones(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let name = fresh("bounds");
+    let path = format!("/v1/locks/{name}");
+    let acquisition = (reqwest::Method::POST, path.as_str());
+    // Always the same owner: acquiring again extends, so no acquisition waits.
+    for (field, bounds) in [
+        ("ttl_ms", (100, Some(3_600_000))),
+        ("wait_ms", (0, Some(10_000))),
+    ] {
+        crate::documented_bounds_hold(
+            &gw,
+            acquisition.clone(),
+            "AcquireLock",
+            field,
+            bounds,
+            |v| {
+                let mut body = json!({"owner": "o", "ttl_ms": 60_000});
+                body[field] = v;
+                body
+            },
+        )
+        .await;
+    }
+    let (status, held) = acquire(&gw, &name, "o", 60_000, 0).await;
+    assert_eq!(status, 200, "{held}");
+    let token = token(&held);
+    let renew = format!("/v1/locks/{name}/renew");
+    crate::documented_bounds_hold(
+        &gw,
+        (reqwest::Method::POST, renew.as_str()),
+        "RenewLock",
+        "ttl_ms",
+        (100, Some(3_600_000)),
+        |v| json!({"owner": "o", "token": token, "ttl_ms": v}),
+    )
+    .await;
+}
+
+async fn an_unknown_api_key_is_a_documented_401(backend: Backend) {
+    crate::unknown_api_keys_are_a_documented_401(backend, "/v1/locks/").await;
+}
 
 fn fresh(label: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);

@@ -550,7 +550,95 @@ crate::contract_tests!(
     concurrent_enqueues_under_one_key_make_one_job,
     concurrent_claimers_and_acks_share_a_queue,
     a_made_id_given_back_is_the_existing_job,
+    documented_bounds_are_the_enforced_ones,
+    an_unknown_api_key_is_a_documented_401,
+    a_claim_body_may_be_left_out_as_documented,
 );
+
+/// A claim's body is optional (docs/api.md "Delayed queues": every field has a default): none,
+/// an empty one, `{}`, and `null` — which the served OpenAPI document allows in its place —
+/// each claim with the defaults.
+async fn a_claim_body_may_be_left_out_as_documented(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let doc = crate::served_document(&gw).await;
+    let body = &doc["paths"]["/v1/queues/{queue}/claim"]["post"]["requestBody"];
+    assert_ne!(body["required"], true, "{body}");
+    let schema = &body["content"]["application/json"]["schema"];
+    assert!(
+        schema["oneOf"]
+            .as_array()
+            .is_some_and(|alternatives| alternatives.contains(&json!({"type": "null"}))),
+        "{schema}"
+    );
+    let path = "/v1/queues/bare/claim";
+    let bare = [
+        gw.client.post(gw.url(path)),
+        gw.client
+            .post(gw.url(path))
+            .header("content-type", "application/json"),
+        gw.client.post(gw.url(path)).json(&json!({})),
+        gw.client.post(gw.url(path)).json(&Value::Null),
+    ];
+    for request in bare {
+        enqueue(&gw, "bare", json!({"payload": 1})).await;
+        enqueue(&gw, "bare", json!({"payload": 2})).await;
+        let (status, reply) = gw.send(request).await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(
+            reply["jobs"].as_array().map(Vec::len),
+            Some(1),
+            "max 1: {reply}"
+        );
+        // The other one, for the next request.
+        claim(&gw, "bare", json!({})).await;
+    }
+}
+
+/// A claim's and an enqueue's bounds (docs/api.md "Delayed queues") are the served OpenAPI
+/// document's: `max` 1–100, `visibility_ms` 1,000–43,200,000, `wait_ms` 0–20,000, `delay_ms`
+/// 0–31,536,000,000, `max_attempts` 1–1,000.
+async fn documented_bounds_are_the_enforced_ones(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    // Due jobs, so that the claims waiting up to 20 s answer at once.
+    for _ in 0..2 {
+        enqueue(&gw, "bounds", json!({"payload": 1})).await;
+    }
+    let claim = (reqwest::Method::POST, "/v1/queues/bounds/claim");
+    for (field, bounds) in [
+        ("wait_ms", (0, Some(20_000))),
+        ("visibility_ms", (1_000, Some(43_200_000))),
+        ("max", (1, Some(100))),
+    ] {
+        crate::documented_bounds_hold(
+            &gw,
+            claim.clone(),
+            "ClaimBody",
+            field,
+            bounds,
+            |v| json!({ field: v }),
+        )
+        .await;
+    }
+    let jobs = (reqwest::Method::POST, "/v1/queues/bounds/jobs");
+    for (field, bounds) in [
+        ("delay_ms", (0, Some(31_536_000_000))),
+        ("max_attempts", (1, Some(1_000))),
+    ] {
+        crate::documented_bounds_hold(
+            &gw,
+            jobs.clone(),
+            "EnqueueBody",
+            field,
+            bounds,
+            |v| json!({"payload": 1, field: v}),
+        )
+        .await;
+    }
+}
+
+async fn an_unknown_api_key_is_a_documented_401(backend: Backend) {
+    crate::unknown_api_keys_are_a_documented_401(backend, "/v1/queues/").await;
+}
 
 /// A claim's wait is not cut by `GATEWAY_REQUEST_TIMEOUT_MS`: its route gets the longest
 /// allowed wait on top, so a poll longer than the timeout still answers 200 (with the job that

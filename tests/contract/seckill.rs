@@ -77,7 +77,69 @@ crate::contract_tests!(
     retries_with_an_idempotency_key_buy_once,
     a_burst_of_distinct_buyers_sells_the_stock_once,
     one_users_concurrent_purchases_buy_once,
+    documented_bounds_are_the_enforced_ones,
+    an_unknown_api_key_is_a_documented_401,
+    a_purchase_key_is_its_buyers_as_documented,
 );
+
+/// A voucher's and a restock's bounds (`stock` from 0, `per_user_limit` 1–1,000, `quantity`
+/// from 1; the upper bound of stock and quantity is the configured cap) are the served OpenAPI
+/// document's.
+async fn documented_bounds_are_the_enforced_ones(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "bounds", open(1, 1)).await;
+    let path = voucher_path("bounds");
+    for (field, bounds) in [("stock", (0, None)), ("per_user_limit", (1, Some(1_000)))] {
+        crate::documented_bounds_hold(
+            &gw,
+            (reqwest::Method::PUT, path.as_str()),
+            "VoucherBody",
+            field,
+            bounds,
+            |v| {
+                let mut body = open(1, 1);
+                body[field] = v;
+                body
+            },
+        )
+        .await;
+    }
+    let restock = format!("{path}/restock");
+    crate::documented_bounds_hold(
+        &gw,
+        (reqwest::Method::POST, restock.as_str()),
+        "RestockBody",
+        "quantity",
+        (1, None),
+        |v| json!({ "quantity": v }),
+    )
+    .await;
+}
+
+async fn an_unknown_api_key_is_a_documented_401(backend: Backend) {
+    crate::unknown_api_keys_are_a_documented_401(backend, "/v1/seckill/").await;
+}
+
+/// A purchase's `Idempotency-Key` is its buyer's (docs/clients.md "Retries: `Idempotency-Key`"):
+/// the same string sent for another buyer is that buyer's own key and buys, so the body under
+/// one key never differs and the route has no 422 to give, nor to document.
+async fn a_purchase_key_is_its_buyers_as_documented(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    create(&gw, "keys", open(5, 1)).await;
+    let (status, _, first) = buy_once(&gw, "keys", 7, "one-key").await;
+    assert_eq!(status, 201, "{first}");
+    let (status, replayed, second) = buy_once(&gw, "keys", 8, "one-key").await;
+    assert_eq!((status, replayed), (201, false), "{second}");
+    assert_ne!(first["order_id"], second["order_id"]);
+    let doc = crate::served_document(&gw).await;
+    let buy = &doc["paths"]["/v1/seckill/vouchers/{voucher_id}/orders"]["post"];
+    assert_eq!(buy["operationId"], "seckillBuy");
+    assert!(
+        buy["responses"].get("422").is_none(),
+        "seckillBuy documents a 422 it never gives: {}",
+        buy["responses"]["422"]
+    );
+}
 
 /// A gateway for the concurrency scenarios: hundreds of requests land at once on a small,
 /// shared test machine, so the store timeout is generous; these tests check correctness only.

@@ -34,16 +34,23 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 struct ClaimBody {
     /// Most jobs to claim, 1..=100 (default 1). Fewer come back once their payloads pass
     /// 1 MiB.
-    #[schema(example = 10)]
+    #[schema(minimum = 1, maximum = 100, default = 1, example = 10)]
     max: Option<u32>,
     /// How long the claim holds the jobs before they are due again, 1000..=43200000 ms
     /// (default 30000).
-    #[schema(example = 30000)]
+    #[schema(
+        minimum = 1_000,
+        maximum = 43_200_000,
+        default = 30_000,
+        example = 30000
+    )]
     visibility_ms: Option<u64>,
     /// Long poll: when nothing is due, wait up to this many ms (0..=20000, default 0) and answer as soon as a job is.
     /// Costs one more rate-limit unit per 1000 ms. When 64 claims already wait on the queue in
     /// this gateway instance, answered at once, as if 0.
-    #[schema(example = 10000)]
+    // No `default` keyword: Swagger UI would send it rather than the example, and its sample
+    // claim would not wait for the sample job, due 5 s after its enqueue.
+    #[schema(minimum = 0, maximum = 20_000, example = 10000)]
     wait_ms: Option<u64>,
 }
 

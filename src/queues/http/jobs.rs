@@ -40,7 +40,7 @@ struct EnqueueBody {
     #[serde(default, deserialize_with = "present")]
     payload: Option<Value>,
     /// Due this many ms after the store's now, 0..=31536000000 (default 0). Not with `run_at`.
-    #[schema(example = 5000)]
+    #[schema(minimum = 0, maximum = 31_536_000_000_u64, default = 0, example = 5000)]
     delay_ms: Option<u64>,
     /// Due at this instant (RFC 3339; past means now, at most a year ahead). Not with
     /// `delay_ms`.
@@ -51,7 +51,7 @@ struct EnqueueBody {
     #[schema(value_type = Option<String>, example = "mail-42")]
     id: Option<Name>,
     /// Claims before the job goes to the dead list, 1..=1000 (default 10).
-    #[schema(example = 10)]
+    #[schema(minimum = 1, maximum = 1_000, default = 10, example = 10)]
     max_attempts: Option<u32>,
 }
 

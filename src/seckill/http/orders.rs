@@ -95,8 +95,10 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
 ///
 /// Retries are safe with an `Idempotency-Key`: a repeat with the same key and the same buyer
 /// within 24 h gets the first reply again (same status and body, plus `Idempotency-Replayed:
-/// true`) and buys nothing; the same key for another buyer is 422. A purchase whose outcome
-/// the gateway cannot know (the store timed out) is a 503: retry it with the same key.
+/// true`) and buys nothing. The key is the buyer's: the same string sent for another buyer is
+/// that buyer's own key (it buys, or is refused, on its own), so no purchase is a 422. A
+/// purchase whose outcome the gateway cannot know (the store timed out) is a 503: retry it
+/// with the same key.
 #[utoipa::path(
     post, path = "/v1/seckill/vouchers/{voucher_id}/orders", operation_id = "seckillBuy",
     params(
@@ -109,8 +111,6 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
         (status = 201, body = OrderView),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`not_started`, `ended`, `sold_out`, or `already_ordered` (with `order_ids`)"),
-        (status = 422, body = Problem, content_type = "application/problem+json",
-            description = "`unprocessable`: the Idempotency-Key was used for another buyer"),
     )
 )]
 async fn buy(

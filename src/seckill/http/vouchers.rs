@@ -41,7 +41,7 @@ struct VoucherBody {
     #[schema(value_type = String, format = DateTime, example = "2100-01-01T00:00:00Z")]
     end: String,
     /// Orders one user may hold, 1..=1000 (default 1).
-    #[schema(example = 1)]
+    #[schema(minimum = 1, maximum = 1_000, default = 1, example = 1)]
     per_user_limit: Option<u32>,
 }
 
@@ -143,7 +143,7 @@ async fn put_voucher(
 #[serde(deny_unknown_fields)]
 struct RestockBody {
     /// Units to add, at least 1.
-    #[schema(example = 10)]
+    #[schema(minimum = 1, example = 10)]
     quantity: u64,
 }
 
