@@ -27,10 +27,16 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         if !plain_json(req.headers()) {
-            let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
+            let (parts, body) = req.into_parts();
+            let bytes =
+                Bytes::from_request(Request::from_parts(parts.clone(), body), state).await?;
+            let again = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+            let axum::Json(value) = axum::Json::<T>::from_request(again, state).await?;
+            object(&bytes)?;
             return Ok(Self(value));
         }
         let bytes = Bytes::from_request(req, state).await?;
+        object(&bytes)?;
         match serde_json::from_slice(&bytes) {
             Ok(value) => Ok(Self(value)),
             Err(e) => Err(match axum::Json::<T>::from_bytes(&bytes) {
@@ -39,6 +45,18 @@ where
                 Ok(_) => ApiError::invalid(format!("invalid JSON body: {e}")),
             }),
         }
+    }
+}
+
+/// Every route's body is a JSON object (the OpenAPI document says so); serde would also fill a
+/// struct from an array, field by field in order (`["worker-7", 30000]` acquiring a lock),
+/// which no client means and the document does not allow.
+fn object(bytes: &[u8]) -> Result<(), ApiError> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => Err(ApiError::invalid(
+            "invalid JSON body: expected an object, got an array",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -109,6 +127,7 @@ where
                 )));
             }
         }
+        object(&bytes)?;
         serde_json::from_slice::<Option<T>>(&bytes)
             .map(|body| Self(body.unwrap_or_default()))
             .map_err(|e| ApiError::invalid(format!("invalid JSON body: {e}")))

@@ -346,3 +346,53 @@ async fn reserved_names_and_mistyped_fields_are_400_everywhere() {
         );
     }
 }
+
+/// Every body is a JSON object: an array that serde could read field by field in order is
+/// refused, whichever way the body is read (a plain `application/json`, another JSON content
+/// type, a body that may be left out), and nothing is done.
+#[tokio::test]
+async fn an_array_in_place_of_a_body_object_is_400() {
+    let gw = Gateway::start(Backend::Memory).await;
+    for (path, content_type, body) in [
+        (
+            "/v1/locks/arr",
+            "application/json",
+            r#"["worker-7", 30000, 0]"#,
+        ),
+        (
+            "/v1/locks/arr",
+            "application/json;charset=UTF-8",
+            r#" ["worker-7", 30000]"#,
+        ),
+        ("/v1/checkins/7", "application/json", "[\"2026-01-02\"]"),
+        ("/v1/queues/arr/claim", "application/json", "[1]"),
+    ] {
+        let (status, problem) = gw
+            .send(
+                gw.client
+                    .post(gw.url(path))
+                    .header("content-type", content_type)
+                    .body(body),
+            )
+            .await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{path} {content_type} {body}: {problem}"
+        );
+    }
+    let (_, lock) = gw.get("/v1/locks/arr").await;
+    assert_eq!(lock["held"], false, "{lock}");
+    // The same fields as an object are accepted, on both ways of reading.
+    for content_type in ["application/json", "application/json;charset=UTF-8"] {
+        let (status, body) = gw
+            .send(
+                gw.client
+                    .post(gw.url("/v1/locks/arr"))
+                    .header("content-type", content_type)
+                    .body(r#"{"owner": "worker-7", "ttl_ms": 30000}"#),
+            )
+            .await;
+        assert_eq!(status, 200, "{content_type}: {body}");
+    }
+}
