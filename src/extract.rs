@@ -114,18 +114,22 @@ where
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self(T::default()));
         }
-        if let Some(ct) = content_type {
-            let essence = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            if essence != "application/json" && !essence.ends_with("+json") {
-                return Err(ApiError::UnsupportedMediaType(format!(
-                    "expected application/json, got {essence}"
-                )));
-            }
+        // A body, unlike no body, says what it is, as on every other route.
+        let Some(ct) = content_type else {
+            return Err(ApiError::UnsupportedMediaType(
+                "a body needs Content-Type: application/json".to_owned(),
+            ));
+        };
+        let essence = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "expected application/json, got {essence}"
+            )));
         }
         object(&bytes)?;
         serde_json::from_slice::<Option<T>>(&bytes)

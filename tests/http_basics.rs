@@ -396,3 +396,43 @@ async fn an_array_in_place_of_a_body_object_is_400() {
         assert_eq!(status, 200, "{content_type}: {body}");
     }
 }
+
+/// The two routes whose body may be left out still want a JSON content type when a body is
+/// sent (415, as every other route), and a lock release takes only its two parameters.
+#[tokio::test]
+async fn an_optional_body_without_a_content_type_is_415_and_release_takes_no_stray_parameters() {
+    let gw = Gateway::start(Backend::Memory).await;
+    for path in ["/v1/checkins/7", "/v1/queues/ct/claim"] {
+        let (status, problem) = gw
+            .send(gw.client.post(gw.url(path)).body(r#"{"max": 1}"#))
+            .await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (415, Some("unsupported_media_type")),
+            "{path}: {problem}"
+        );
+        // No body at all is still the defaults.
+        let (status, body) = gw.send(gw.client.post(gw.url(path))).await;
+        assert!(status.is_success(), "{path}: {status} {body}");
+    }
+    let (_, lock) = gw
+        .post(
+            "/v1/locks/q",
+            serde_json::json!({"owner": "a", "ttl_ms": 30000}),
+        )
+        .await;
+    let token = &lock["token"];
+    let (status, problem) = gw
+        .delete(&format!("/v1/locks/q?owner=a&token={token}&force=1"))
+        .await;
+    assert_eq!(
+        (status.as_u16(), problem["code"].as_str()),
+        (400, Some("invalid_argument")),
+        "{problem}"
+    );
+    assert_eq!(gw.get("/v1/locks/q").await.1["held"], true);
+    let (status, _) = gw
+        .delete(&format!("/v1/locks/q?owner=a&token={token}"))
+        .await;
+    assert_eq!(status, 204);
+}

@@ -89,6 +89,7 @@ struct RenewLock {
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 struct ReleaseQuery {
     /// The holder.
     #[param(value_type = String, example = "worker-7")]
