@@ -140,6 +140,7 @@ pub fn split() -> (
 ) {
     let (api, mut document) = api_router().split_for_parts();
     GlobalLimitResponses.modify(&mut document);
+    ReplayHeader.modify(&mut document);
     let (ops, ops_document) = crate::ops::router().split_for_parts();
     document.merge(ops_document);
     (api, ops, document)
@@ -262,6 +263,56 @@ impl Modify for GlobalLimitResponses {
                             .add("x-ratelimit-cost", cost)
                             .build(),
                     );
+            }
+        }
+    }
+}
+
+/// Every operation that takes an `Idempotency-Key` answers a repeat with the first reply and
+/// `Idempotency-Replayed: true` (docs/clients.md "Retries: `Idempotency-Key`"): declared on its
+/// successes once here, as the handlers share the mechanism.
+struct ReplayHeader;
+
+impl Modify for ReplayHeader {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::{ObjectBuilder, RefOr, Type};
+
+        let header = HeaderBuilder::new()
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["true"]))
+                    .build(),
+            ))
+            .description(Some(
+                "`true` when this is the recorded reply to an earlier request with the same \
+                 `Idempotency-Key` and body (nothing was done again). A refusal the first \
+                 request got from the store (a purchase's `sold_out`) is replayed the same way.",
+            ))
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            for (_, operation) in operations(item) {
+                let Some(operation) = operation else { continue };
+                let keyed = operation.parameters.iter().flatten().any(|p| {
+                    matches!(p, RefOr::T(p) if p.name.eq_ignore_ascii_case("idempotency-key")
+                        && p.parameter_in == utoipa::openapi::path::ParameterIn::Header)
+                });
+                if !keyed {
+                    continue;
+                }
+                for (status, response) in &mut operation.responses.responses {
+                    // The successes. Of the refusals only some are recorded (a purchase's sold
+                    // out is, a bad body or a full queue is not): the description says so.
+                    if !status.starts_with('2') {
+                        continue;
+                    }
+                    if let RefOr::T(response) = response {
+                        response
+                            .headers
+                            .insert("Idempotency-Replayed".to_owned(), header.clone().into());
+                    }
+                }
             }
         }
     }

@@ -222,3 +222,41 @@ fn every_user_id_is_an_int64_within_u32() {
         assert_eq!(schema["maximum"], 4_294_967_295_u64, "{at}");
     }
 }
+
+/// Every operation that takes an `Idempotency-Key` declares the `Idempotency-Replayed` header
+/// its replays carry, on each of its successes; no other operation does.
+#[test]
+fn keyed_operations_declare_the_replay_header() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut keyed = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let takes_key = op["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header")
+            });
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let declared = response["headers"]["Idempotency-Replayed"].is_object();
+                assert_eq!(
+                    declared,
+                    takes_key && status.starts_with('2'),
+                    "{method} {path} {status}"
+                );
+            }
+            if takes_key {
+                keyed.push(format!("{method} {path}"));
+            }
+        }
+    }
+    // The routes docs/api.md names as taking a key, at least.
+    for route in [
+        "post /v1/seckill/vouchers/{voucher_id}/orders",
+        "post /v1/seckill/vouchers/{voucher_id}/restock",
+        "post /v1/uv/{page}",
+        "post /v1/queues/{queue}/jobs",
+        "post /v1/ratelimit/check",
+    ] {
+        assert!(keyed.contains(&route.to_owned()), "{route}: {keyed:?}");
+    }
+}
