@@ -260,3 +260,28 @@ fn keyed_operations_declare_the_replay_header() {
         assert!(keyed.contains(&route.to_owned()), "{route}: {keyed:?}");
     }
 }
+
+/// Every instant the API answers (`*_at`, RFC 3339) is declared `format: date-time`, so
+/// generated clients parse it as one.
+#[test]
+fn every_instant_is_a_date_time() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut seen = 0;
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        let Some(properties) = schema["properties"].as_object() else {
+            continue;
+        };
+        for (field, property) in properties {
+            if !field.ends_with("_at") || property["type"] == "integer" {
+                continue;
+            }
+            seen += 1;
+            assert_eq!(
+                property["format"], "date-time",
+                "{name}.{field}: {property}"
+            );
+        }
+    }
+    assert!(seen >= 8, "{seen} instants");
+}

@@ -111,7 +111,7 @@ struct LockView {
     #[schema(example = 1_763_725_414_000_001_u64)]
     token: u64,
     /// When the lease ends (RFC 3339, ms, the store's clock).
-    #[schema(example = "2026-11-23T03:00:00.000Z")]
+    #[schema(format = DateTime, example = "2026-11-23T03:00:00.000Z")]
     expires_at: String,
 }
 
@@ -125,7 +125,9 @@ struct LockState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     owner: Option<Name>,
+    /// When the lease ends (RFC 3339, ms, the store's clock); absent when free.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     expires_at: Option<String>,
 }
 

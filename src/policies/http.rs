@@ -58,6 +58,7 @@ struct PolicyOverride {
     deny: bool,
     /// RFC 3339; absent: until deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     expires_at: Option<String>,
 }
 

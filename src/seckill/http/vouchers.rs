@@ -59,7 +59,7 @@ struct VoucherView {
     per_user_limit: u32,
     /// By the store's clock: `pending` before `begin`, `ended` from `end` on, else `sold_out`
     /// when no stock is left, else `active`.
-    #[schema(example = "active")]
+    #[schema(example = "active", value_type = String, pattern = "^(pending|active|ended|sold_out)$")]
     status: &'static str,
 }
 
