@@ -332,6 +332,8 @@ async fn bad_inputs_scenario(gw: &Gateway) {
         json!({"error_rate": 0.01}),
         json!({"capacity": 1000}),
         json!({"capacity": 1000, "error_rate": 0.01, "expansion": 4}),
+        // Bodies are objects; an array in field order is not one.
+        json!([1000, 0.01]),
     ] {
         let (status, problem) = gw.admin_put("/v1/dedup/bad", body.clone()).await;
         assert_eq!(status, 400, "{body} → {problem}");
@@ -365,6 +367,7 @@ async fn bad_inputs_scenario(gw: &Gateway) {
             json!({}),
             json!({"items": ["a"], "extra": 1}),
             json!(["a"]),
+            json!([["a"]]),
         ] {
             let (status, problem) = gw
                 .post(&format!("/v1/dedup/bad/{route}"), body.clone())
