@@ -542,6 +542,15 @@ async fn reserved_and_unknown_names(backend: Backend) {
     }
     let (status, _) = gw.get("/v1/geo/l/nearby?member=a%20b&radius=1").await;
     assert_eq!(status, 400);
+    let (status, body) = gw.get("/v1/geo/l/distance?from=nearby&to=a").await;
+    assert_eq!(
+        (status.as_u16(), body["detail"].as_str()),
+        (
+            400,
+            Some("member name \"nearby\" is reserved (it is a route)")
+        ),
+        "the detail names the member as the client wrote it"
+    );
     let (status, _) = gw
         .put("/v1/geo/l/x.y_z:1@2-3", json!({"lon": 1, "lat": 1}))
         .await;
