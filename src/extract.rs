@@ -27,19 +27,14 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         if !plain_json(req.headers()) {
-            let (parts, body) = req.into_parts();
-            let bytes =
-                Bytes::from_request(Request::from_parts(parts.clone(), body), state).await?;
-            let again = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
-            let axum::Json(value) = axum::Json::<T>::from_request(again, state).await?;
-            object(&bytes)?;
+            let axum::Json(Object(value)) =
+                axum::Json::<Object<T>>::from_request(req, state).await?;
             return Ok(Self(value));
         }
         let bytes = Bytes::from_request(req, state).await?;
-        object(&bytes)?;
         match serde_json::from_slice(&bytes) {
-            Ok(value) => Ok(Self(value)),
-            Err(e) => Err(match axum::Json::<T>::from_bytes(&bytes) {
+            Ok(Object(value)) => Ok(Self(value)),
+            Err(e) => Err(match axum::Json::<Object<T>>::from_bytes(&bytes) {
                 Err(rejection) => rejection.into(),
                 // Not reached: both parse with serde_json.
                 Ok(_) => ApiError::invalid(format!("invalid JSON body: {e}")),
@@ -48,15 +43,54 @@ where
     }
 }
 
-/// Every route's body is a JSON object (the OpenAPI document says so); serde would also fill a
-/// struct from an array, field by field in order (`["worker-7", 30000]` acquiring a lock),
-/// which no client means and the document does not allow.
-fn object(bytes: &[u8]) -> Result<(), ApiError> {
-    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => Err(ApiError::invalid(
-            "invalid JSON body: expected an object, got an array",
-        )),
-        _ => Ok(()),
+/// A `T` read from a JSON object only. A derived `Deserialize` also takes an array of the
+/// fields in declaration order (`[1.0, 2.0]` for `{"lon", "lat"}`), a shape docs/api.md never
+/// offers and no field name checks: a client's mistake would be silently accepted.
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(ObjectOnly(deserializer)).map(Object)
+    }
+}
+
+/// Reads a struct as a map, so an array is `invalid type: sequence, expected struct ...`.
+/// Only the outermost call goes through it: nested values use the inner deserializer.
+struct ObjectOnly<D>(D);
+
+impl<'de, D: serde::Deserializer<'de>> serde::Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(v)
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(v)
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_option(v)
+    }
+
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_enum(name, variants, v)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct newtype_struct seq tuple tuple_struct map identifier ignored_any
     }
 }
 
@@ -131,9 +165,8 @@ where
                 "expected application/json, got {essence}"
             )));
         }
-        object(&bytes)?;
-        serde_json::from_slice::<Option<T>>(&bytes)
-            .map(|body| Self(body.unwrap_or_default()))
+        serde_json::from_slice::<Option<Object<T>>>(&bytes)
+            .map(|body| Self(body.map_or_else(T::default, |Object(value)| value)))
             .map_err(|e| ApiError::invalid(format!("invalid JSON body: {e}")))
     }
 }

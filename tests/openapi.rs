@@ -285,3 +285,24 @@ fn every_instant_is_a_date_time() {
     }
     assert!(seen >= 8, "{seen} instants");
 }
+
+/// Every operation that takes a body can refuse it as too large (413) or not JSON (415)
+/// (docs/api.md "Requests and replies"); the document must say so wherever a body is taken.
+#[test]
+fn every_body_documents_413_and_415() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if op.get("requestBody").is_none() {
+                continue;
+            }
+            for status in ["400", "413", "415"] {
+                assert!(
+                    op["responses"][status].is_object(),
+                    "{method} {path} takes a body but does not document {status}"
+                );
+            }
+        }
+    }
+}

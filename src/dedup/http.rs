@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::logic::{self, Params};
 use super::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::auth::Admin;
-use crate::error::responses::{Lookup, StoreErrors, TooLarge, Unauthorized};
+use crate::error::responses::{JsonBody, Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
@@ -187,7 +187,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
         (status = 200, body = FilterView, description = "Existed with the same parameters"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`conflict`: the filter exists with other parameters"),
-        StoreErrors,
+        JsonBody,
         Unauthorized,
     )
 )]
@@ -267,7 +267,7 @@ struct AddReply {
     post, path = "/v1/dedup/{filter}/items", operation_id = "dedupAdd",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
-    responses((status = 200, body = AddReply), FilterFull, StoreErrors, TooLarge)
+    responses((status = 200, body = AddReply), FilterFull, JsonBody)
 )]
 async fn add(
     State(state): State<AppState>,
@@ -304,7 +304,7 @@ struct DedupCheckReply {
     post, path = "/v1/dedup/{filter}/check", operation_id = "dedupCheck",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = ItemsBody,
-    responses((status = 200, body = DedupCheckReply), StoreErrors, TooLarge)
+    responses((status = 200, body = DedupCheckReply), JsonBody)
 )]
 async fn check(
     State(state): State<AppState>,
@@ -355,7 +355,7 @@ struct FilterReply {
     post, path = "/v1/dedup/{filter}/filter", operation_id = "dedupFilter",
     params(("filter" = String, Path, description = concat!("Filter name: ", name_rule!()), example = "feed:42")),
     request_body = FilterBody,
-    responses((status = 200, body = FilterReply), FilterFull, StoreErrors, TooLarge)
+    responses((status = 200, body = FilterReply), FilterFull, JsonBody)
 )]
 async fn filter(
     State(state): State<AppState>,

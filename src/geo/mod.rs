@@ -98,7 +98,7 @@ impl Point {
 pub fn writable_member(member: &Name) -> Result<(), Refused> {
     if RESERVED_MEMBERS.contains(&member.as_str()) {
         return Err(Refused::Invalid(format!(
-            "member name {member:?} is reserved (it is a route)"
+            "member name \"{member}\" is reserved (it is a route)"
         )));
     }
     Ok(())

@@ -259,6 +259,8 @@ async fn bad_inputs_are_problems(backend: Backend) {
         json!({"date": "2026-02-30"}),
         json!({"date": 5}),
         json!([1]),
+        // The body is an object: serde would otherwise read an array positionally.
+        json!([ymd(today)]),
         json!({"day": "2026-01-01"}),
         json!("x"),
     ] {

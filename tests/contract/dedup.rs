@@ -332,6 +332,8 @@ async fn bad_inputs_scenario(gw: &Gateway) {
         json!({"error_rate": 0.01}),
         json!({"capacity": 1000}),
         json!({"capacity": 1000, "error_rate": 0.01, "expansion": 4}),
+        // Bodies are objects; an array in field order is not one.
+        json!([1000, 0.01]),
     ] {
         let (status, problem) = gw.admin_put("/v1/dedup/bad", body.clone()).await;
         assert_eq!(status, 400, "{body} → {problem}");
@@ -365,6 +367,7 @@ async fn bad_inputs_scenario(gw: &Gateway) {
             json!({}),
             json!({"items": ["a"], "extra": 1}),
             json!(["a"]),
+            json!([["a"]]),
         ] {
             let (status, problem) = gw
                 .post(&format!("/v1/dedup/bad/{route}"), body.clone())
@@ -390,6 +393,49 @@ async fn bad_inputs_scenario(gw: &Gateway) {
     }
     let (status, _) = gw.get("/v1/dedup/bad").await;
     assert_eq!(status, 404, "a refused batch creates nothing");
+
+    // A body that is not JSON is 415, as on every route with a body, and the served document
+    // says so; the reserve's body is capped like any other (413).
+    let (_, doc) = gw.get("/openapi.json").await;
+    let too_big = format!("{{\"capacity\": 1000{}}}", " ".repeat(1024 * 1024 + 1024));
+    for (method, route, path) in [
+        ("put", "/v1/dedup/{filter}", "/v1/dedup/bad"),
+        ("post", "/v1/dedup/{filter}/items", "/v1/dedup/bad/items"),
+        ("post", "/v1/dedup/{filter}/check", "/v1/dedup/bad/check"),
+        ("post", "/v1/dedup/{filter}/filter", "/v1/dedup/bad/filter"),
+    ] {
+        let request = |content_type: &str, body: String| {
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            gw.client
+                .request(method, gw.url(path))
+                .bearer_auth(crate::common::ADMIN_TOKEN)
+                .header("content-type", content_type)
+                .body(body)
+        };
+        let (status, problem) = gw
+            .send(request("text/plain", r#"{"items": ["a"]}"#.to_owned()))
+            .await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (415, Some("unsupported_media_type")),
+            "{method} {path}"
+        );
+        let (status, problem) = gw.send(request("application/json", too_big.clone())).await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (413, Some("payload_too_large")),
+            "{method} {path}"
+        );
+        let responses = &doc["paths"][route][method]["responses"];
+        for status in ["413", "415"] {
+            assert!(
+                responses[status].is_object(),
+                "{method} {route} documents {status}: {responses}"
+            );
+        }
+    }
+    let (status, _) = gw.get("/v1/dedup/bad").await;
+    assert_eq!(status, 404, "a refused body creates nothing");
 }
 
 async fn concurrent_adds_never_lose_an_item(backend: Backend) {

@@ -542,6 +542,15 @@ async fn reserved_and_unknown_names(backend: Backend) {
     }
     let (status, _) = gw.get("/v1/geo/l/nearby?member=a%20b&radius=1").await;
     assert_eq!(status, 400);
+    let (status, body) = gw.get("/v1/geo/l/distance?from=nearby&to=a").await;
+    assert_eq!(
+        (status.as_u16(), body["detail"].as_str()),
+        (
+            400,
+            Some("member name \"nearby\" is reserved (it is a route)")
+        ),
+        "the detail names the member as the client wrote it"
+    );
     let (status, _) = gw
         .put("/v1/geo/l/x.y_z:1@2-3", json!({"lon": 1, "lat": 1}))
         .await;
@@ -560,6 +569,8 @@ async fn bad_inputs_are_problems(backend: Backend) {
         json!({"lon": "1", "lat": 0.0}),
         json!({"lon": 0.0, "lat": 0.0, "alt": 3}),
         json!(null),
+        // Bodies are objects; an array in field order is not one.
+        json!([1.0, 1.0]),
     ] {
         let (status, problem) = gw.put("/v1/geo/l/p", body.clone()).await;
         assert_eq!(status, 400, "{body} → {problem}");
@@ -600,6 +611,15 @@ async fn bad_inputs_are_problems(backend: Backend) {
         assert_eq!(status, 400, "{q} → {problem}");
         assert_eq!(problem["code"], "invalid_argument", "{q}");
     }
+    for body in [
+        json!([[{"member": "p", "lon": 1.0, "lat": 1.0}]]),
+        json!({"places": [["p", 1.0, 1.0]]}),
+    ] {
+        let (status, problem) = gw.post("/v1/geo/l", body.clone()).await;
+        assert_eq!(status, 400, "{body} → {problem}");
+        assert_eq!(problem["code"], "invalid_argument");
+    }
+    assert_eq!(gw.get("/v1/geo/l/p").await.0, 404, "a refused body wrote");
     let (status, _) = gw.get(&format!("{base}lon=0&lat=0&radius=40000")).await;
     assert_eq!(status, 200, "the cap itself is allowed");
     let (status, body) = gw.get(&format!("{base}member=m&radius=1&count=1000")).await;

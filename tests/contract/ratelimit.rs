@@ -353,6 +353,8 @@ async fn invalid_parameters_are_refused_and_write_nothing(backend: Backend) {
         without("period"),
         json!([]),
         json!("check"),
+        // Bodies are objects; an array in field order is not one.
+        json!(["gcra", key, 1, 1, 60, 1]),
     ];
     for body in bad {
         let (status, problem) = gw.post("/v1/ratelimit/check", body.clone()).await;

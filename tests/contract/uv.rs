@@ -362,6 +362,8 @@ async fn bad_inputs_are_problems(backend: Backend) {
         json!({"visitor": "v", "date": "2026-02-30"}),
         json!({"visitor": "v", "page": "x"}),
         json!(["v"]),
+        // Bodies are objects; an array in field order is not one.
+        json!(["v", null, null]),
     ] {
         let (status, problem) = gw.post("/v1/uv/p", body.clone()).await;
         assert_eq!(status, 400, "{body} → {problem}");
@@ -468,6 +470,7 @@ async fn bad_inputs_are_problems(backend: Backend) {
         json!({"sources": ["a b"], "into": "c", "from": from, "to": to}),
         json!({"sources": "a", "into": "c", "from": from, "to": to}),
         json!({"sources": ["a"], "into": "c", "from": from, "to": to, "extra": 1}),
+        json!([["a"], "c", from, to]),
     ] {
         let (status, problem) = gw.post("/v1/uv/merge", body.clone()).await;
         assert_eq!(status, 400, "{body} → {problem}");

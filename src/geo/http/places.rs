@@ -13,7 +13,7 @@ use super::super::{logic, writable_member, GeoStore, LayerFull, Place, Point};
 use super::{layer_bound, layer_full, not_found};
 use crate::error::responses::{JsonBody, Lookup};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, Object};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
 
@@ -191,7 +191,14 @@ struct PlaceBody {
 struct PlacesBody {
     /// 1 to `GATEWAY_MAX_BATCH` (default 1000) places. A member sent twice counts once as
     /// added (if new) and then as updated; the last position wins.
+    #[serde(deserialize_with = "places")]
     places: Vec<PlaceBody>,
+}
+
+/// Each place is an object too (see [`Object`]).
+fn places<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PlaceBody>, D::Error> {
+    let places = Vec::<Object<PlaceBody>>::deserialize(d)?;
+    Ok(places.into_iter().map(|Object(place)| place).collect())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
