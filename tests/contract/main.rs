@@ -20,6 +20,23 @@ use serde_json::{json, Value};
 use common::{clients_file, settings, Backend, Gateway};
 
 /// The OpenAPI document the gateway serves.
+/// Keyed repeats sent at once, as `(status, replayed, body)`: exactly one was applied, and every
+/// reply is that one's, with `status`.
+fn applied_once(replies: &[(u16, bool, Value)], status: u16) {
+    let fresh: Vec<_> = replies
+        .iter()
+        .filter(|(_, replayed, _)| !replayed)
+        .collect();
+    assert_eq!(fresh.len(), 1, "one outcome under the key: {replies:?}");
+    for (s, _, reply) in replies {
+        assert_eq!(
+            (*s, reply),
+            (status, &fresh[0].2),
+            "every repeat replays it: {replies:?}"
+        );
+    }
+}
+
 async fn served_document(gw: &Gateway) -> Value {
     let (status, doc) = gw.get("/openapi.json").await;
     assert_eq!(status, 200, "{doc}");
