@@ -13,6 +13,7 @@ median req/s, p50/p99 and CPU µs per request of each (see driver.py for the mea
 """
 
 import argparse
+import http.client
 import os
 import shutil
 import statistics
@@ -32,6 +33,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--replica", action="store_true",
                     help="give the private Redis one replica (for GATEWAY_WRITE_REPLICAS)")
+    ap.add_argument("--replica-nice", type=int, default=0, metavar="N",
+                    help="run the replica at this nice value (negative: ahead of the others)")
+    ap.add_argument("--metrics", metavar="PREFIX",
+                    help="print each variant's /metrics lines starting with PREFIX at the end")
     args = ap.parse_args()
 
     logdir = tempfile.mkdtemp(prefix="gateway-ab-")
@@ -46,6 +51,8 @@ def main():
         if args.replica:
             import durable
             durable.start_replica(procs, logdir, rport)
+            if args.replica_nice:
+                os.setpriority(os.PRIO_PROCESS, driver.PIDS["replica"], args.replica_nice)
         variants = []
         for spec in args.variants:
             name, rest = spec.split("=", 1)
@@ -99,6 +106,16 @@ def main():
         print("(median req/s spread across runs: %s)" % ", ".join(
             "%s ±%.0f%%" % (n, 100 * statistics.pstdev(r["rps"] for r in runs[n]) /
                            statistics.mean(r["rps"] for r in runs[n])) for n, _ in variants))
+        if args.metrics:
+            for name, port in variants:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request("GET", "/metrics",
+                             headers={"Authorization": "Bearer " + driver.ADMIN_TOKEN})
+                text = conn.getresponse().read().decode()
+                conn.close()
+                for line in text.splitlines():
+                    if line.startswith(args.metrics) and "_bucket" not in line:
+                        print("%s: %s" % (name, line))
     finally:
         procs.stop_all()
         shutil.rmtree(logdir, ignore_errors=True)
