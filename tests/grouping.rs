@@ -1,0 +1,281 @@
+//! Grouping on Redis that no contract test pins, each on private servers so their command
+//! counts are the test's own:
+//!
+//! - on a Cluster, lock acquisitions whose names share a hash slot go to Redis together, as one
+//!   `lock_acquire.lua` run for many (docs/locks.md, grouping on Redis), and acquisitions of
+//!   locks on every master are each answered with their own lock;
+//! - with two gateway instances on one Redis, an enqueue through one wakes a claim waiting on
+//!   the other (its announcement), and a burst of enqueues into one queue is announced once per
+//!   `queue_enqueue.lua` run, not once per job (docs/queues.md, long poll and grouping on Redis).
+//!
+//! On one thread, as the binary's workers run (`src/workers.rs`): requests sent together reach
+//! the gateway in one turn of its event loop, which is what a group is.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use redis_gateway::config::{Settings, StoreChoice};
+use serde_json::{json, Value};
+
+use common::{command_calls, script_runs, Backend, Gateway, RedisCluster, RedisProcess};
+
+/// Settings for gateways on `url`; instances made from one value share its keys.
+fn on(url: String) -> Settings {
+    let mut s = common::settings(Backend::Memory);
+    s.store = StoreChoice::Redis(url);
+    // Above the 20 s long polls below.
+    s.request_timeout = Duration::from_secs(40);
+    s
+}
+
+/// The hash slot of a lock named `name`: its key is `lk:{name}` after the prefix
+/// (docs/locks.md "Key layout"), so the slot is the name's.
+fn slot(name: &str) -> u16 {
+    fred::util::redis_keyslot(name.as_bytes())
+}
+
+async fn acquire(gw: &Gateway, name: &str, owner: String) -> (u16, Value) {
+    let (status, body) = gw
+        .post(
+            &format!("/v1/locks/{name}"),
+            json!({"owner": owner, "ttl_ms": 60_000}),
+        )
+        .await;
+    (status.as_u16(), body)
+}
+
+/// Each of `acquired` (of `names[i]` by `owner(i)`) is `200` with its own lock: its name and
+/// owner, and a token that lock alone takes (a renewal with it is accepted; answers mixed up
+/// within a script run would give a lock another's owner, or a token it refuses).
+async fn each_its_own(gw: &Gateway, names: &[String], acquired: &[(u16, Value)]) {
+    let renewed = join_all(names.iter().zip(acquired).enumerate().map(
+        |(i, (name, (status, body)))| async move {
+            assert_eq!(*status, 200, "{name}: {body}");
+            assert_eq!(
+                (&body["name"], &body["owner"]),
+                (&json!(name), &json!(owner(i))),
+                "{body}"
+            );
+            let token = body["token"].as_u64().expect("a token");
+            gw.post(
+                &format!("/v1/locks/{name}/renew"),
+                json!({"owner": owner(i), "token": token, "ttl_ms": 60_000}),
+            )
+            .await
+        },
+    ))
+    .await;
+    for (name, (status, body)) in names.iter().zip(&renewed) {
+        assert_eq!(*status, 200, "{name} renewed with its own token: {body}");
+    }
+}
+
+fn owner(i: usize) -> String {
+    format!("owner-{i}")
+}
+
+/// 100 acquisitions of 100 different locks whose keys share one hash slot, sent at once, take
+/// fewer `lock_acquire.lua` runs than acquisitions (one per group, at most 64 each), and each
+/// is answered with its own lock; 150 acquisitions of locks spread over the three masters are
+/// all answered with their own, too.
+#[tokio::test]
+async fn acquisitions_in_one_cluster_slot_share_script_runs() {
+    const N: usize = 100;
+    let cluster = RedisCluster::start();
+    let gw = Gateway::with_settings(on(cluster.url())).await;
+
+    // Names in the slot of "slot-0", found by CRC16 (about one in 16,384).
+    let target = slot("slot-0");
+    let mut in_slot = (0..)
+        .map(|i| format!("slot-{i}"))
+        .filter(|name| slot(name) == target);
+    // Loads the script on the slot's master, so that each run below is one run.
+    let first = in_slot.next().unwrap();
+    assert_eq!(acquire(&gw, &first, "warm-up".into()).await.0, 200);
+    let names: Vec<String> = in_slot.take(N).collect();
+
+    let runs = || cluster.nodes.iter().map(script_runs).sum::<u64>();
+    let before = runs();
+    let acquired = join_all(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| acquire(&gw, name, owner(i))),
+    )
+    .await;
+    let runs = runs() - before;
+    eprintln!("{runs} lock_acquire.lua runs for {N} acquisitions in one slot");
+    each_its_own(&gw, &names, &acquired).await;
+    // The keys are where the test computed: every lock in the one slot.
+    let in_target: u64 = cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let count = n
+                .cli(&["cluster", "countkeysinslot", &target.to_string()])
+                .expect("redis-cli answers");
+            count.trim().parse::<u64>().expect("a count")
+        })
+        .sum();
+    assert_eq!(
+        in_target,
+        N as u64 + 1,
+        "the locks' keys share slot {target}"
+    );
+    assert!(
+        runs < N as u64,
+        "{runs} lock_acquire.lua runs for {N} acquisitions in one slot"
+    );
+
+    // Spread over the slots of every master: each answered with its own lock too.
+    let names: Vec<String> = (0..150).map(|i| format!("spread-{i}")).collect();
+    let acquired = join_all(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| acquire(&gw, name, owner(i))),
+    )
+    .await;
+    each_its_own(&gw, &names, &acquired).await;
+    for node in &cluster.nodes {
+        let keys = node
+            .cli(&["--scan", "--pattern", "*lk:{spread-*"])
+            .expect("redis-cli answers");
+        assert!(
+            keys.lines().count() > 0,
+            "no spread lock on the master on port {}",
+            node.port
+        );
+    }
+}
+
+async fn enqueue(gw: &Gateway, queue: &str, body: Value) -> Value {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/jobs"), body).await;
+    assert_eq!(status, 201, "{reply}");
+    reply
+}
+
+async fn claim(gw: &Gateway, queue: &str, body: Value) -> Vec<Value> {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/claim"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    reply["jobs"].as_array().expect("jobs").clone()
+}
+
+/// Waits (up to 20 s, or fails) until `done` holds.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
+}
+
+/// Pattern subscriptions on `redis`: one per gateway instance listening for announcements.
+fn pattern_subscriptions(redis: &RedisProcess) -> u64 {
+    let n = redis.cli(&["pubsub", "numpat"]).expect("redis-cli answers");
+    n.trim().parse().expect("a count")
+}
+
+/// Two gateway instances on one private Redis: A and B.
+async fn two_instances() -> (RedisProcess, Gateway, Gateway) {
+    let redis = RedisProcess::start(&[], false);
+    let s = on(redis.url());
+    let a = Gateway::with_settings(s.clone()).await;
+    let b = Gateway::with_settings(s).await;
+    (redis, a, b)
+}
+
+/// A claim waiting 20 s on instance B is answered with the job an enqueue through instance A
+/// made, woken by A's announcement: before a claim B started earlier with a 4 s wait answers
+/// empty. Without the announcement the claim would find the job only at its room's 5 s
+/// re-check (`RECHECK` in src/queues/redis.rs) or the end of its wait, both after that.
+#[tokio::test]
+async fn an_enqueue_on_one_instance_wakes_a_claim_waiting_on_another() {
+    let (redis, a, b) = two_instances().await;
+    // Loads the scripts, so that each run below is one run.
+    enqueue(&a, "woken", json!({"payload": 0})).await;
+    assert_eq!(claim(&b, "woken", json!({})).await.len(), 1);
+
+    // The first claim that waits on B starts B's subscriber; once it listens, the look it makes
+    // then (for announcements it may have missed) is over before the claim that counts waits.
+    let gw_b = std::sync::Arc::new(b);
+    let limit = {
+        let b = gw_b.clone();
+        tokio::spawn(async move { claim(&b, "limit", json!({"wait_ms": 4000})).await })
+    };
+    until("B listens for announcements", || {
+        pattern_subscriptions(&redis) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = script_runs(&redis);
+    let mut waiting = {
+        let b = gw_b.clone();
+        tokio::spawn(async move { claim(&b, "woken", json!({"wait_ms": 20000})).await })
+    };
+    until("the claim on B looked and found nothing", || {
+        script_runs(&redis) > before
+    })
+    .await;
+
+    let job = enqueue(&a, "woken", json!({"id": "x", "payload": 1})).await;
+    tokio::select! {
+        jobs = &mut waiting => {
+            let jobs = jobs.unwrap();
+            assert_eq!(jobs.len(), 1, "the claim on B got the job: {jobs:?}");
+            assert_eq!(jobs[0]["id"], job["id"]);
+        }
+        jobs = limit => panic!(
+            "the 4 s claim answered ({:?}) before the claim A's enqueue should have woken",
+            jobs.unwrap()
+        ),
+    }
+}
+
+/// 100 enqueues into one queue through A at once are announced (`PUBLISH`) at most once per
+/// `queue_enqueue.lua` run, fewer times than jobs; B, listening with a claim waiting on that
+/// queue, is woken by them and gets one of the jobs.
+#[tokio::test]
+async fn a_burst_of_enqueues_is_announced_once_per_script_run() {
+    const N: usize = 100;
+    let (redis, a, b) = two_instances().await;
+    // Loads the scripts, so that each run below is one run.
+    enqueue(&a, "burst", json!({"payload": 0})).await;
+    assert_eq!(claim(&b, "burst", json!({})).await.len(), 1);
+    let b = std::sync::Arc::new(b);
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { claim(&b, "burst", json!({"wait_ms": 20000})).await })
+    };
+    until("B listens for announcements", || {
+        pattern_subscriptions(&redis) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (runs, publishes) = (script_runs(&redis), command_calls(&redis, "publish"));
+    let enqueued = join_all((0..N).map(|i| enqueue(&a, "burst", json!({"payload": i})))).await;
+    let runs = script_runs(&redis) - runs;
+    let publishes = command_calls(&redis, "publish") - publishes;
+    eprintln!("{N} enqueues: {runs} script runs, {publishes} announcements");
+    assert!(publishes >= 1, "the burst was announced");
+    assert!(
+        publishes <= runs,
+        "{publishes} announcements for {runs} script runs: one per run at most"
+    );
+    assert!(
+        publishes < N as u64,
+        "{publishes} announcements for {N} enqueues into one queue"
+    );
+
+    let jobs = waiting.await.unwrap();
+    assert_eq!(jobs.len(), 1, "the claim on B got a job: {jobs:?}");
+    assert!(
+        enqueued.iter().any(|e| e["id"] == jobs[0]["id"]),
+        "{jobs:?}"
+    );
+}
