@@ -2,8 +2,9 @@
 //! with a stable `code` (docs/api.md "Conventions").
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -173,6 +174,17 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// `Retry-After: <wait>` in whole seconds, rounded up and at least 1 (`0` would invite a retry
+/// that is refused again): what every refusal that knows when to come back sends (a 429, a
+/// lock held by another owner).
+pub fn set_retry_after(headers: &mut HeaderMap, wait: Duration) {
+    let seconds = wait.as_nanos().div_ceil(1_000_000_000).max(1);
+    headers.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(u64::try_from(seconds).unwrap_or(u64::MAX)),
+    );
+}
+
 /// Renders a problem document for `status` with `code` and `detail`.
 pub fn problem_response(
     status: StatusCode,
@@ -224,9 +236,7 @@ impl IntoResponse for ApiError {
                 );
             }
             Self::RateLimited { retry_after, .. } => {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                set_retry_after(response.headers_mut(), Duration::from_secs(*retry_after));
             }
             // The store is failing over or out of reach: a second is about how long a Cluster
             // replica takes to be promoted once its master is flagged failed.
@@ -365,5 +375,20 @@ mod tests {
         let response = ApiError::BackendUnavailable(StoreError::Timeout).into_response();
         assert_eq!(response.status().as_u16(), 503);
         assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+    }
+
+    #[test]
+    fn retry_after_is_whole_seconds_rounded_up_and_at_least_one() {
+        for (wait, header) in [
+            (Duration::ZERO, "1"),
+            (Duration::from_millis(1), "1"),
+            (Duration::from_millis(1_000), "1"),
+            (Duration::from_millis(1_001), "2"),
+            (Duration::from_secs(60), "60"),
+        ] {
+            let mut headers = HeaderMap::new();
+            set_retry_after(&mut headers, wait);
+            assert_eq!(headers[header::RETRY_AFTER], header, "{wait:?}");
+        }
     }
 }

@@ -113,6 +113,31 @@ pub struct ApiPath<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct ApiQuery<T>(pub T);
 
+/// For a route that takes no query parameters: any is `400 invalid_argument`, as an unknown one
+/// is on the routes that take some (their query types deny unknown fields), with the same
+/// detail. Silently ignoring one would let a client believe it was applied (`?limit=1` on a
+/// route that does not page).
+#[derive(Debug)]
+pub struct NoQuery;
+
+/// No parameters: every name is unknown.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParameters {}
+
+impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if parts.uri.query().is_none_or(str::is_empty) {
+            return Ok(Self);
+        }
+        ApiQuery::<NoParameters>::from_request_parts(parts, state)
+            .await
+            .map(|_| Self)
+    }
+}
+
 impl<T> axum::response::IntoResponse for ApiJson<T>
 where
     T: serde::Serialize,

@@ -143,6 +143,7 @@ pub fn split() -> (
     ReplayHeader.modify(&mut document);
     let (ops, ops_document) = crate::ops::router().split_for_parts();
     document.merge(ops_document);
+    ErrorHeaders.modify(&mut document);
     (api, ops, document)
 }
 
@@ -311,6 +312,55 @@ impl Modify for ReplayHeader {
                         response
                             .headers
                             .insert("Idempotency-Replayed".to_owned(), header.clone().into());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every 401 carries `WWW-Authenticate` and every 503 of a failing store `Retry-After` (docs/api.md
+/// "Errors"): [`crate::error::ApiError`] adds them whichever route answers, so they are declared
+/// here once, on each operation's 401 and 503, rather than on each handler.
+struct ErrorHeaders;
+
+impl Modify for ErrorHeaders {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::{ObjectBuilder, RefOr, Type};
+
+        let header = |kind: Type, description: &str| {
+            HeaderBuilder::new()
+                .schema(Some(ObjectBuilder::new().schema_type(kind).build()))
+                .description(Some(description))
+                .build()
+        };
+        let declared = [
+            (
+                "401",
+                "WWW-Authenticate",
+                header(Type::String, "`Bearer realm=\"redis-gateway\"`"),
+            ),
+            (
+                "503",
+                "Retry-After",
+                header(
+                    Type::Integer,
+                    "`1` when the store cannot be reached or did not answer in time (about \
+                     how long a Cluster failover takes); absent when the request passed its own \
+                     timeout",
+                ),
+            ),
+        ];
+        for item in openapi.paths.paths.values_mut() {
+            for (_, operation) in operations(item) {
+                let Some(operation) = operation else { continue };
+                for (status, name, header) in &declared {
+                    if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                    {
+                        response
+                            .headers
+                            .insert((*name).to_owned(), header.clone().into());
                     }
                 }
             }

@@ -436,3 +436,154 @@ async fn an_optional_body_without_a_content_type_is_415_and_release_takes_no_str
         .await;
     assert_eq!(status, 204);
 }
+
+/// Every API route refuses a query parameter it does not take, as `400 invalid_argument`
+/// naming it: the routes that take none as well as those that take some (docs/api.md
+/// "Requests and replies"). Swept over every `/v1` operation of the OpenAPI document, with
+/// path parameters that are valid, so that only the query can be what is refused.
+#[tokio::test]
+async fn every_api_route_refuses_an_unknown_query_parameter() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let valid = |param: &str| match param {
+        "user_id" => "7",
+        "date" => "2026-01-02",
+        "policy" => "global",
+        "identity" => "203.0.113.7",
+        _ => "x",
+    };
+    let mut swept = Vec::new();
+    for (template, ops) in doc["paths"].as_object().unwrap() {
+        if !template.starts_with("/v1/") {
+            continue;
+        }
+        let mut path = template.clone();
+        while let Some(start) = path.find('{') {
+            let end = start + path[start..].find('}').unwrap();
+            let value = valid(&path[start + 1..end]);
+            path.replace_range(start..=end, value);
+        }
+        for method in ops.as_object().unwrap().keys() {
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let url = gw.url(&format!("{path}?zzz=1"));
+            let req = gw
+                .client
+                .request(method.clone(), url)
+                .bearer_auth(common::ADMIN_TOKEN);
+            let (status, problem) = gw.send(req).await;
+            assert_eq!(
+                (status.as_u16(), problem["code"].as_str()),
+                (400, Some("invalid_argument")),
+                "{method} {path}?zzz=1: {problem}"
+            );
+            assert!(
+                problem["detail"].as_str().unwrap().contains("`zzz`"),
+                "{method} {path}: the detail names the parameter: {problem}"
+            );
+            swept.push(format!("{method} {template}"));
+        }
+    }
+    assert!(swept.len() >= 40, "{swept:?}");
+    // An empty query is no parameter; the routes that take parameters still take theirs; the
+    // ops and document routes are left as they were.
+    for (path, status) in [
+        ("/v1/seckill/vouchers/x/orders/7?", 404),
+        ("/v1/checkins/7?month=2026-01", 200),
+        ("/v1/admin/policies?limit=1", 200),
+        ("/healthz?zzz=1", 200),
+        ("/readyz?zzz=1", 200),
+        ("/openapi.json?zzz=1", 200),
+    ] {
+        let req = gw.client.get(gw.url(path)).bearer_auth(common::ADMIN_TOKEN);
+        let (got, body) = gw.send(req).await;
+        assert_eq!(got, status, "{path}: {body}");
+    }
+}
+
+/// An optional body field sent as `null` is the field left out: its default applies, on every
+/// domain whose bodies have optional fields (docs/api.md "Requests and replies").
+#[tokio::test]
+async fn null_is_an_omitted_optional_field_in_every_body() {
+    use serde_json::json;
+    let gw = Gateway::start(Backend::Memory).await;
+    let admin = |method: reqwest::Method, path: &str, body: serde_json::Value| {
+        gw.client
+            .request(method, gw.url(path))
+            .bearer_auth(common::ADMIN_TOKEN)
+            .json(&body)
+    };
+    use reqwest::Method;
+    for (method, path, body, status) in [
+        (Method::POST, "/v1/checkins/7", json!({"date": null}), 200),
+        (
+            Method::POST,
+            "/v1/uv/home",
+            json!({"visitor": "v", "visitors": null, "date": null}),
+            200,
+        ),
+        (
+            Method::PUT,
+            "/v1/seckill/vouchers/v",
+            json!({"stock": 5, "begin": "2020-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z", "per_user_limit": null}),
+            201,
+        ),
+        (
+            Method::POST,
+            "/v1/ratelimit/check",
+            json!({"key": "k", "algorithm": null, "max_burst": 4, "count_per_period": 1, "period": 60, "quantity": null}),
+            200,
+        ),
+        (
+            Method::POST,
+            "/v1/dedup/f/filter",
+            json!({"items": ["a"], "mark_seen": null}),
+            200,
+        ),
+        (
+            Method::POST,
+            "/v1/locks/l",
+            json!({"owner": "o", "ttl_ms": 60_000, "wait_ms": null}),
+            200,
+        ),
+        (
+            Method::POST,
+            "/v1/queues/q/jobs",
+            json!({"payload": 1, "delay_ms": null, "run_at": null, "id": null, "max_attempts": null}),
+            201,
+        ),
+        (
+            Method::POST,
+            "/v1/queues/q/claim",
+            json!({"max": null, "visibility_ms": null, "wait_ms": null}),
+            200,
+        ),
+        (
+            Method::PUT,
+            "/v1/admin/policies/global/overrides/203.0.113.7",
+            json!({"burst": 1, "count": 1, "period": 1, "deny": null, "ttl_s": null}),
+            201,
+        ),
+    ] {
+        let (got, reply) = gw.send(admin(method.clone(), path, body.clone())).await;
+        assert_eq!(got, status, "{method} {path} {body}: {reply}");
+    }
+    // The defaults applied: the check spent one unit, the filter recorded its item, the
+    // voucher allows one order per user.
+    let (_, check) = gw
+        .post(
+            "/v1/ratelimit/check",
+            json!({"key": "k", "max_burst": 4, "count_per_period": 1, "period": 60, "quantity": 0}),
+        )
+        .await;
+    assert_eq!(check["remaining"], 4, "{check}");
+    let (_, seen) = gw.post("/v1/dedup/f/check", json!({"items": ["a"]})).await;
+    assert_eq!(seen["results"][0]["seen"], true, "{seen}");
+    let (_, voucher) = gw.get("/v1/seckill/vouchers/v").await;
+    assert_eq!(voucher["per_user_limit"], 1, "{voucher}");
+    // A required field is still required.
+    let (got, problem) = gw
+        .post("/v1/locks/l", json!({"owner": "o", "ttl_ms": null}))
+        .await;
+    assert_eq!(got, 400, "{problem}");
+}

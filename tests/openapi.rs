@@ -306,3 +306,88 @@ fn every_body_documents_413_and_415() {
         }
     }
 }
+
+/// An optional body field may be sent as `null`, which the gateway reads as the field left out
+/// (docs/api.md "Requests and replies"): the document says so of every one, as utoipa writes an
+/// `Option` (`"type": [..., "null"]`, or `oneOf` with `{"type": "null"}`).
+#[test]
+fn every_optional_body_field_may_be_null() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let named = |reference: &serde_json::Value| {
+        let name = reference.as_str()?.strip_prefix("#/components/schemas/")?;
+        Some(name.to_owned())
+    };
+    let mut bodies = Vec::new();
+    for ops in doc["paths"].as_object().unwrap().values() {
+        for op in ops.as_object().unwrap().values() {
+            let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+            // A body that may be left out is `oneOf [null, T]`.
+            let alternatives = schema["oneOf"].as_array().cloned().unwrap_or_default();
+            bodies.extend(
+                std::iter::once(schema)
+                    .chain(&alternatives)
+                    .filter_map(|s| named(&s["$ref"])),
+            );
+        }
+    }
+    bodies.sort();
+    bodies.dedup();
+    assert!(bodies.len() >= 15, "{bodies:?}");
+    let nullable = |property: &serde_json::Value| {
+        property["type"]
+            .as_array()
+            .is_some_and(|types| types.contains(&"null".into()))
+            || property["oneOf"]
+                .as_array()
+                .is_some_and(|one| one.contains(&serde_json::json!({"type": "null"})))
+    };
+    let mut optional = 0;
+    for body in &bodies {
+        let schema = &schemas[body.as_str()];
+        let required = schema["required"].as_array().cloned().unwrap_or_default();
+        for (field, property) in schema["properties"].as_object().unwrap() {
+            if required.contains(&field.as_str().into()) {
+                continue;
+            }
+            optional += 1;
+            assert!(nullable(property), "{body}.{field}: {property}");
+        }
+    }
+    assert!(optional >= 20, "{optional} optional fields");
+}
+
+/// The headers the error responses carry are declared where they are sent: `WWW-Authenticate`
+/// on every 401, `Retry-After` on every 503 and on an acquisition's `409 lock_held`.
+#[test]
+fn error_responses_declare_their_headers() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&redis_gateway::openapi::document_json()).unwrap();
+    let mut seen = (0, 0);
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let responses = &op["responses"];
+            if let Some(unauthorized) = responses.get("401") {
+                seen.0 += 1;
+                assert!(
+                    unauthorized["headers"]["WWW-Authenticate"].is_object(),
+                    "{method} {path} 401"
+                );
+            }
+            if let Some(unavailable) = responses.get("503") {
+                seen.1 += 1;
+                assert!(
+                    unavailable["headers"]["Retry-After"].is_object(),
+                    "{method} {path} 503"
+                );
+            }
+        }
+    }
+    assert!(seen.0 >= 40 && seen.1 >= 40, "{seen:?}");
+    let held = &doc["paths"]["/v1/locks/{name}"]["post"]["responses"]["409"];
+    assert_eq!(
+        held["headers"]["Retry-After"]["schema"]["type"], "integer",
+        "{held}"
+    );
+}

@@ -12,7 +12,7 @@ use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
 use crate::auth::Acting;
 use crate::error::responses::{JsonBody, StoreErrors, Unprocessable, UserAuth};
 use crate::error::ApiResult;
-use crate::extract::{ApiPath, ApiQuery, OptionalJson};
+use crate::extract::{ApiPath, ApiQuery, NoQuery, OptionalJson};
 use crate::middleware::costs::{Query, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Day, Month, UserId};
@@ -78,6 +78,7 @@ async fn check_in(
     State(state): State<AppState>,
     acting: Acting,
     ApiPath(user): ApiPath<UserId>,
+    _: NoQuery,
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
     acting.for_user(user)?;
@@ -178,6 +179,7 @@ async fn day_status(
     State(state): State<AppState>,
     acting: Acting,
     ApiPath((user, date)): ApiPath<(UserId, Day)>,
+    _: NoQuery,
 ) -> ApiResult<Json<DayStatus>> {
     acting.for_user(user)?;
     let mask = state.store.checkin_months(user, &[date.month()]).await?[0];

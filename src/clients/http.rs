@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 
 use super::{Caller, Clients, Limits};
 use crate::error::ApiError;
-use crate::extract::ApiPath;
+use crate::extract::{ApiPath, NoQuery};
 use crate::middleware::ClientKey;
 use crate::state::AppState;
 use crate::types::Name;
@@ -258,7 +258,11 @@ impl From<Limits> for LimitsView {
         (status = 401, description = "`unauthorized`: the X-Api-Key matches no configured client", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-async fn me(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Json<ClientView> {
+async fn me(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    _: NoQuery,
+) -> Json<ClientView> {
     let client = caller.and_then(|Extension(c)| c.client);
     let policies = state
         .policies

@@ -13,7 +13,7 @@ use super::{Added, DedupStore, FilterInfo, Policy, Reserved};
 use crate::auth::Admin;
 use crate::error::responses::{JsonBody, Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
@@ -195,6 +195,7 @@ async fn reserve(
     _admin: Admin,
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<ReserveBody>,
 ) -> ApiResult<(StatusCode, Json<FilterView>)> {
     let params = Params::new(body.capacity, body.error_rate).map_err(ApiError::InvalidArgument)?;
@@ -231,6 +232,7 @@ async fn reserve(
 async fn info(
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
+    _: NoQuery,
 ) -> ApiResult<Json<FilterView>> {
     Ok(Json(view(&state, &filter).await?))
 }
@@ -272,6 +274,7 @@ struct AddReply {
 async fn add(
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<ItemsBody>,
 ) -> ApiResult<Json<AddReply>> {
     validate_items(&state, &body.items)?;
@@ -309,6 +312,7 @@ struct DedupCheckReply {
 async fn check(
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<ItemsBody>,
 ) -> ApiResult<Json<DedupCheckReply>> {
     validate_items(&state, &body.items)?;
@@ -334,13 +338,8 @@ struct FilterBody {
     #[schema(example = json!(["news:1", "news:2"]))]
     items: Vec<String>,
     /// Also record the unseen items, in the same atomic store call (default true, per docs/api.md).
-    #[serde(default = "default_mark_seen")]
     #[schema(default = true)]
-    mark_seen: bool,
-}
-
-fn default_mark_seen() -> bool {
-    true
+    mark_seen: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -360,10 +359,11 @@ struct FilterReply {
 async fn filter(
     State(state): State<AppState>,
     ApiPath(filter): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<FilterBody>,
 ) -> ApiResult<Json<FilterReply>> {
     validate_items(&state, &body.items)?;
-    let unseen = if body.mark_seen {
+    let unseen = if body.mark_seen.unwrap_or(true) {
         // Adding in order marks a repeat as not new: its first occurrence set its bits.
         let flags = add_items(&state, &filter, &body.items).await?;
         body.items

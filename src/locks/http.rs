@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -14,8 +15,8 @@ use super::logic::{MAX_WAIT_MS, TTL_MS};
 use super::{acquire, Attempt, Lock, LockStore};
 use crate::clients::ScopedName;
 use crate::error::responses::{Backend, BackendJson};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiQuery};
+use crate::error::{set_retry_after, ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiQuery, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{name_rule, rfc3339, Name};
@@ -68,9 +69,8 @@ struct AcquireLock {
     /// How long to wait for another holder to let go, 0–10,000 ms (default 0). Costs one more
     /// rate-limit unit per 1000 ms. When 64 acquisitions already wait on the lock in this
     /// gateway instance, answered at once, as if 0.
-    #[serde(default)]
     #[schema(minimum = 0, maximum = 10_000, default = 0, example = 5_000)]
-    wait_ms: u64,
+    wait_ms: Option<u64>,
 }
 
 /// Renew a lock.
@@ -176,34 +176,39 @@ fn lost(name: &Name) -> ApiError {
     responses(
         (status = 200, body = LockView, description = "Acquired (or extended by its holder)"),
         (status = 409, body = crate::error::Problem, content_type = "application/problem+json",
-            description = "`lock_held`: another owner holds it (after `wait_ms`, or at once when 64 acquisitions already wait on the lock here); `retry_after_ms` says for how long"),
+            description = "`lock_held`: another owner holds it (after `wait_ms`, or at once when 64 acquisitions already wait on the lock here); `retry_after_ms` says for how long",
+            headers(("Retry-After" = u64, description = "`retry_after_ms` in whole seconds, rounded up, at least 1"))),
         BackendJson,
     )
 )]
 async fn acquire_lock(
     State(state): State<AppState>,
     lock: ScopedName,
+    _: NoQuery,
     ApiJson(body): ApiJson<AcquireLock>,
-) -> ApiResult<Json<LockView>> {
+) -> ApiResult<Response> {
     ttl(body.ttl_ms)?;
-    if body.wait_ms > MAX_WAIT_MS {
+    let wait_ms = body.wait_ms.unwrap_or(0);
+    if wait_ms > MAX_WAIT_MS {
         return Err(ApiError::invalid(format!(
-            "wait_ms must be within 0..={MAX_WAIT_MS}, got {}",
-            body.wait_ms
+            "wait_ms must be within 0..={MAX_WAIT_MS}, got {wait_ms}"
         )));
     }
-    let wait = Duration::from_millis(body.wait_ms);
+    let wait = Duration::from_millis(wait_ms);
     let name = lock.name;
     match acquire(&state.store, &lock.scoped, &body.owner, body.ttl_ms, wait).await? {
-        Attempt::Acquired(held) => Ok(view(name, held)),
+        Attempt::Acquired(held) => Ok(view(name, held).into_response()),
         Attempt::Held { retry_after_ms } => {
             let mut extra = serde_json::Map::new();
             extra.insert("retry_after_ms".to_owned(), retry_after_ms.into());
-            Err(ApiError::Conflict {
+            let mut refused = ApiError::Conflict {
                 code: "lock_held",
                 detail: format!("lock {name} is held by another owner"),
                 extra: Some(extra),
-            })
+            }
+            .into_response();
+            set_retry_after(refused.headers_mut(), Duration::from_millis(retry_after_ms));
+            Ok(refused)
         }
     }
 }
@@ -223,6 +228,7 @@ async fn acquire_lock(
 async fn renew_lock(
     State(state): State<AppState>,
     lock: ScopedName,
+    _: NoQuery,
     ApiJson(body): ApiJson<RenewLock>,
 ) -> ApiResult<Json<LockView>> {
     ttl(body.ttl_ms)?;
@@ -272,6 +278,7 @@ async fn release_lock(
 async fn inspect_lock(
     State(state): State<AppState>,
     lock: ScopedName,
+    _: NoQuery,
 ) -> ApiResult<Json<LockState>> {
     let held = state.store.lock_inspect(&lock.scoped).await?;
     Ok(Json(LockState {

@@ -1,7 +1,7 @@
 //! The admin routes of the limit policies (docs/policies.md "Overrides and denies"): overrides
 //! and denies per policy and identity, and the listing of every policy in force.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -15,7 +15,7 @@ use super::{By, GLOBAL};
 use crate::auth::Admin;
 use crate::error::responses::{JsonBody, NotFound, StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::state::AppState;
 use crate::store::budget::{self, OverrideStore};
@@ -36,8 +36,7 @@ struct OverrideBody {
     count: Option<u64>,
     period: Option<u64>,
     /// `true`: the identity is refused (`403 forbidden`) on the policy's operations.
-    #[serde(default)]
-    deny: bool,
+    deny: Option<bool>,
     /// Seconds until it expires, 1–31,536,000; absent: until deleted.
     ttl_s: Option<u64>,
 }
@@ -122,13 +121,14 @@ async fn put_override(
     _: Admin,
     State(state): State<AppState>,
     ApiPath((policy, identity)): ApiPath<(String, String)>,
+    _: NoQuery,
     ApiJson(body): ApiJson<OverrideBody>,
 ) -> ApiResult<Response> {
     let by = counted_by(&state, &policy)?;
     let key =
         overrides::identity_key(&policy, by.as_ref(), &identity).map_err(ApiError::invalid)?;
     let numbers = (body.burst, body.count, body.period);
-    let stored = match (body.deny, numbers) {
+    let stored = match (body.deny.unwrap_or(false), numbers) {
         (true, (None, None, None)) => Stored {
             identity,
             burst: None,
@@ -208,6 +208,7 @@ async fn delete_override(
     _: Admin,
     State(state): State<AppState>,
     ApiPath((policy, identity)): ApiPath<(String, String)>,
+    _: NoQuery,
 ) -> ApiResult<StatusCode> {
     let by = counted_by(&state, &policy)?;
     let key =
@@ -227,6 +228,7 @@ async fn delete_override(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 struct ListQuery {
     /// The `next` of the previous page.
     after: Option<String>,
@@ -300,7 +302,7 @@ struct PolicyList {
 async fn list(
     _: Admin,
     State(state): State<AppState>,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PolicyList>> {
     let page = Page::<u64>::parse(query.after.as_deref(), query.limit)?;
     let global = &state.settings.global;

@@ -13,7 +13,7 @@ use super::{Bucket, RateLimitStore, Spend};
 use crate::clients::Namespace;
 use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{idempotency_key_doc, replayed, ApiJson, IdempotencyKey};
+use crate::extract::{idempotency_key_doc, replayed, ApiJson, IdempotencyKey, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Idempotency, Name, Once};
@@ -54,10 +54,6 @@ fn check_cost(body: &[u8]) -> u64 {
     1 + stored / 8
 }
 
-fn one() -> u64 {
-    1
-}
-
 /// Which limiter decides (docs/api.md "Rate-limit checks"); each keeps its own keys.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -78,8 +74,7 @@ enum Algorithm {
 #[serde(deny_unknown_fields)]
 struct RateLimitCheck {
     /// `gcra` (default), `sliding_window` or `fixed_window`.
-    #[serde(default)]
-    algorithm: Algorithm,
+    algorithm: Option<Algorithm>,
     /// The bucket: 1–128 characters of `[A-Za-z0-9._:@-]`.
     #[schema(value_type = String, example = "user:42:login")]
     key: Name,
@@ -97,9 +92,8 @@ struct RateLimitCheck {
     /// Units to spend, 0–1,000,000 (sliding window: 0–1,000, so one check stays a short
     /// call; default 1). 0 peeks without spending; more than the limit is valid and always
     /// denied.
-    #[serde(default = "one")]
     #[schema(minimum = 0, maximum = 1_000_000, default = 1, example = 1)]
-    quantity: u64,
+    quantity: Option<u64>,
 }
 
 /// One throttle decision, as redis-cell's `CL.THROTTLE` returns it.
@@ -153,9 +147,11 @@ async fn check(
     State(state): State<AppState>,
     namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
+    _: NoQuery,
     ApiJson(mut body): ApiJson<RateLimitCheck>,
 ) -> ApiResult<Response> {
-    let kind = match body.algorithm {
+    let quantity = body.quantity.unwrap_or(1);
+    let kind = match body.algorithm.unwrap_or_default() {
         Algorithm::Gcra => None,
         Algorithm::SlidingWindow => Some(WindowKind::Sliding),
         Algorithm::FixedWindow => Some(WindowKind::Fixed),
@@ -166,7 +162,7 @@ async fn check(
     };
     in_range("count_per_period", body.count_per_period, 1, max_count)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
-    in_range("quantity", body.quantity, 0, max_quantity)?;
+    in_range("quantity", quantity, 0, max_quantity)?;
     let max_ttl_s = state.settings.ratelimit_max_ttl_s;
     // The caller's own key: another caller's same string is another bucket.
     let shown = body.key.clone();
@@ -185,7 +181,7 @@ async fn check(
                  {full_ms} ms here: at most {max_ttl_s} s (GATEWAY_RATELIMIT_MAX_TTL_S)"
             )));
         }
-        return gcra_check(&state, key, body, shown, max_burst).await;
+        return gcra_check(&state, key, body, shown, max_burst, quantity).await;
     };
     if body.period > max_ttl_s {
         return Err(ApiError::invalid(format!(
@@ -208,10 +204,9 @@ async fn check(
         key,
         fingerprint: format!(
             "{:?}|{}|{}|{}|{}",
-            kind, shown, body.count_per_period, body.period, body.quantity
+            kind, shown, body.count_per_period, body.period, quantity
         ),
     });
-    let quantity = body.quantity;
     match state
         .store
         .ratelimit_window_once(
@@ -254,6 +249,7 @@ async fn gcra_check(
     body: RateLimitCheck,
     shown: Name,
     max_burst: u64,
+    quantity: u64,
 ) -> ApiResult<Response> {
     let gcra = Gcra::new(max_burst, body.count_per_period, body.period);
     // The fingerprint GCRA checks had before `algorithm` existed, so their records still match.
@@ -261,7 +257,7 @@ async fn gcra_check(
         key,
         fingerprint: format!(
             "{}|{}|{}|{}|{}",
-            shown, max_burst, body.count_per_period, body.period, body.quantity
+            shown, max_burst, body.count_per_period, body.period, quantity
         ),
     });
     match state
@@ -270,7 +266,7 @@ async fn gcra_check(
             &Bucket::Key(body.key),
             Spend {
                 limit: &gcra,
-                quantity: body.quantity,
+                quantity,
                 idem: idem.as_ref(),
             },
         )

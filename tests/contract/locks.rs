@@ -28,6 +28,7 @@ crate::contract_tests!(
     a_lock_in_the_layout_before_is_held_until_it_expires,
     documented_bounds_are_the_enforced_ones,
     an_unknown_api_key_is_a_documented_401,
+    lock_held_says_when_to_retry_in_retry_after,
 );
 
 /// An acquisition's and a renewal's bounds (`ttl_ms` 100–3,600,000, `wait_ms` 0–10,000) are
@@ -73,6 +74,35 @@ async fn documented_bounds_are_the_enforced_ones(backend: Backend) {
 
 async fn an_unknown_api_key_is_a_documented_401(backend: Backend) {
     crate::unknown_api_keys_are_a_documented_401(backend, "/v1/locks/").await;
+}
+
+/// `409 lock_held` carries `Retry-After` as a 429 does: its `retry_after_ms` in whole seconds,
+/// rounded up, at least 1 (docs/api.md "Distributed locks").
+async fn lock_held_says_when_to_retry_in_retry_after(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    for ttl_ms in [2_500, 300] {
+        let name = fresh("retry-after");
+        let (status, held) = acquire(&gw, &name, "alice", ttl_ms, 0).await;
+        assert_eq!(status, 200, "{held}");
+        let refused = gw
+            .client
+            .post(gw.url(&format!("/v1/locks/{name}")))
+            .json(&json!({"owner": "bob", "ttl_ms": 1_000}))
+            .send()
+            .await
+            .unwrap();
+        let header = refused.headers().get("retry-after").cloned();
+        let status = refused.status().as_u16();
+        let body: Value = refused.json().await.unwrap();
+        if status == 200 && ttl_ms < 1_000 {
+            // The short lease ran out before the second request (a Redis clock runs on).
+            continue;
+        }
+        let wait_ms = held_for(status, &body);
+        let header = header.unwrap_or_else(|| panic!("Retry-After with {body}"));
+        let seconds: u64 = header.to_str().unwrap().parse().unwrap();
+        assert_eq!(seconds, wait_ms.div_ceil(1000).max(1), "{body}");
+    }
 }
 
 fn fresh(label: &str) -> String {

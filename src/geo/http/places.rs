@@ -13,7 +13,7 @@ use super::super::{logic, writable_member, GeoStore, LayerFull, Place, Point};
 use super::{layer_bound, layer_full, not_found};
 use crate::error::responses::{JsonBody, Lookup};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, Object};
+use crate::extract::{ApiJson, ApiPath, NoQuery, Object};
 use crate::state::AppState;
 use crate::types::{name_rule, Name};
 
@@ -100,6 +100,7 @@ struct PutReply {
 async fn put_place(
     State(state): State<AppState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
+    _: NoQuery,
     ApiJson(body): ApiJson<PositionBody>,
 ) -> ApiResult<(StatusCode, Json<PutReply>)> {
     writable_member(&member)?;
@@ -140,6 +141,7 @@ async fn put_place(
 async fn get_place(
     State(state): State<AppState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
+    _: NoQuery,
 ) -> ApiResult<Json<PlaceView>> {
     let score = state
         .store
@@ -161,6 +163,7 @@ async fn get_place(
 async fn delete_place(
     State(state): State<AppState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
+    _: NoQuery,
 ) -> ApiResult<StatusCode> {
     if state.store.geo_remove(&layer, &member).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -223,6 +226,7 @@ struct PutManyReply {
 async fn put_places(
     State(state): State<AppState>,
     ApiPath(layer): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<PlacesBody>,
 ) -> ApiResult<Json<PutManyReply>> {
     crate::extract::batch_size(body.places.len(), state.settings.max_batch, "places")?;

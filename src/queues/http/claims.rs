@@ -17,7 +17,7 @@ use super::json;
 use crate::clients::{Namespace, ScopedName};
 use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, OptionalJson};
+use crate::extract::{ApiJson, ApiPath, NoQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
@@ -98,6 +98,7 @@ struct ClaimReply {
 async fn claim(
     State(state): State<AppState>,
     queue: ScopedName,
+    _: NoQuery,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Json<ClaimReply>> {
     let (max, visibility_ms, wait_ms) = logic::claim(body.max, body.visibility_ms, body.wait_ms)?;
@@ -153,6 +154,7 @@ async fn ack(
     State(state): State<AppState>,
     namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
+    _: NoQuery,
     ApiJson(body): ApiJson<AckBody>,
 ) -> ApiResult<StatusCode> {
     let receipt = logic::receipt(&body.receipt)?;

@@ -17,7 +17,7 @@ use super::present;
 use crate::clients::Namespace;
 use crate::error::responses::{Backend, BackendJson, NotFound};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, sha256_hex, Name};
@@ -94,6 +94,7 @@ async fn enqueue(
     namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(queue): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<EnqueueBody>,
 ) -> Result<Response, ApiError> {
     let payload = body
@@ -193,6 +194,7 @@ async fn cancel(
     State(state): State<AppState>,
     namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
+    _: NoQuery,
 ) -> ApiResult<StatusCode> {
     match state
         .store

@@ -14,7 +14,7 @@ use super::json;
 use crate::clients::ScopedName;
 use crate::error::responses::Backend;
 use crate::error::ApiResult;
-use crate::extract::ApiQuery;
+use crate::extract::{ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::state::AppState;
 use crate::types::name_rule;
@@ -46,7 +46,11 @@ struct StatsView {
     params(("queue" = String, Path, description = name_rule!(), example = "mail")),
     responses((status = 200, body = StatsView), Backend)
 )]
-async fn stats(State(state): State<AppState>, queue: ScopedName) -> ApiResult<Json<StatsView>> {
+async fn stats(
+    State(state): State<AppState>,
+    queue: ScopedName,
+    _: NoQuery,
+) -> ApiResult<Json<StatsView>> {
     let s = state.store.queue_stats(&queue.scoped).await?;
     Ok(Json(StatsView {
         queue: queue.name.to_string(),

@@ -14,7 +14,7 @@ use super::{not_found, OrderView, PageQuery};
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiPath, ApiQuery};
+use crate::extract::{ApiPath, ApiQuery, NoQuery};
 use crate::ledger::{dead_letters as list_dead_letters, ReplayError};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
@@ -122,6 +122,7 @@ async fn replay_dead_letters(
     _: Admin,
     State(state): State<AppState>,
     ApiPath(voucher): ApiPath<Name>,
+    _: NoQuery,
 ) -> ApiResult<Json<ReplayReply>> {
     state
         .store

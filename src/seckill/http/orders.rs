@@ -15,7 +15,7 @@ use super::{not_found, PageQuery};
 use crate::auth::Acting;
 use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
 use crate::seckill::{Bought, Idempotency, Order, Refusal, SeckillStore};
@@ -118,6 +118,7 @@ async fn buy(
     acting: Acting,
     key: IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<BuyBody>,
 ) -> Result<Response, ApiError> {
     acting.for_user(body.user_id)?;
@@ -254,6 +255,7 @@ async fn user_orders(
     State(state): State<AppState>,
     acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
+    _: NoQuery,
 ) -> ApiResult<Json<UserOrders>> {
     acting.for_user(user)?;
     let seqs = state

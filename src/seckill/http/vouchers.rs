@@ -14,7 +14,7 @@ use super::not_found;
 use crate::auth::Admin;
 use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
 use crate::seckill::{Idempotency, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::state::AppState;
 use crate::types::rfc3339;
@@ -103,6 +103,7 @@ async fn put_voucher(
     _: Admin,
     State(state): State<AppState>,
     ApiPath(voucher): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<VoucherBody>,
 ) -> ApiResult<(StatusCode, Json<VoucherView>)> {
     let cap = state.settings.seckill_max_orders;
@@ -170,6 +171,7 @@ async fn restock(
     State(state): State<AppState>,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<RestockBody>,
 ) -> Result<Response, ApiError> {
     let cap = state.settings.seckill_max_orders;
@@ -210,6 +212,7 @@ async fn restock(
 async fn get_voucher(
     State(state): State<AppState>,
     ApiPath(voucher): ApiPath<Name>,
+    _: NoQuery,
 ) -> ApiResult<Json<VoucherView>> {
     let v = state
         .store

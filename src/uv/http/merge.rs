@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use super::super::{days, page, retention, FoldDay, Merge, UvStore, MAX_MERGE_SOURCES};
 use crate::error::responses::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, NoQuery};
 use crate::state::AppState;
 use crate::types::{Day, Name};
 
@@ -63,6 +63,7 @@ struct MergeReply {
 )]
 async fn merge(
     State(state): State<AppState>,
+    _: NoQuery,
     ApiJson(body): ApiJson<MergeBody>,
 ) -> ApiResult<Json<MergeReply>> {
     let into = page(body.into)?;

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::super::{page, retention, NewVisits, Recorded, UvStore};
 use crate::error::responses::{JsonBody, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, IdempotencyKey};
+use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
 use crate::state::AppState;
 use crate::types::{name_rule, Day, Idempotency, Name};
 
@@ -71,6 +71,7 @@ async fn record(
     State(state): State<AppState>,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(name): ApiPath<Name>,
+    _: NoQuery,
     ApiJson(body): ApiJson<VisitBody>,
 ) -> ApiResult<Response> {
     let name = page(name)?;
