@@ -346,9 +346,9 @@ impl Modify for ErrorHeaders {
                 "Retry-After",
                 header(
                     Type::Integer,
-                    "`1` when the store cannot be reached or did not answer in time (about \
-                     how long a Cluster failover takes); absent when the request passed its own \
-                     timeout",
+                    "`1`: the store could not be reached or did not answer in time, or the \
+                     request passed its own timeout (a second is about how long a Cluster \
+                     failover takes)",
                 ),
             ),
         ];

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{MatchedPath, Request};
-use axum::http::header::CONNECTION;
+use axum::http::header::{CONNECTION, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::future::{self, FutureExt, Join, Map, Ready};
@@ -74,7 +74,13 @@ fn answer((timed, waiting): (Timed, Waiting)) -> Result<Response, Infallible> {
         Err(_) => waiting.is_some_and(|w| w.load(Ordering::Relaxed)),
     };
     if !stalled {
-        return Ok(StatusCode::SERVICE_UNAVAILABLE.into_response());
+        // As every other 503 says (`ApiError::BackendUnavailable`): come back in a second,
+        // rather than leave a client to guess or retry at once.
+        let mut response = StatusCode::SERVICE_UNAVAILABLE.into_response();
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return Ok(response);
     }
     let mut response =
         ApiError::RequestTimeout("the request body did not arrive in time".to_owned())
@@ -163,5 +169,25 @@ impl HttpBody for Arriving {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The budget ran out while the server worked (no body being waited for).
+    async fn slow_server() -> Response {
+        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        answer((Err(elapsed), None)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_slow_server_answers_503_with_retry_after() {
+        let response = slow_server().await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[RETRY_AFTER], "1");
     }
 }
