@@ -25,6 +25,9 @@ struct Sample {
     status: u16,
     /// A 503 without `Retry-After`.
     bare_503: bool,
+    /// A 503 whose `reason` is `timeout`: the call waited out the store timeout (1 s), as one
+    /// sent to a hung master does, rather than being refused at once.
+    timed_out: bool,
 }
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
@@ -102,14 +105,14 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
                         .json(&json!({"visitor": format!("v{k}")})),
                 };
                 let start = Instant::now();
-                let (status, bare_503) = match req.send().await {
+                let (status, bare_503, timed_out) = match req.send().await {
                     Ok(r) => {
                         let s = r.status().as_u16();
                         let bare = s == 503 && r.headers().get("retry-after").is_none();
-                        let _ = r.bytes().await;
-                        (s, bare)
+                        let body: serde_json::Value = r.json().await.unwrap_or_default();
+                        (s, bare, s == 503 && body["reason"] == "timeout")
                     }
-                    Err(_) => (0, false),
+                    Err(_) => (0, false, false),
                 };
                 samples.lock().unwrap().push(Sample {
                     name,
@@ -118,6 +121,7 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
                     latency: start.elapsed(),
                     status,
                     bare_503,
+                    timed_out,
                 });
             }
         }));
@@ -143,18 +147,25 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
     let pid = cluster.node(victim).pid();
     let fault = Instant::now();
     signal(if hang { "-STOP" } else { "-KILL" }, &pid);
-    // Wait for a replica to take the victim's slots over.
-    let promoted = loop {
-        let c = cluster.clone();
-        let slot = slots[0];
-        let owner = tokio::task::spawn_blocking(move || c.owner(slot))
-            .await
-            .unwrap();
-        if owner.is_some_and(|o| o != victim) {
-            break Instant::now();
+    // Wait for a replica to take the victim's slots over: Redis's doing, a few seconds with
+    // `cluster-node-timeout 1000`. The bound, over ten times that, only catches a Cluster
+    // that never promotes one.
+    let promotion = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let c = cluster.clone();
+            let slot = slots[0];
+            let owner = tokio::task::spawn_blocking(move || c.owner(slot))
+                .await
+                .unwrap();
+            if owner.is_some_and(|o| o != victim) {
+                break Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        assert!(
-            fault.elapsed() < Duration::from_secs(30),
+    })
+    .await;
+    let Ok(promoted) = promotion else {
+        panic!(
             "no promotion: {:?} {:?}",
             cluster.masters(),
             cluster
@@ -162,11 +173,25 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
                 .iter()
                 .find_map(|n| n.cli_timed(&["cluster", "nodes"]))
         );
-        tokio::time::sleep(Duration::from_millis(25)).await;
     };
     if hang {
         signal("-CONT", &pid);
     }
+    // Until the failed master's keys serve again (the gateway re-reads the slot table on the
+    // first request for a down master: without that they never would), then a few seconds of
+    // load on the new layout. The bound only catches the "never".
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !samples
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| doomed[s.name] && s.start >= promoted && (200..300).contains(&s.status))
+        {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("the failed master's keys never served again after the promotion");
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -188,6 +213,13 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         .map(|s| s.latency)
         .collect();
     let dead_median = percentile(dead_503.clone(), 0.5);
+    // Of those, the ones that waited out the store timeout (sent to the master before it was
+    // known down).
+    let dead_timed_out = during
+        .iter()
+        .filter(|s| doomed[s.name] && s.start < promoted && s.timed_out)
+        .count();
+    let healthy_timed_out = healthy.iter().filter(|s| s.timed_out).count();
     let recovered = during
         .iter()
         .filter(|s| doomed[s.name] && s.start >= promoted && (200..300).contains(&s.status))
@@ -201,8 +233,8 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         .count();
     eprintln!(
         "failover (hang={hang}, full coverage={full_coverage}): promotion {:?} after the fault; healthy {ok}/{} ok, p99 {healthy_p99:?}; \
-         failed master's 503s before promotion: {} median {dead_median:?}; recovered {recovered:?} after promotion; \
-         readyz non-200 {not_ready}/{}",
+         failed master's 503s before promotion: {} median {dead_median:?}, {dead_timed_out} timed out; \
+         recovered {recovered:?} after promotion; readyz non-200 {not_ready}/{}",
         promoted - fault,
         healthy.len(),
         dead_503.len(),
@@ -261,21 +293,23 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         "healthy masters' requests: {ok}/{} succeeded",
         healthy.len()
     );
-    // Bounds far under the store timeout (1 s), which is what a request held up by the failed
-    // master would take, and loose enough for a loaded 2-core machine running the suite: one
-    // run with five other test binaries beside it saw 150 ms.
+    // "Fast" told by what the gateway answered rather than by how long it took (the latencies
+    // above are printed for the record, not checked: a loaded machine stretches them). A
+    // request held up by the failed master waits out the store timeout (1 s) and says so,
+    // `reason: timeout`. A healthy master's requests are never held up by it: at most one
+    // stall of this machine past the store timeout may catch each worker's request in flight.
     assert!(
-        healthy_p99 <= Duration::from_millis(if full_coverage { 500 } else { 300 }),
-        "healthy masters' p99 {healthy_p99:?}"
+        healthy_timed_out < WORKERS,
+        "{healthy_timed_out} of the healthy masters' requests waited out the store timeout"
     );
+    // The failed master's: once it is known down (a refused connection, or three timeouts in
+    // a row) they are refused at once without being sent, so only those already caught by it
+    // wait; most of its 503s do not. A gateway that kept sending to it (before, every one
+    // waited the store timeout: median 1,004 ms) fails this.
     assert!(
-        dead_median <= Duration::from_millis(100),
-        "the failed master's 503s wait {dead_median:?} (median)"
-    );
-    let recovered = recovered.expect("the failed master's keys serve again");
-    assert!(
-        recovered <= Duration::from_millis(1000),
-        "recovered {recovered:?} after promotion"
+        !dead_503.is_empty() && dead_timed_out * 2 < dead_503.len(),
+        "{dead_timed_out} of the failed master's {} 503s waited out the store timeout",
+        dead_503.len()
     );
     if !full_coverage {
         assert_eq!(not_ready, 0, "/readyz left 200 during a partial outage");

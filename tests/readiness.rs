@@ -74,23 +74,21 @@ async fn readiness_probes_the_store_at_most_once_a_second() {
     assert!(ready["redis_version"].is_string(), "{ready}");
 
     // The store goes away: the next probe, at most a second later, notices it — within its
-    // store timeout (1 s by default: the client may hold the call while it reconnects). 2 s
-    // more for a slow machine.
+    // store timeout (1 s by default: the client may hold the call while it reconnects). Not
+    // timed: the bound, ten times those 2 s, only catches a shared answer that never expires.
     redis.stop();
-    let gone = Instant::now();
-    loop {
-        let (status, _) = gw.get("/readyz").await;
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            break;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let (status, _) = gw.get("/readyz").await;
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                break;
+            }
+            assert_eq!(status, StatusCode::OK);
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(status, StatusCode::OK);
-        assert!(
-            gone.elapsed() < Duration::from_secs(4),
-            "/readyz still 200 {:?} after Redis stopped",
-            gone.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
+    .expect("/readyz still 200 long after Redis stopped");
 
     // Down: the 503 is shared the same way (each probe that fails is one store error).
     let before = store_errors(&gw).await;
@@ -101,15 +99,15 @@ async fn readiness_probes_the_store_at_most_once_a_second() {
         "{probes} failed probes for 525 readiness calls in {took:?}"
     );
 
-    // Back: noticed again once the client has reconnected (its back-off tops out at 2 s).
+    // Back: noticed again once the client has reconnected (its back-off tops out at 2 s) and
+    // the next probe runs (a second at most). Not timed: the bound, ten times those 3 s, only
+    // catches a gateway that never sees the store again.
     redis.restart();
-    let back = Instant::now();
-    while gw.get("/readyz").await.0 != StatusCode::OK {
-        assert!(
-            back.elapsed() < Duration::from_secs(10),
-            "/readyz not 200 again {:?} after Redis returned",
-            back.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while gw.get("/readyz").await.0 != StatusCode::OK {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("/readyz never 200 again after Redis returned");
 }

@@ -63,20 +63,20 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
         (503, Some("backend_unavailable"))
     );
     // `/readyz` probes the store at most once a second (docs/operations.md "Probes"): the outage
-    // shows there within about that.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let (status, body) = gw.get("/readyz").await;
-        if status == 503 {
-            assert_eq!(body["code"], "backend_unavailable");
-            break;
+    // shows there within about that. Not timed: the bound, over ten times that, only catches
+    // a probe answer that never goes stale.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let (status, body) = gw.get("/readyz").await;
+            if status == 503 {
+                assert_eq!(body["code"], "backend_unavailable");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz still {status} 3 s into the outage"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
+    .expect("/readyz still 200 long into the outage");
     assert_eq!(
         gw.get("/healthz").await.0,
         200,
@@ -345,14 +345,15 @@ async fn the_request_timeout_answers_before_a_slow_store() {
             .success());
     };
     signal("-STOP");
-    let started = Instant::now();
     let (status, body) = gw.get("/v1/checkins/7/2026-01-01").await;
-    let took = started.elapsed();
     signal("-CONT");
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "backend_unavailable");
-    assert!(
-        took < Duration::from_secs(5),
-        "answered by the request timeout, not the store's"
+    // Which timeout answered, as the problem says rather than as timed here: the store's
+    // would be `"reason": "timeout"`, "the store did not answer in time".
+    assert_eq!(
+        (body["detail"].as_str(), body.get("reason")),
+        (Some("the request did not complete in time"), None),
+        "answered by the store timeout, not the request's: {body}"
     );
 }
