@@ -19,7 +19,9 @@ use futures::future::join_all;
 use redis_gateway::config::{Settings, StoreChoice};
 use serde_json::{json, Value};
 
-use common::{command_calls, script_runs, Backend, Gateway, RedisCluster, RedisProcess};
+use common::{
+    claim, command_calls, enqueue, script_runs, Backend, Gateway, RedisCluster, RedisProcess,
+};
 
 /// Settings for gateways on `url`; instances made from one value share its keys.
 fn on(url: String) -> Settings {
@@ -149,18 +151,6 @@ async fn acquisitions_in_one_cluster_slot_share_script_runs() {
             node.port
         );
     }
-}
-
-async fn enqueue(gw: &Gateway, queue: &str, body: Value) -> Value {
-    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/jobs"), body).await;
-    assert_eq!(status, 201, "{reply}");
-    reply
-}
-
-async fn claim(gw: &Gateway, queue: &str, body: Value) -> Vec<Value> {
-    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/claim"), body).await;
-    assert_eq!(status, 200, "{reply}");
-    reply["jobs"].as_array().expect("jobs").clone()
 }
 
 /// Waits (up to 20 s, or fails) until `done` holds.

@@ -758,6 +758,20 @@ pub fn command_calls(redis: &RedisProcess, command: &str) -> u64 {
         .map_or(0, |n| n.parse::<u64>().expect("a count"))
 }
 
+/// Enqueues a job into `queue` (which must answer 201): the job's view.
+pub async fn enqueue(gw: &Gateway, queue: &str, body: Value) -> Value {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/jobs"), body).await;
+    assert_eq!(status, 201, "{reply}");
+    reply
+}
+
+/// Claims from `queue` (which must answer 200): the jobs claimed.
+pub async fn claim(gw: &Gateway, queue: &str, body: Value) -> Vec<Value> {
+    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/claim"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    reply["jobs"].as_array().expect("jobs").clone()
+}
+
 /// A plain fred client on a private Redis, with `script` loaded: for tests of the Redis client
 /// stack itself (vendor/fred, vendor/redis-protocol), below the gateway.
 pub async fn fred_on_private_redis(script: &str) -> (RedisProcess, fred::prelude::Client, String) {

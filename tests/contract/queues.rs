@@ -8,7 +8,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use crate::common::{script_runs, settings, Backend, Gateway, RedisCluster, RedisProcess};
+use crate::common::{
+    claim, enqueue, script_runs, settings, Backend, Gateway, RedisCluster, RedisProcess,
+};
 
 fn at(offset_ms: i64) -> String {
     (Utc::now() + chrono::Duration::milliseconds(offset_ms))
@@ -19,18 +21,6 @@ fn ms(rfc3339: &Value) -> i64 {
     DateTime::parse_from_rfc3339(rfc3339.as_str().expect("an instant"))
         .expect("RFC 3339")
         .timestamp_millis()
-}
-
-async fn enqueue(gw: &Gateway, queue: &str, body: Value) -> Value {
-    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/jobs"), body).await;
-    assert_eq!(status, 201, "{reply}");
-    reply
-}
-
-async fn claim(gw: &Gateway, queue: &str, body: Value) -> Vec<Value> {
-    let (status, reply) = gw.post(&format!("/v1/queues/{queue}/claim"), body).await;
-    assert_eq!(status, 200, "{reply}");
-    reply["jobs"].as_array().expect("jobs").clone()
 }
 
 async fn ack(gw: &Gateway, queue: &str, job: &Value) -> (u16, Value) {
