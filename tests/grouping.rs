@@ -13,11 +13,13 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
 use redis_gateway::config::{Settings, StoreChoice};
 use serde_json::{json, Value};
+use tokio::task::JoinHandle;
 
 use common::{
     claim, command_calls, enqueue, script_runs, Backend, Gateway, RedisCluster, RedisProcess,
@@ -179,6 +181,33 @@ async fn two_instances() -> (RedisProcess, Gateway, Gateway) {
     (redis, a, b)
 }
 
+/// Readies `queue` on instances A and B for counting (its scripts loaded: each run below is
+/// one run) and starts a claim on B waiting `wait_ms` on `on`; returns once B's subscriber,
+/// started by that claim, listens and the look it makes then (for announcements it may have
+/// missed) is over. B and the waiting claim.
+async fn listening(
+    redis: &RedisProcess,
+    a: &Gateway,
+    b: Gateway,
+    queue: &str,
+    on: &'static str,
+    wait_ms: u64,
+) -> (Arc<Gateway>, JoinHandle<Vec<Value>>) {
+    enqueue(a, queue, json!({"payload": 0})).await;
+    assert_eq!(claim(&b, queue, json!({})).await.len(), 1);
+    let b = Arc::new(b);
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { claim(&b, on, json!({"wait_ms": wait_ms})).await })
+    };
+    until("B listens for announcements", || {
+        pattern_subscriptions(redis) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (b, waiting)
+}
+
 /// A claim waiting 20 s on instance B is answered with the job an enqueue through instance A
 /// made, woken by A's announcement: before a claim B started earlier with a 4 s wait answers
 /// empty. Without the announcement the claim would find the job only at its room's 5 s
@@ -186,22 +215,7 @@ async fn two_instances() -> (RedisProcess, Gateway, Gateway) {
 #[tokio::test]
 async fn an_enqueue_on_one_instance_wakes_a_claim_waiting_on_another() {
     let (redis, a, b) = two_instances().await;
-    // Loads the scripts, so that each run below is one run.
-    enqueue(&a, "woken", json!({"payload": 0})).await;
-    assert_eq!(claim(&b, "woken", json!({})).await.len(), 1);
-
-    // The first claim that waits on B starts B's subscriber; once it listens, the look it makes
-    // then (for announcements it may have missed) is over before the claim that counts waits.
-    let gw_b = std::sync::Arc::new(b);
-    let limit = {
-        let b = gw_b.clone();
-        tokio::spawn(async move { claim(&b, "limit", json!({"wait_ms": 4000})).await })
-    };
-    until("B listens for announcements", || {
-        pattern_subscriptions(&redis) == 1
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (gw_b, limit) = listening(&redis, &a, b, "woken", "limit", 4000).await;
     let before = script_runs(&redis);
     let mut waiting = {
         let b = gw_b.clone();
@@ -233,19 +247,7 @@ async fn an_enqueue_on_one_instance_wakes_a_claim_waiting_on_another() {
 async fn a_burst_of_enqueues_is_announced_once_per_script_run() {
     const N: usize = 100;
     let (redis, a, b) = two_instances().await;
-    // Loads the scripts, so that each run below is one run.
-    enqueue(&a, "burst", json!({"payload": 0})).await;
-    assert_eq!(claim(&b, "burst", json!({})).await.len(), 1);
-    let b = std::sync::Arc::new(b);
-    let waiting = {
-        let b = b.clone();
-        tokio::spawn(async move { claim(&b, "burst", json!({"wait_ms": 20000})).await })
-    };
-    until("B listens for announcements", || {
-        pattern_subscriptions(&redis) == 1
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_b, waiting) = listening(&redis, &a, b, "burst", "burst", 20000).await;
 
     let (runs, publishes) = (script_runs(&redis), command_calls(&redis, "publish"));
     let enqueued = join_all((0..N).map(|i| enqueue(&a, "burst", json!({"payload": i})))).await;
