@@ -80,6 +80,17 @@ fn owner(i: usize) -> String {
     format!("owner-{i}")
 }
 
+/// Acquires every lock of `names` at once, the i-th for [`owner`]`(i)`.
+async fn acquire_all(gw: &Gateway, names: &[String]) -> Vec<(u16, Value)> {
+    join_all(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| acquire(gw, name, owner(i))),
+    )
+    .await
+}
+
 /// 100 acquisitions of 100 different locks whose keys share one hash slot, sent at once, take
 /// fewer `lock_acquire.lua` runs than acquisitions (one per group, at most 64 each), and each
 /// is answered with its own lock; 150 acquisitions of locks spread over the three masters are
@@ -102,13 +113,7 @@ async fn acquisitions_in_one_cluster_slot_share_script_runs() {
 
     let runs = || cluster.nodes.iter().map(script_runs).sum::<u64>();
     let before = runs();
-    let acquired = join_all(
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| acquire(&gw, name, owner(i))),
-    )
-    .await;
+    let acquired = acquire_all(&gw, &names).await;
     let runs = runs() - before;
     eprintln!("{runs} lock_acquire.lua runs for {N} acquisitions in one slot");
     each_its_own(&gw, &names, &acquired).await;
@@ -135,13 +140,7 @@ async fn acquisitions_in_one_cluster_slot_share_script_runs() {
 
     // Spread over the slots of every master: each answered with its own lock too.
     let names: Vec<String> = (0..150).map(|i| format!("spread-{i}")).collect();
-    let acquired = join_all(
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| acquire(&gw, name, owner(i))),
-    )
-    .await;
+    let acquired = acquire_all(&gw, &names).await;
     each_its_own(&gw, &names, &acquired).await;
     for node in &cluster.nodes {
         let keys = node
