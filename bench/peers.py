@@ -34,8 +34,8 @@ ROWS = [
     dict(id="healthz", label="`GET /healthz`", scenario="healthz",
          variants=["gateway", "floor"], cpu_goal=1.3, p99_ms=5.0),
     dict(id="uv", label="UV add `POST /v1/uv/{page}` (1 visitor)", scenario="uv",
-         webdis="webdis_uv", variants=["gateway", "floor", "webdis", "gateway, access log off",
-                                       "gateway, global layer on"],
+         webdis="webdis_uv", variants=["gateway", "gateway, global layer on", "floor", "webdis",
+                                       "gateway, access log off"],
          cpu_goal=1.3, webdis_goal=1.0, global_goal=0.75, p99_ms=5.0),
     dict(id="checkin", label="check-in `POST /v1/checkins/{user}`", scenario="checkin",
          variants=["gateway", "floor"], cpu_goal=1.3, p99_ms=5.0),
@@ -44,7 +44,7 @@ ROWS = [
     # The flash-sale rows (issue 42): every answer a sale, an acquisition, a new job.
     dict(id="seckill", label="seckill purchase (201), one hot voucher, distinct buyers",
          scenario="seckill", webdis="webdis_seckill", webdis_sha="seckill",
-         variants=["gateway", "floor", "webdis", "gateway, global layer on"],
+         variants=["gateway", "gateway, global layer on", "floor", "webdis"],
          cpu_goal=1.3, webdis_goal=1.3, global_goal=0.85),
     dict(id="lock_acquire", label="lock acquire `POST /v1/locks/{name}`",
          scenario="lock_acquire", webdis="webdis_lock", variants=["gateway", "floor", "webdis"],
@@ -248,11 +248,16 @@ def goals(res):
         r = gw["rps"] / med["webdis"]["rps"]
         out.append(("%s: gateway throughput %.2f× webdis's (goal ≥ %g×)" % (
             label, r, row["webdis_goal"]), r >= row["webdis_goal"]))
-    on = med.get("gateway, global layer on")
+    on = res["runs"].get("gateway, global layer on")
     if on and row.get("global_goal"):
-        r = on["rps"] / gw["rps"]
-        out.append(("%s: global layer on %.2f× the throughput with it off (goal ≥ %g×)" % (
-            label, r, row["global_goal"]), r >= row["global_goal"]))
+        # Paired: in each alternation the run with the layer on follows the one with it off,
+        # and the ratio is the median of the alternations' own, so the machine's drift over
+        # an alternation (half a minute, five variants) stays out of it: one run's alternations
+        # gave 0.71×, 0.55× and 1.08× with the layer on after webdis and the floor (2026-11-26).
+        r = statistics.median(o["rps"] / g["rps"] for o, g in zip(on, res["runs"]["gateway"]))
+        out.append(("%s: global layer on %.2f× the throughput with it off, median of the "
+                    "alternations' own ratios (goal ≥ %g×)" % (label, r, row["global_goal"]),
+                    r >= row["global_goal"]))
     if row.get("p99_ms") and len(res["variants"]) > 2:
         out.append(("%s: gateway p99 %.2f ms (goal ≤ %g ms)" % (label, gw["p99"], row["p99_ms"]),
                     gw["p99"] <= row["p99_ms"]))
