@@ -174,6 +174,11 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// When to retry a 503 (the store failing over or out of reach, or a request past its
+/// timeout): a second is about how long a Cluster replica takes to be promoted once its master
+/// is flagged failed.
+pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+
 /// `Retry-After: <wait>` in whole seconds, rounded up and at least 1 (`0` would invite a retry
 /// that is refused again): what every refusal that knows when to come back sends (a 429, a
 /// lock held by another owner).
@@ -238,12 +243,8 @@ impl IntoResponse for ApiError {
             Self::RateLimited { retry_after, .. } => {
                 set_retry_after(response.headers_mut(), Duration::from_secs(*retry_after));
             }
-            // The store is failing over or out of reach: a second is about how long a Cluster
-            // replica takes to be promoted once its master is flagged failed.
             Self::BackendUnavailable(_) => {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                set_retry_after(response.headers_mut(), UNAVAILABLE_RETRY);
             }
             _ => {}
         }

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{MatchedPath, Request};
-use axum::http::header::{CONNECTION, RETRY_AFTER};
+use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::future::{self, FutureExt, Join, Map, Ready};
@@ -31,7 +31,7 @@ use tokio::time::error::Elapsed;
 use tower::{Layer, Service};
 
 use super::costs::Terms;
-use crate::error::ApiError;
+use crate::error::{set_retry_after, ApiError, UNAVAILABLE_RETRY};
 
 /// The longest request target (path and query) taken: past it, `414`. The longest the API
 /// needs is a UV union's query, 100 page names of up to 128 bytes (~13 KiB).
@@ -74,12 +74,10 @@ fn answer((timed, waiting): (Timed, Waiting)) -> Result<Response, Infallible> {
         Err(_) => waiting.is_some_and(|w| w.load(Ordering::Relaxed)),
     };
     if !stalled {
-        // As every other 503 says (`ApiError::BackendUnavailable`): come back in a second,
-        // rather than leave a client to guess or retry at once.
+        // As every other 503 says (`ApiError::BackendUnavailable`), rather than leave a client
+        // to guess or retry at once.
         let mut response = StatusCode::SERVICE_UNAVAILABLE.into_response();
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        set_retry_after(response.headers_mut(), UNAVAILABLE_RETRY);
         return Ok(response);
     }
     let mut response =
@@ -188,6 +186,6 @@ mod tests {
     async fn a_slow_server_answers_503_with_retry_after() {
         let response = slow_server().await;
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(response.headers()[RETRY_AFTER], "1");
+        assert_eq!(response.headers()[axum::http::header::RETRY_AFTER], "1");
     }
 }
