@@ -189,6 +189,23 @@ async fn failover_after_paused_writes(replicas: u32) {
     .await
     .unwrap();
     assert_eq!(exists, 1, "the lock's key is not on the victim");
+    // The replica holds everything written so far, whatever the setting (at N=0 nothing waited
+    // for it, and a replica behind on a loaded machine lost the voucher itself): the loss the
+    // scenario looks at is of the writes made while it is paused.
+    let () = fred::prelude::KeysInterface::set(
+        &direct_victim,
+        format!("{prefix}synced:{{{voucher}}}"),
+        1,
+        None,
+        None,
+        false,
+    )
+    .await
+    .unwrap();
+    let acked: i64 = fred::prelude::ServerInterface::wait(&direct_victim, 1, 10_000)
+        .await
+        .unwrap();
+    assert_eq!(acked, 1, "the replica did not catch up before the pause");
     let (_, ready) = gw.get("/readyz").await;
     let wr = &ready["write_replicas"];
     assert_eq!(wr["required"], replicas, "{ready}");
