@@ -647,6 +647,43 @@ async fn a_wait_does_not_stall_other_requests() {
     );
 }
 
+/// A renewal that moved a lease waits for the replica as an acquisition does (the lease a
+/// holder relies on must survive a failover); one refused wrote nothing and is answered as
+/// refused, even when it shares a script run with the renewal that waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_renewal_waits_for_its_replica() {
+    let (master, replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    let (status, lock, _) = post(&gw, "/v1/locks/renewed", None, &lock_body()).await;
+    assert_eq!(status, 200, "{lock}");
+    let renew = |token: u64| {
+        let body = json!({"owner": lock["owner"], "token": token, "ttl_ms": 60_000});
+        let gw = &gw;
+        async move { post(gw, "/v1/locks/renewed/renew", None, &body).await }
+    };
+    let token = lock["token"].as_u64().expect("a token");
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let ((held, body, retry_after), (lost, lost_body, _)) =
+        tokio::join!(renew(token), renew(token + 1));
+    signal("-CONT", &replica_pid);
+    assert_eq!((held, retry_after), (503, true), "{body}");
+    assert_eq!(body["code"], "backend_unavailable", "{body}");
+    assert_eq!(lost, 409, "{lost_body}");
+    assert_eq!(lost_body["code"], "lock_lost", "{lost_body}");
+    // Once the replica is back the same renewal is acknowledged.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body, _) = renew(token).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(Instant::now() < deadline, "never renewed: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_one_replica_required_no_acknowledged_write_is_lost() {
     failover_after_paused_writes(1).await;

@@ -2,8 +2,9 @@
 //! counts are the test's own:
 //!
 //! - on a Cluster, lock acquisitions whose names share a hash slot go to Redis together, as one
-//!   `lock_acquire.lua` run for many (docs/locks.md, grouping on Redis), and acquisitions of
-//!   locks on every master are each answered with their own lock;
+//!   `lock_acquire.lua` run for many, and so do their renewals (`lock_renew.lua`), a wrong
+//!   token among them refused alone (docs/locks.md, grouping on Redis); acquisitions of locks
+//!   on every master are each answered with their own lock;
 //! - with two gateway instances on one Redis, an enqueue through one wakes a claim waiting on
 //!   the other (its announcement), and a burst of enqueues into one queue is announced once per
 //!   `queue_enqueue.lua` run, not once per job (docs/queues.md, long poll and grouping on Redis).
@@ -93,7 +94,7 @@ async fn acquire_all(gw: &Gateway, names: &[String]) -> Vec<(u16, Value)> {
 
 /// 100 acquisitions of 100 different locks whose keys share one hash slot, sent at once, take
 /// fewer `lock_acquire.lua` runs than acquisitions (one per group, at most 64 each), and each
-/// is answered with its own lock; 150 acquisitions of locks spread over the three masters are
+/// is answered with its own lock; their renewals, sent at once, likewise; 150 acquisitions of locks spread over the three masters are
 /// all answered with their own, too.
 #[tokio::test]
 async fn acquisitions_in_one_cluster_slot_share_script_runs() {
@@ -108,15 +109,47 @@ async fn acquisitions_in_one_cluster_slot_share_script_runs() {
         .filter(|name| slot(name) == target);
     // Loads the script on the slot's master, so that each run below is one run.
     let first = in_slot.next().unwrap();
-    assert_eq!(acquire(&gw, &first, "warm-up".into()).await.0, 200);
+    let (status, warm) = acquire(&gw, &first, "warm-up".into()).await;
+    assert_eq!(status, 200, "{warm}");
+    let (status, body) = gw
+        .post(
+            &format!("/v1/locks/{first}/renew"),
+            json!({"owner": "warm-up", "token": warm["token"], "ttl_ms": 60_000}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
     let names: Vec<String> = in_slot.take(N).collect();
 
-    let runs = || cluster.nodes.iter().map(script_runs).sum::<u64>();
-    let before = runs();
+    let before = script_runs_all(&cluster);
     let acquired = acquire_all(&gw, &names).await;
-    let runs = runs() - before;
+    let runs = script_runs_all(&cluster) - before;
     eprintln!("{runs} lock_acquire.lua runs for {N} acquisitions in one slot");
+    let before = script_runs_all(&cluster);
     each_its_own(&gw, &names, &acquired).await;
+    let renew_runs = script_runs_all(&cluster) - before;
+    eprintln!("{renew_runs} lock_renew.lua runs for {N} renewals in one slot");
+    assert!(
+        renew_runs < N as u64,
+        "{renew_runs} lock_renew.lua runs for {N} renewals in one slot"
+    );
+    // Renewals sent together, every tenth with a token one off: those alone are refused.
+    let renewed = join_all(acquired.iter().enumerate().map(|(i, (_, body))| {
+        let token = body["token"].as_u64().expect("a token") + u64::from(i % 10 == 0);
+        let path = format!("/v1/locks/{}/renew", names[i]);
+        let gw = &gw;
+        async move {
+            gw.post(
+                &path,
+                json!({"owner": owner(i), "token": token, "ttl_ms": 60_000}),
+            )
+            .await
+        }
+    }))
+    .await;
+    for (i, (status, body)) in renewed.iter().enumerate() {
+        let want = if i % 10 == 0 { 409 } else { 200 };
+        assert_eq!(status.as_u16(), want, "{}: {body}", names[i]);
+    }
     // The keys are where the test computed: every lock in the one slot.
     let in_target: u64 = cluster
         .nodes
@@ -152,6 +185,11 @@ async fn acquisitions_in_one_cluster_slot_share_script_runs() {
             node.port
         );
     }
+}
+
+/// Script runs on every node of `cluster` so far.
+fn script_runs_all(cluster: &RedisCluster) -> u64 {
+    cluster.nodes.iter().map(script_runs).sum()
 }
 
 /// Waits (up to 20 s, or fails) until `done` holds.

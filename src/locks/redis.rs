@@ -23,6 +23,7 @@ use fred::types::scripts::Script;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::keys::Keys;
+use crate::store::redis::route::Written;
 use crate::store::redis::{text, RedisStore};
 use crate::store::slots::{Kept, Slot};
 
@@ -190,15 +191,8 @@ impl LockStore for RedisStore {
             ttl_ms,
         };
         let group = self.lock_group(&acquisition.key);
-        match self
-            .kept(&GROUPS)
-            .acquisitions
-            .join(group, acquisition, self, acquire_group)
+        self.grouped(|g| &g.acquisitions, group, acquisition, acquire_group)
             .await
-        {
-            Some(attempt) => attempt,
-            None => Err(shutting_down()),
-        }
     }
 
     async fn lock_renew(
@@ -208,29 +202,15 @@ impl LockStore for RedisStore {
         token: u64,
         ttl_ms: u64,
     ) -> Result<Option<Lock>, StoreError> {
-        let (reply, written): (Vec<Value>, _) = self
-            .pool
-            .script_written(
-                &RENEW,
-                vec![self.keys.lock(name)],
-                vec![
-                    owner.to_string(),
-                    token.to_string(),
-                    ttl_ms.to_string(),
-                    FENCE_GRACE_MS.to_string(),
-                ],
-            )
-            .await?;
-        if number::<u8>(reply.first())? == 0 {
-            return Ok(None);
-        }
-        let lock = Lock {
+        let renewal = Renewal {
+            key: self.keys.lock(name),
             owner: owner.clone(),
             token,
-            expires_at_ms: number(reply.get(1))?,
+            ttl_ms,
         };
-        written.replicated().await?;
-        Ok(Some(lock))
+        let group = self.lock_group(&renewal.key);
+        self.grouped(|g| &g.renewals, group, renewal, renew_group)
+            .await
     }
 
     async fn lock_release(
@@ -246,15 +226,9 @@ impl LockStore for RedisStore {
             token,
         };
         let group = self.lock_group(&release.key);
-        let released = match self
-            .kept(&GROUPS)
-            .releases
-            .join(group, release, self, release_group)
-            .await
-        {
-            Some(released) => released?,
-            None => return Err(shutting_down()),
-        };
+        let released = self
+            .grouped(|g| &g.releases, group, release, release_group)
+            .await?;
         // Told here rather than by the announcement coming back (the subscriber skips this
         // process's own), so this process's waiters hear it while the subscriber reconnects
         // too, and only once.
@@ -317,25 +291,31 @@ impl LockStore for RedisStore {
     }
 }
 
-/// Most acquisitions (or releases) in one script call, and the bytes of their keys and
+/// Most acquisitions (renewals, releases) in one script call, and the bytes of their keys and
 /// arguments after which a call takes no more: bounds one script run (64 acquisitions: ~130
 /// Redis commands, well under a millisecond) however large a turn's group grew. A larger group
 /// goes as several calls, one after the other, so requests stay in arrival order.
 const MAX_PER_CALL: usize = 64;
 const MAX_CALL_BYTES: usize = 16 * 1024;
 
-/// Acquisitions and releases waiting to go in one call, per group ([`RedisStore::lock_group`]).
+/// Acquisitions, renewals and releases waiting to go in one call, per group
+/// ([`RedisStore::lock_group`]).
 static GROUPS: Slot<Groups> = Slot::new();
 
-/// The acquisitions (and the releases) a worker takes up in one turn cost one round trip, one
-/// script run and, for acquisitions, one replica wait (issue 42), each answered as if it ran
-/// alone. Grouped by what one script run may touch, not by name: the bench's acquisitions, like
-/// most real ones, are of many different names.
+/// The acquisitions (and the renewals, and the releases) a worker takes up in one turn cost one
+/// round trip, one script run and, for acquisitions and renewals, one replica wait (issue 42),
+/// each answered as if it ran alone. Grouped by what one script run may touch, not by name:
+/// the bench's acquisitions, like most real ones, are of many different names, and so are the
+/// renewals of a fleet of workers each holding its own lease.
 #[derive(Debug, Default)]
 struct Groups {
-    acquisitions: GroupCommit<Option<u16>, Acquisition, Result<Attempt, StoreError>>,
-    releases: GroupCommit<Option<u16>, Release, Result<bool, StoreError>>,
+    acquisitions: Batches<Acquisition, Attempt>,
+    renewals: Batches<Renewal, Option<Lock>>,
+    releases: Batches<Release, bool>,
 }
+
+/// The open batches of one kind of request (`T`) answered with `R`s, per group.
+type Batches<T, R> = GroupCommit<Option<u16>, T, Result<R, StoreError>>;
 
 impl Kept for Groups {}
 
@@ -343,6 +323,14 @@ impl Kept for Groups {}
 struct Acquisition {
     key: String,
     owner: Name,
+    ttl_ms: u64,
+}
+
+/// One renewal's share of a `lock_renew.lua` call.
+struct Renewal {
+    key: String,
+    owner: Name,
+    token: u64,
     ttl_ms: u64,
 }
 
@@ -354,11 +342,31 @@ struct Release {
     token: u64,
 }
 
-fn shutting_down() -> StoreError {
-    StoreError::Unavailable("the gateway is shutting down".to_owned())
-}
-
 impl RedisStore {
+    /// `item`'s answer from its group's batch in `commit` (one of [`Groups`]), sent by `send`.
+    async fn grouped<T, R, F>(
+        &self,
+        commit: fn(&Groups) -> &Batches<T, R>,
+        group: Option<u16>,
+        item: T,
+        send: fn(RedisStore, Option<u16>, Vec<T>) -> F,
+    ) -> Result<R, StoreError>
+    where
+        T: Send + 'static,
+        R: Send + 'static,
+        F: std::future::Future<Output = Vec<Result<R, StoreError>>> + Send + 'static,
+    {
+        commit(self.kept(&GROUPS))
+            .join(group, item, self, send)
+            .await
+            .unwrap_or_else(|| {
+                // Only a runtime shutting down drops the sending task before it answers.
+                Err(StoreError::Unavailable(
+                    "the gateway is shutting down".to_owned(),
+                ))
+            })
+    }
+
     /// The group a lock whose key is `key` joins: its hash slot on a Cluster (a script's keys
     /// must share one), the one group on a single Redis (a script may touch any key it
     /// declares). fred's slot function, as the gateway's own routing uses.
@@ -381,19 +389,12 @@ impl RedisStore {
             args.extend([a.owner.to_string(), a.ttl_ms.to_string()]);
             asked.push((a.owner, a.ttl_ms));
         }
-        let (reply, written): (Vec<Value>, _) =
-            self.pool.script_written(&ACQUIRE, keys, args).await?;
-        if reply.len() != 1 + asked.len() {
-            return Err(StoreError::Internal(format!(
-                "lock_acquire.lua answered {} of {} acquisitions",
-                reply.len().saturating_sub(1),
-                asked.len()
-            )));
-        }
-        let now_ms: i64 = number(reply.first())?;
+        let (now_ms, reply, written) = self
+            .clocked(&ACQUIRE, keys, args, asked.len(), "lock_acquire.lua")
+            .await?;
         let attempts: Vec<Result<Attempt, StoreError>> = asked
             .into_iter()
-            .zip(&reply[1..])
+            .zip(&reply)
             .map(|((owner, ttl_ms), one)| attempt(owner, ttl_ms, now_ms, one))
             .collect();
         // A fencing token handed out must never be handed out again after a failover
@@ -402,6 +403,67 @@ impl RedisStore {
         Ok(written
             .settle(attempts, |a| matches!(a, Attempt::Acquired(_)))
             .await)
+    }
+
+    /// One call of `script` (named `what`), whose reply is the store's clock in ms and then one
+    /// answer for each of the `n` requests it carried: the clock, those answers, and what
+    /// acknowledging its writes takes.
+    async fn clocked(
+        &self,
+        script: &Script,
+        keys: Vec<String>,
+        args: Vec<String>,
+        n: usize,
+        what: &str,
+    ) -> Result<(i64, Vec<Value>, Written), StoreError> {
+        let (mut reply, written): (Vec<Value>, _) =
+            self.pool.script_written(script, keys, args).await?;
+        if reply.len() != 1 + n {
+            return Err(StoreError::Internal(format!(
+                "{what} answered {} of {n} requests",
+                reply.len().saturating_sub(1),
+            )));
+        }
+        let now_ms: i64 = number(reply.first())?;
+        reply.remove(0);
+        Ok((now_ms, reply, written))
+    }
+
+    /// One `lock_renew.lua` call for `call`'s renewals, each answered on its own.
+    async fn renew_call(
+        &self,
+        call: Vec<Renewal>,
+    ) -> Result<Vec<Result<Option<Lock>, StoreError>>, StoreError> {
+        let mut keys = Vec::with_capacity(call.len());
+        let mut args = Vec::with_capacity(1 + 3 * call.len());
+        args.push(FENCE_GRACE_MS.to_string());
+        let mut asked = Vec::with_capacity(call.len());
+        for r in call {
+            keys.push(r.key);
+            args.extend([
+                r.owner.to_string(),
+                r.token.to_string(),
+                r.ttl_ms.to_string(),
+            ]);
+            asked.push((r.owner, r.token, r.ttl_ms));
+        }
+        let (now_ms, reply, written) = self
+            .clocked(&RENEW, keys, args, asked.len(), "lock_renew.lua")
+            .await?;
+        let renewed: Vec<Result<Option<Lock>, StoreError>> = asked
+            .into_iter()
+            .zip(&reply)
+            .map(|((owner, token, ttl_ms), one)| {
+                Ok((number::<u8>(Some(one))? == 1).then(|| Lock {
+                    owner,
+                    token,
+                    expires_at_ms: now_ms.saturating_add_unsigned(ttl_ms),
+                }))
+            })
+            .collect();
+        // A renewed lease must outlive a failover as its acquisition did (docs/operations.md
+        // "Durable writes"); a refusal wrote nothing. One wait covers the call.
+        Ok(written.settle(renewed, Option::is_some).await)
     }
 
     /// One `lock_release.lua` call for `call`'s releases, each answered on its own.
@@ -435,6 +497,20 @@ async fn acquire_group(
     let weight = |a: &Acquisition| a.key.len() + a.owner.as_str().len() + 24;
     group::in_calls(acquisitions, MAX_PER_CALL, MAX_CALL_BYTES, weight, |call| {
         store.acquire_call(call)
+    })
+    .await
+}
+
+/// A group of renewals in `lock_renew.lua` calls of at most [`MAX_PER_CALL`] and
+/// [`MAX_CALL_BYTES`], in order.
+async fn renew_group(
+    store: RedisStore,
+    _: Option<u16>,
+    renewals: Vec<Renewal>,
+) -> Vec<Result<Option<Lock>, StoreError>> {
+    let weight = |r: &Renewal| r.key.len() + r.owner.as_str().len() + 48;
+    group::in_calls(renewals, MAX_PER_CALL, MAX_CALL_BYTES, weight, |call| {
+        store.renew_call(call)
     })
     .await
 }
