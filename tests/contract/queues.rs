@@ -477,8 +477,20 @@ async fn full_queue_is_refused(backend: Backend) {
     let jobs = claim(&gw, "f", json!({})).await;
     let (status, _) = gw.post("/v1/queues/f/jobs", json!({"payload": 9})).await;
     assert_eq!(status, 409);
+    // A full queue's refusal under a key is not kept (docs/api.md "Retries and
+    // `Idempotency-Key`"): like a 429 it says "later", so the repeat once a place is free runs
+    // afresh, and its job is what the key keeps from then on.
+    let body = json!({"payload": "keyed"});
+    let (status, replayed, p) = gw.post_once("/v1/queues/f/jobs", "fk", &body).await;
+    assert_eq!(
+        (status, replayed, p["code"].as_str()),
+        (409, false, Some("queue_full"))
+    );
     assert_eq!(ack(&gw, "f", &jobs[0]).await.0, 204);
-    enqueue(&gw, "f", json!({"payload": 9})).await;
+    let (status, replayed, first) = gw.post_once("/v1/queues/f/jobs", "fk", &body).await;
+    assert_eq!((status, replayed), (201, false), "{first}");
+    let (status, replayed, again) = gw.post_once("/v1/queues/f/jobs", "fk", &body).await;
+    assert_eq!((status, replayed, &again["id"]), (201, true, &first["id"]));
 }
 
 /// An enqueue costs the global limiter more units the bigger its payload.
