@@ -751,6 +751,48 @@ const DAY_MS: i64 = 86_400_000;
 /// What an expiry refresh sets beyond the idle period (`IDLE_SLACK_SECS`).
 const SLACK_MS: i64 = 3_600_000;
 
+/// A payload is handed back as the text it is stored as; one that is not JSON (written into
+/// Redis by hand, not through a gateway) is claimed, and listed dead, as `null`, in a reply
+/// that stays JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_payload_that_is_not_json_reads_as_null() {
+    let s = settings(Backend::Redis);
+    let prefix = s.key_prefix.clone();
+    let gw = Gateway::with_settings(s).await;
+    let payload = json!({"b": [1, 2.5, "é\"\n"], "a": {"c": null}});
+    for id in ["good", "bad"] {
+        let body = json!({"id": id, "payload": payload, "max_attempts": 1});
+        enqueue(&gw, "raw", body).await;
+    }
+    let redis = crate::common::shared_redis();
+    let pay = format!("{prefix}q:{{raw}}:pay");
+    redis.cli(&["hset", &pay, "bad", "{not json"]).unwrap();
+    let by_id = |jobs: &[Value]| {
+        let mut got: Vec<(String, Value)> = jobs
+            .iter()
+            .map(|j| (j["id"].as_str().unwrap().to_owned(), j["payload"].clone()))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        got
+    };
+    let jobs = claim(&gw, "raw", json!({"max": 2, "visibility_ms": 1000})).await;
+    assert_eq!(
+        by_id(&jobs),
+        [("bad".into(), Value::Null), ("good".into(), payload)]
+    );
+    // With one attempt each, both lapsed claims go to the dead list at the next claim; its
+    // listing reads payloads the same way.
+    redis.cli(&["hset", &pay, "good", "[1, 2]"]).unwrap();
+    gw.pass(Duration::from_millis(1000)).await;
+    assert!(claim(&gw, "raw", json!({})).await.is_empty());
+    let (status, page) = gw.get("/v1/queues/raw/dead").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        by_id(page["jobs"].as_array().unwrap()),
+        [("bad".into(), Value::Null), ("good".into(), json!([1, 2]))]
+    );
+}
+
 /// A queue's keys expire (an abandoned queue goes away), but never before the latest due time
 /// they hold plus the idle period (7 days), and at most an hour later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -57,7 +57,8 @@ struct ClaimBody {
 #[derive(Debug, Serialize, ToSchema)]
 struct ClaimedView {
     id: String,
-    payload: Value,
+    #[schema(value_type = Value)]
+    payload: Box<RawValue>,
     #[schema(value_type = String, format = DateTime)]
     run_at: String,
     /// Claims so far, this one included.
@@ -111,7 +112,7 @@ async fn claim(
             .into_iter()
             .map(|j| ClaimedView {
                 id: j.id.to_string(),
-                payload: json(&j.payload),
+                payload: json(j.payload),
                 run_at: rfc3339(j.run_at),
                 attempts: j.attempts,
                 receipt: j.receipt,

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -74,7 +74,8 @@ struct DeadQuery {
 #[derive(Debug, Serialize, ToSchema)]
 struct DeadView {
     id: String,
-    payload: Value,
+    #[schema(value_type = Value)]
+    payload: Box<RawValue>,
     #[schema(value_type = String, format = DateTime)]
     run_at: String,
     /// Claims it had (its `max_attempts`).
@@ -116,7 +117,7 @@ async fn dead(
             .into_iter()
             .map(|j| DeadView {
                 id: j.id.to_string(),
-                payload: json(&j.payload),
+                payload: json(j.payload),
                 run_at: rfc3339(j.run_at),
                 attempts: j.attempts,
             })
