@@ -38,10 +38,10 @@ const BUDGET_US: u64 = 5_000;
 const REPEATS: usize = 3;
 /// Most runs of a case whose best is still over the budget.
 const RETRIES: usize = 8;
-/// Held by each test that times Redis, so they take turns: run side by side (as the harness
-/// runs a file's tests), one's loading pre-empted the other's Redis mid-script on two cores,
-/// and a grouped run of ~0.9 ms alone was timed at 1.3 ms. Tokio's mutex, since each test has
-/// its runtime of its own.
+/// Held by every test in this file, so they take turns: run side by side (as the harness runs
+/// a file's tests), one's work pre-empted another's Redis mid-script on two cores, and a grouped
+/// run of ~0.9 ms alone was timed at 1.3 ms. Tokio's mutex, since each test has its runtime of
+/// its own.
 static TIMED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Places in the big geo layer: `GATEWAY_GEO_MAX_PLACES`' default.
 const GEO_PLACES: usize = 100_000;
@@ -1072,6 +1072,7 @@ async fn the_largest_grouped_lock_runs_stay_within_the_budget() {
 /// must leave the target holding what PFMERGE would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uv_counts_equal_pfcount() {
+    let _turn = TIMED.lock().await;
     let settings = common::settings(Backend::Redis);
     let prefix = settings.key_prefix.clone();
     let gw = Gateway::with_settings(settings).await;

@@ -48,12 +48,14 @@ if not fits and q <= limit then
   local at = redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')
   kth = dec(tonumber(at[2]))
 end
+local snow = dec(now)
 if fits and q > 0 then
-  -- Members are unique: a later script in the same microsecond sees a larger count.
+  -- Members are unique: a later script in the same microsecond sees a larger count. The clock's
+  -- text is made once: formatting it twice per unit was a fifth of a 1,000-unit check.
   local args = {}
   for i = 1, q do
-    args[#args + 1] = dec(now)
-    args[#args + 1] = dec(now) .. ':' .. (count + i)
+    args[#args + 1] = snow
+    args[#args + 1] = snow .. ':' .. (count + i)
     if #args >= 2000 or i == q then
       redis.call('ZADD', key, unpack(args))
       args = {}
@@ -62,7 +64,6 @@ if fits and q > 0 then
   redis.call('PEXPIRE', key, dec(math.ceil(period / 1000)))
 end
 
-local snow = dec(now)
 if fp ~= '' then
   redis.call('SET', KEYS[2],
     fp .. '\n' .. snow .. '\n' .. count .. '\n' .. (kth or '') .. '\n' .. (newest or ''), 'EX', ARGV[5])
