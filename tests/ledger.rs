@@ -72,9 +72,7 @@ async fn ledger_until(gw: &Gateway, what: &str, pred: impl Fn(&Value) -> bool) -
 }
 
 async fn admin_get(gw: &Gateway, path: &str) -> (u16, Value) {
-    let (status, body) = gw
-        .send(gw.client.get(gw.url(path)).bearer_auth(common::ADMIN_TOKEN))
-        .await;
+    let (status, body) = gw.admin_get(path).await;
     (status.as_u16(), body)
 }
 
@@ -486,12 +484,7 @@ async fn refused_orders_are_dead_lettered() {
     // The admin sees it, with its order and reason...
     let (status, page) = gw.get("/v1/seckill/vouchers/dl/dead-letters").await;
     assert_eq!(status, 401, "admin only");
-    let listed = gw
-        .send(
-            gw.client
-                .get(gw.url("/v1/seckill/vouchers/dl/dead-letters"))
-                .bearer_auth(common::ADMIN_TOKEN),
-        )
+    let listed = admin_get(&gw, "/v1/seckill/vouchers/dl/dead-letters")
         .await
         .1;
     let letters = listed["dead_letters"].as_array().unwrap();
@@ -528,12 +521,7 @@ async fn refused_orders_are_dead_lettered() {
         .admin_post("/v1/seckill/vouchers/dl/dead-letters/replay", json!({}))
         .await;
     assert_eq!(again["replayed"], 0);
-    let listed = gw
-        .send(
-            gw.client
-                .get(gw.url("/v1/seckill/vouchers/dl/dead-letters"))
-                .bearer_auth(common::ADMIN_TOKEN),
-        )
+    let listed = admin_get(&gw, "/v1/seckill/vouchers/dl/dead-letters")
         .await
         .1;
     assert_eq!(listed["dead_letters"], json!([]));

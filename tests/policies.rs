@@ -382,25 +382,15 @@ async fn overrides_and_denies_reach_every_instance(backend: Backend) {
         )
         .await;
     assert_eq!((status.as_u16(), &again["burst"]), (200, &json!(1)));
-    let (_, listed) = a
-        .send(
-            a.client
-                .get(a.url("/v1/admin/policies?limit=1"))
-                .bearer_auth(common::ADMIN_TOKEN),
-        )
-        .await;
+    let (_, listed) = a.admin_get("/v1/admin/policies?limit=1").await;
     assert_eq!(listed["policies"][0]["name"], "global");
     assert_eq!(listed["policies"][0]["source"], "settings");
     assert_eq!(listed["policies"][0]["overrides"][0]["identity"], "bob");
     let (_, rest) = a
-        .send(
-            a.client
-                .get(a.url(&format!(
-                    "/v1/admin/policies?after={}",
-                    listed["next"].as_str().unwrap()
-                )))
-                .bearer_auth(common::ADMIN_TOKEN),
-        )
+        .admin_get(&format!(
+            "/v1/admin/policies?after={}",
+            listed["next"].as_str().unwrap()
+        ))
         .await;
     assert_eq!(rest["policies"][0]["name"], "buy-per-user");
     assert_eq!(rest["policies"][0]["overrides"][0]["burst"], 1);
@@ -441,13 +431,7 @@ async fn overrides_and_denies_reach_every_instance(backend: Backend) {
     assert_eq!(status, 200);
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            let (_, listed) = b
-                .send(
-                    b.client
-                        .get(b.url("/v1/admin/policies?limit=1"))
-                        .bearer_auth(common::ADMIN_TOKEN),
-                )
-                .await;
+            let (_, listed) = b.admin_get("/v1/admin/policies?limit=1").await;
             if listed["policies"][0]["overrides"][0]["expires_at"].is_string() {
                 break;
             }

@@ -424,6 +424,12 @@ impl Gateway {
         self.send(self.client.put(self.url(path)).json(&body)).await
     }
 
+    #[allow(dead_code)]
+    pub async fn admin_get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(self.client.get(self.url(path)).bearer_auth(ADMIN_TOKEN))
+            .await
+    }
+
     pub async fn admin_put(&self, path: &str, body: Value) -> (StatusCode, Value) {
         self.send(
             self.client
