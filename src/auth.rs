@@ -23,15 +23,19 @@ pub struct Credentials {
 impl Credentials {
     /// Whether `headers` carry the admin bearer token.
     pub fn is_admin(&self, headers: &axum::http::HeaderMap) -> bool {
-        let presented = headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .unwrap_or("");
+        let presented = bearer(headers).unwrap_or("");
         // Constant-time, so response timing does not reveal how much of a guess was right.
         !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(self.admin_token.as_bytes()))
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header, trimmed. The scheme is matched
+/// without regard to case (RFC 9110 §11.1: `bearer`, `BEARER` are the same scheme), so a
+/// client library that lower-cases it is not refused.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Present in a handler's arguments: the request carried the admin token.
@@ -105,7 +109,12 @@ impl UserTokens {
             },
         };
         let mut validation = Validation::new(algorithm);
-        validation.set_required_spec_claims(&["exp", "sub"]);
+        // A configured `iss` or `aud` is required, not only checked when present: jsonwebtoken
+        // compares them only when the claim is there, so a token without it would pass.
+        let mut required = vec!["exp", "sub"];
+        required.extend(settings.issuer.as_ref().map(|_| "iss"));
+        required.extend(settings.audience.as_ref().map(|_| "aud"));
+        validation.set_required_spec_claims(&required);
         // `nbf` is checked when present (jsonwebtoken skips it by default), and both `exp` and
         // `nbf` get the configured leeway rather than the library's 60 s.
         validation.validate_nbf = true;
@@ -190,14 +199,7 @@ where
         let Some(tokens) = &state.user_tokens else {
             return Ok(Self::Anyone);
         };
-        let Some(token) = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        else {
+        let Some(token) = bearer(&parts.headers).filter(|t| !t.is_empty()) else {
             return Ok(Self::Nobody);
         };
         if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) {

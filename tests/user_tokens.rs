@@ -134,7 +134,15 @@ async fn a_user_token_acts_for_its_own_user_only() {
     foreign["iss"] = json!("evil.example");
     let mut other_audience = claims("42");
     other_audience["aud"] = json!("someone-else");
+    // A configured issuer or audience is required: a token without the claim is refused
+    // like one with a wrong value.
+    let mut no_issuer = claims("42");
+    no_issuer.as_object_mut().unwrap().remove("iss");
+    let mut no_audience = claims("42");
+    no_audience.as_object_mut().unwrap().remove("aud");
     for token in [
+        Some(hs256(&no_issuer)),
+        Some(hs256(&no_audience)),
         None,
         Some(forged),
         Some(hs256(&expired)),
@@ -174,6 +182,36 @@ async fn a_user_token_acts_for_its_own_user_only() {
     )
     .await;
     assert_eq!(status, 200);
+}
+
+/// The `Bearer` scheme is case-insensitive (RFC 9110 §11.1), for user and admin tokens alike.
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_in_any_case() {
+    let gw = gateway(JwtKey::Secret(SECRET.to_owned())).await;
+    let token = hs256(&claims("42"));
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        for (credential, user) in [(token.as_str(), 42), ("the-admin-token", 43)] {
+            let status = gw
+                .client
+                .post(gw.url(&format!("/v1/checkins/{user}")))
+                .header("authorization", format!("{scheme} {credential}"))
+                .send()
+                .await
+                .unwrap()
+                .status();
+            assert_eq!(status, 200, "{scheme} {credential}");
+        }
+    }
+    // Another scheme is not a bearer token.
+    let status = gw
+        .client
+        .post(gw.url("/v1/checkins/42"))
+        .header("authorization", format!("Basic {token}"))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 401);
 }
 
 #[tokio::test]

@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, RawPathParams, Request};
-use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 
@@ -73,12 +72,7 @@ impl Identities<'_> {
     async fn user(&self, req: Request) -> Result<(Option<String>, Request), Response> {
         let tokens = self.credentials.and_then(|c| c.user_tokens.as_ref());
         if let Some(tokens) = tokens {
-            let sub = req
-                .headers()
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .and_then(|token| tokens.subject(token.trim()));
+            let sub = crate::auth::bearer(req.headers()).and_then(|token| tokens.subject(token));
             // With tokens configured only a verified `sub` names a user: a `user_id` in the
             // path or body of a request without one would let anyone spend that user's
             // budget (the handler refuses such a request, after the limiter has charged it).
