@@ -86,6 +86,14 @@ fn each_invalid_setting_is_named_alone() {
 }
 
 #[test]
+fn a_short_visitor_key_is_refused_without_being_repeated() {
+    let err = refused(&[("GATEWAY_UV_VISITOR_KEY", "guessable")]);
+    assert!(err.contains("GATEWAY_UV_VISITOR_KEY"), "{err}");
+    assert!(err.contains("at least 16 bytes"), "{err}");
+    assert!(!err.contains("guessable"), "the secret is repeated: {err}");
+}
+
+#[test]
 fn write_replicas_need_redis() {
     // The embedded backend has no replicas to wait for: refused in one line, not ignored.
     let err = refused(&[("GATEWAY_WRITE_REPLICAS", "1")]);

@@ -9,7 +9,9 @@ mod cli;
 mod settings;
 mod validate;
 
-pub use settings::{GlobalLimit, JwtKey, JwtSettings, Settings, StoreChoice, WriteReplicas};
+pub use settings::{
+    GlobalLimit, JwtKey, JwtSettings, Secret, Settings, StoreChoice, WriteReplicas,
+};
 
 use std::net::SocketAddr;
 
@@ -215,6 +217,12 @@ pub struct Config {
     /// 503 backend_unavailable.
     #[arg(long, env = "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS", default_value_t = 500)]
     pub write_replicas_timeout_ms: u64,
+    /// Secret visitor ids are hashed with before they are counted (at least 16 bytes; every
+    /// gateway on one store must be given the same). Unset: one is generated and kept in the
+    /// store, shared by every gateway that uses it.
+    #[arg(long, env = "GATEWAY_UV_VISITOR_KEY", hide_env_values = true)]
+    pub uv_visitor_key: Option<String>,
+
     /// How many days per-day UV/PV keys are kept.
     #[arg(long, env = "GATEWAY_UV_RETENTION_DAYS", default_value_t = 400)]
     pub uv_retention_days: u32,

@@ -74,6 +74,8 @@ pub struct Settings {
     /// Serving threads of the binary (`GATEWAY_WORKERS`; see `workers.rs`).
     pub workers: usize,
     pub uv_retention_days: u32,
+    /// `GATEWAY_UV_VISITOR_KEY` (`None`: the store keeps one).
+    pub uv_visitor_key: Option<Secret>,
     pub geo_max_places: u64,
     pub geo_retention_days: u32,
     pub seckill_max_orders: u64,
@@ -88,6 +90,24 @@ pub struct Settings {
     /// The clock the memory backend and the HTTP layers read "now" from: the wall clock, but
     /// in tests (never a setting of the binary).
     pub clock: crate::clock::Clock,
+}
+
+/// A secret setting, which never reaches a log line through `{:?}`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl std::ops::Deref for Secret {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
 }
 
 /// How end-user JWTs are verified (docs/api.md "Clients and abuse").

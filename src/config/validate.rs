@@ -6,7 +6,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use super::{
-    Config, GlobalLimit, JwtKey, JwtSettings, LimitMode, OnOff, Settings, StoreChoice,
+    Config, GlobalLimit, JwtKey, JwtSettings, LimitMode, OnOff, Secret, Settings, StoreChoice,
     WriteReplicas,
 };
 
@@ -145,6 +145,7 @@ impl Config {
                 None => std::thread::available_parallelism().map_or(1, usize::from),
             },
             uv_retention_days: self.uv_retention_days,
+            uv_visitor_key: self.uv_visitor_key()?,
             geo_max_places: self.geo_max_places.max(1),
             geo_retention_days: self.geo_retention_days,
             seckill_max_orders: self.seckill_max_orders,
@@ -203,6 +204,21 @@ impl Config {
                 "GATEWAY_TLS_KEY_FILE is set without GATEWAY_TLS_CERT_FILE: set both, or neither"
                     .to_owned(),
             ),
+        }
+    }
+
+    /// A secret short enough to guess would let a client find ids that steer a page's
+    /// HyperLogLog again; 16 bytes, as for other keys of 128 bits.
+    fn uv_visitor_key(&self) -> Result<Option<Secret>, String> {
+        match self.uv_visitor_key.as_deref() {
+            None | Some("") => Ok(None),
+            Some(secret) if secret.len() < 16 => Err(format!(
+                "GATEWAY_UV_VISITOR_KEY: at least 16 bytes, got {}; write a random secret, \
+                 e.g. the output of `openssl rand -hex 16`, or leave it unset for one kept in \
+                 the store",
+                secret.len()
+            )),
+            Some(secret) => Ok(Some(Secret(secret.to_owned()))),
         }
     }
 

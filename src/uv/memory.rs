@@ -5,13 +5,22 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
-use crate::store::slots::Slot;
+use crate::store::slots::{Kept, Slot};
 use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{Merge, NewVisits, PageCounts, Recorded, UvStore};
+use crate::uv::{Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
+
+/// The key this store's visitors are hashed with: made of `GATEWAY_UV_VISITOR_KEY`, or
+/// generated, on the first visit. State per process, like every count here.
+static KEY: Slot<Key> = Slot::new();
+
+#[derive(Default)]
+struct Key(std::sync::OnceLock<VisitorKey>);
+
+impl Kept for Key {}
 
 #[derive(Debug, Default)]
 struct State {
@@ -78,6 +87,10 @@ impl UvStore for MemoryStore {
         page: &Name,
         visits: NewVisits<'_>,
     ) -> Result<Once<Recorded>, StoreError> {
+        let key = *self.kept(&KEY).0.get_or_init(|| match visits.secret {
+            Some(secret) => VisitorKey::from_secret(secret.as_bytes()),
+            None => VisitorKey::from_secret(VisitorKey::new_secret().as_bytes()),
+        });
         let mut s = self.state(&STATE);
         let now = now(self);
         if let Some(idem) = visits.idem {
@@ -92,7 +105,7 @@ impl UvStore for MemoryStore {
         let e = s.entry(page, visits.day, now, visits.expire_at);
         let mut changed = false;
         for v in visits.visitors {
-            changed |= e.visitors.add(v.as_bytes());
+            changed |= e.visitors.add(&key.hash(v));
         }
         e.pv += visits.visitors.len() as u64;
         let done = Recorded {

@@ -5,6 +5,11 @@
 //! Per page and day, one HyperLogLog (`uv:{page}:DATE`) and one counter (`pv:{page}:DATE`)
 //! under the page's hash tag, so a record is one script and a page's range is one slot.
 //! Work across pages spans slots: the stores combine it without a cross-slot command.
+//!
+//! A visitor id reaches a HyperLogLog as its keyed hash ([`VisitorKey`]), never as sent: a
+//! HyperLogLog picks a register and its value from a public hash of the element, so a client
+//! that chooses its ids could pick ones that set high registers and turn a page-day's counter
+//! from a few bytes into 12 KiB with one visit (docs/uv.md "Visitor ids are hashed").
 
 pub mod hll;
 mod http;
@@ -27,6 +32,51 @@ pub const MAX_PAGES: usize = 100;
 pub const MAX_MERGE_SOURCES: usize = 20;
 /// The page name that collides with `POST /v1/uv/merge`.
 pub const RESERVED_PAGE: &str = "merge";
+
+/// The secret visitor ids are hashed with before they are counted (SipHash-2-4, 64 bits):
+/// without it no one can tell which register an id sets. Kept by each backend for its store:
+/// `GATEWAY_UV_VISITOR_KEY` when set, else generated once and kept in the store, so every
+/// gateway on one store counts a visitor alike.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct VisitorKey([u8; 16]);
+
+/// A hashed visitor id: what a HyperLogLog is given.
+pub type Visitor = [u8; 8];
+
+impl VisitorKey {
+    /// The key made from a secret of any length (its SHA-256, first half).
+    pub fn from_secret(secret: &[u8]) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(secret);
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        Self(key)
+    }
+
+    /// A fresh secret to keep (32 hex characters), for [`Self::from_secret`].
+    pub fn new_secret() -> String {
+        use rand::RngCore;
+        let mut bytes = [0u8; 16];
+        rand::rng().fill_bytes(&mut bytes);
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// `visitor`'s keyed hash. 64 bits: a HyperLogLog hashes its elements to 64 bits anyway,
+    /// so two visitors that collide here are as rare as a collision there.
+    pub fn hash(&self, visitor: &str) -> Visitor {
+        use std::hash::Hasher;
+        let mut hasher = siphasher::sip::SipHasher24::new_with_key(&self.0);
+        hasher.write(visitor.as_bytes());
+        hasher.finish().to_le_bytes()
+    }
+}
+
+// By hand, so the key never reaches a log line through `{:?}`.
+impl std::fmt::Debug for VisitorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("VisitorKey(..)")
+    }
+}
 
 /// What recording visits did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,11 +107,13 @@ pub struct FoldDay {
 }
 
 /// Visits to record on a page: who, on which day, until when the day's keys are kept (unix
-/// seconds), under which idempotency key.
+/// seconds), under which idempotency key. `secret` is `GATEWAY_UV_VISITOR_KEY`: the backend
+/// hashes the visitors with the key made of it, or with the one its store keeps when unset.
 #[derive(Debug, Clone, Copy)]
 pub struct NewVisits<'a> {
     pub day: Day,
     pub visitors: &'a [String],
+    pub secret: Option<&'a str>,
     pub expire_at: i64,
     pub idem: Option<&'a Idempotency>,
 }
@@ -127,6 +179,17 @@ mod tests {
         );
         assert!(days(day("2025-01-01"), day("2026-01-02")).is_err());
         assert!(days(day("2026-01-02"), day("2026-01-01")).is_err());
+    }
+
+    #[test]
+    fn visitors_hash_by_key() {
+        let a = VisitorKey::from_secret(b"a secret of sixteen");
+        let b = VisitorKey::from_secret(b"another secret, too");
+        assert_eq!(a.hash("user-42"), a.hash("user-42"));
+        assert_ne!(a.hash("user-42"), a.hash("user-43"));
+        assert_ne!(a.hash("user-42"), b.hash("user-42"));
+        assert_ne!(VisitorKey::new_secret(), VisitorKey::new_secret());
+        assert_eq!(format!("{a:?}"), "VisitorKey(..)");
     }
 
     #[test]

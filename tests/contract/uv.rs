@@ -77,7 +77,46 @@ crate::contract_tests!(
     bad_inputs_are_problems,
     a_retried_visit_counts_once,
     concurrent_visits_count_once_in_order,
+    visitor_ids_are_counted_by_a_keyed_hash,
 );
+
+/// A visitor id reaches the HyperLogLog as its keyed hash, never as sent. `hll-XRi76BAA` is an
+/// id whose MurmurHash64A (Redis's HyperLogLog hash) sets a register past what the sparse
+/// encoding holds: counted as sent, one visit turned a new page-day's HyperLogLog dense
+/// (12,304 bytes). Hashed, it stays a few bytes. Every gateway on one store hashes alike: a
+/// visitor recorded through two instances counts once.
+async fn visitor_ids_are_counted_by_a_keyed_hash(backend: Backend) {
+    let s = settings(backend);
+    let a = Gateway::with_settings(s.clone()).await;
+    let (status, first) = a
+        .post("/v1/uv/crafted", json!({"visitor": "hll-XRi76BAA"}))
+        .await;
+    assert_eq!((status.as_u16(), &first["changed"]), (200, &json!(true)));
+    for key in scan(backend, "*uv:{crafted}:*") {
+        let len: u64 = servers(backend)[0]
+            .cli(&["-c", "strlen", &key])
+            .expect("redis-cli answers")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(len < 100, "{key} holds {len} bytes after one visit");
+    }
+    if backend != Backend::Memory {
+        // Another instance on the same store, started after the first kept its secret.
+        let b = Gateway::with_settings(s).await;
+        let (_, again) = b
+            .post("/v1/uv/crafted", json!({"visitor": "hll-XRi76BAA"}))
+            .await;
+        assert_eq!(again["changed"], json!(false), "{again}");
+        let (_, other) = b.post("/v1/uv/crafted", json!({"visitor": "v2"})).await;
+        assert_eq!(other["changed"], json!(true), "{other}");
+    }
+    let (_, day) = a.get("/v1/uv/crafted").await;
+    assert_eq!(
+        day["uv"],
+        json!(if backend == Backend::Memory { 1 } else { 2 })
+    );
+}
 
 async fn uv_is_within_two_percent_and_repeats_raise_pv_only(backend: Backend) {
     let gw = Gateway::start(backend).await;
@@ -693,11 +732,19 @@ async fn redis_outage_is_503_then_recovers() {
 }
 
 /// The memory backend's HyperLogLog uses Redis's hash, registers and estimator, so the same
-/// visits give the same figures — not just figures within the error bound.
+/// visits under the same visitor key give the same figures — not just figures within the
+/// error bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_answers_what_redis_answers() {
-    let memory = Gateway::start(Backend::Memory).await;
-    let redis = Gateway::start(Backend::Redis).await;
+    let with_key = |backend| {
+        let mut s = settings(backend);
+        s.uv_visitor_key = Some(redis_gateway::config::Secret(
+            "the same secret on both".to_owned(),
+        ));
+        Gateway::with_settings(s)
+    };
+    let memory = with_key(Backend::Memory).await;
+    let redis = with_key(Backend::Redis).await;
     let (from, to) = (ymd(ago(2)), ymd(today()));
     let mut replies = Vec::new();
     for gw in [&memory, &redis] {

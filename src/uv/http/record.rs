@@ -125,6 +125,7 @@ async fn record(
             NewVisits {
                 day,
                 visitors: &visitors,
+                secret: settings.uv_visitor_key.as_deref(),
                 expire_at: cal.expire_at(day),
                 idem: idem.as_ref(),
             },

@@ -16,16 +16,17 @@ use std::sync::LazyLock;
 use fred::bytes::Bytes;
 use fred::prelude::*;
 use fred::types::scripts::Script;
+use fred::types::{ClusterHash, CustomCommand};
 use futures::stream::{self, StreamExt};
 
 use crate::store::error::StoreError;
 use crate::store::group::{self, GroupCommit};
 use crate::store::keys::{day_str, Keys};
 use crate::store::redis::{map_err, RedisStore};
-use crate::store::slots::Slot;
+use crate::store::slots::{Kept, Slot};
 use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{FoldDay, Merge, NewVisits, PageCounts, Recorded, UvStore};
+use crate::uv::{FoldDay, Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
 
 static RECORD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_record.lua")));
 static RECORD_MANY: LazyLock<Script> =
@@ -59,6 +60,51 @@ type Visits = GroupCommit<(Name, Day, i64), Vec<Value>, Result<Recorded, StoreEr
 
 /// Visits waiting to go in one call, per page and day.
 static VISITS: Slot<Visits> = Slot::new();
+
+/// The key this store's visitors are hashed with, once known.
+static KEY: Slot<Key> = Slot::new();
+
+#[derive(Default)]
+struct Key(tokio::sync::OnceCell<VisitorKey>);
+
+impl Kept for Key {}
+
+impl RedisStore {
+    /// The key visitors are hashed with: made of `GATEWAY_UV_VISITOR_KEY`, else of the secret
+    /// kept in the store (`uvk:{uv}`, no expiry), which the first gateway to need it writes
+    /// (`SET NX GET`: of two gateways racing, both end with the one that was written first).
+    /// Fetched once per store; a failed fetch is tried again by the next visit.
+    async fn visitor_key(&self, secret: Option<&str>) -> Result<VisitorKey, StoreError> {
+        let cell = &self.kept(&KEY).0;
+        if let Some(key) = cell.get() {
+            return Ok(*key);
+        }
+        cell.get_or_try_init(|| async {
+            if let Some(secret) = secret {
+                return Ok(VisitorKey::from_secret(secret.as_bytes()));
+            }
+            let fresh = VisitorKey::new_secret();
+            let set = CustomCommand::new_static("SET", ClusterHash::FirstKey, false);
+            let args = vec![
+                Value::from(self.keys.uv_visitor_key()),
+                Value::from(fresh.as_str()),
+                Value::from("NX"),
+                Value::from("GET"),
+            ];
+            let kept: Option<String> = self.pool.custom(set, args).await.map_err(map_err)?;
+            Ok(VisitorKey::from_secret(kept.unwrap_or(fresh).as_bytes()))
+        })
+        .await
+        .copied()
+    }
+}
+
+/// `visitors` hashed with `key`, as script arguments.
+fn hashed(key: VisitorKey, visitors: &[String]) -> impl Iterator<Item = Value> + '_ {
+    visitors
+        .iter()
+        .map(move |v| Value::Bytes(Bytes::copy_from_slice(&key.hash(v))))
+}
 
 fn as_u64(v: &Value) -> Result<u64, StoreError> {
     v.as_u64()
@@ -169,12 +215,14 @@ impl UvStore for RedisStore {
         let NewVisits {
             day,
             visitors,
+            secret,
             expire_at,
             idem,
         } = visits;
+        let key = self.visitor_key(secret).await?;
         let Some(idem) = idem else {
             // Without a key, visits to one page and day join this turn's group (`record_group`).
-            let visitors = visitors.iter().map(|v| Value::from(v.as_str())).collect();
+            let visitors = hashed(key, visitors).collect();
             let key = (page.clone(), day, expire_at);
             return match self
                 .kept(&VISITS)
@@ -197,7 +245,7 @@ impl UvStore for RedisStore {
         args.push(idem.fingerprint.as_str().into());
         args.push((IDEMPOTENCY_SECS as i64).into());
         args.push(day.to_string().into());
-        args.extend(visitors.iter().map(|v| Value::from(v.as_str())));
+        args.extend(hashed(key, visitors));
         let reply: Vec<Value> = self.pool.script(&RECORD, keys, args).await?;
         let bad = || StoreError::Internal(format!("uv_record.lua returned {reply:?}"));
         let text = |v: &Value| v.as_str().map(|s| s.into_owned());
@@ -371,6 +419,12 @@ impl Keys {
     /// A page's views on one day (a counter), in the same slot as [`Self::uv_day`].
     pub(crate) fn pv_day(&self, page: &Name, day: Day) -> String {
         self.join(&["pv:{", page.as_str(), "}:", day_str(&day.text())])
+    }
+
+    /// The secret visitor ids are hashed with, when no `GATEWAY_UV_VISITOR_KEY` is set: one
+    /// for the whole store, kept without expiry.
+    pub(crate) fn uv_visitor_key(&self) -> String {
+        format!("{}uvk:{{uv}}", self.prefix)
     }
 
     /// Scratch key `n` under a page's hash tag, where HyperLogLogs copied from other slots
