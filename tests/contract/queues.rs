@@ -379,6 +379,41 @@ async fn used_up_attempts_go_to_the_dead_list(backend: Backend) {
     enqueue(&gw, "z", json!({"id": "d1", "payload": 0})).await;
 }
 
+/// A payload is stored and handed back as the bytes sent: printing it again could store more
+/// than was sent and priced (`1e15` printed is `1000000000000000.0`), and a worker gets what
+/// its producer wrote.
+async fn payloads_are_kept_as_sent(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let post_raw = |path: &str, body: String| {
+        gw.client
+            .post(gw.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let payload = r#"[1e15, 1E+2, -0.0, "\u00e9\n", {"b" : 1,"a":[ ]}, 12345678901234567890123]"#;
+    let sent = post_raw(
+        "/v1/queues/raw/jobs",
+        format!(r#"{{"id": "raw", "payload": {payload}}}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sent.status().as_u16(), 201);
+    let claimed = post_raw("/v1/queues/raw/claim", "{}".to_owned())
+        .await
+        .unwrap();
+    assert_eq!(claimed.status().as_u16(), 200);
+    let text = claimed.text().await.unwrap();
+    assert!(
+        text.contains(&format!(r#""payload":{payload}"#)),
+        "the payload as sent: {text}"
+    );
+    // A payload over the cap as sent is refused even when printing would shorten it.
+    let spaced = format!(r#"{{"payload": [1{}]}}"#, " ".repeat(65_536));
+    let refused = post_raw("/v1/queues/raw/jobs", spaced).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+}
+
 /// The payload cap and every range of docs/api.md are 400 `invalid_argument`.
 async fn ranges_and_payload_cap(backend: Backend) {
     let gw = Gateway::start(backend).await;
@@ -545,6 +580,7 @@ crate::contract_tests!(
     long_poll_wakes_on_enqueue,
     used_up_attempts_go_to_the_dead_list,
     ranges_and_payload_cap,
+    payloads_are_kept_as_sent,
     full_queue_is_refused,
     enqueue_cost_grows_with_payload,
     the_dead_list_is_capped,

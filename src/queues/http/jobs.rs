@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -36,9 +36,12 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
 #[schema(example = json!({"payload": {"to": "a@example.com"}, "delay_ms": 5000, "id": "mail-42", "max_attempts": 10}))]
 struct EnqueueBody {
     /// Any JSON value, at most 65536 bytes serialized.
-    #[schema(required = true, example = json!({"to": "a@example.com"}))]
+    // Kept as the bytes sent (checked to be JSON, not parsed into a tree and printed again):
+    // printing again could store more than was sent and priced (`1e15` is printed
+    // `1000000000000000.0`), and it is what a worker gets back.
+    #[schema(required = true, value_type = Option<serde_json::Value>, example = json!({"to": "a@example.com"}))]
     #[serde(default, deserialize_with = "present")]
-    payload: Option<Value>,
+    payload: Option<Box<RawValue>>,
     /// Due this many ms after the store's now, 0..=31536000000 (default 0). Not with `run_at`.
     #[schema(minimum = 0, maximum = 31_536_000_000_u64, default = 0, example = 5000)]
     delay_ms: Option<u64>,
@@ -101,7 +104,7 @@ async fn enqueue(
         .payload
         .as_ref()
         .ok_or_else(|| ApiError::invalid("payload is required (any JSON value)"))?;
-    let payload = logic::payload(payload)?;
+    let payload = logic::payload(payload.get())?;
     let run_at = body
         .run_at
         .as_deref()

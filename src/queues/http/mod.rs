@@ -10,7 +10,6 @@ mod stats;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::logic;
@@ -81,9 +80,9 @@ fn dead_cost(q: &Query<'_>) -> u64 {
     1 + q.number("limit", 100) / 100
 }
 
-/// A field that must be present but may be JSON `null`.
-pub(super) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+/// A field that must be present but may be JSON `null`, kept as the text it was sent as.
+pub(super) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 /// A stored payload, written into a reply as the text it is stored as: checked to be JSON but
