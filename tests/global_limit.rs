@@ -226,7 +226,7 @@ async fn chunked_bodies_cost_their_bytes() {
     assert_eq!(status, 200, "{head}");
     let left = format!("ratelimit-remaining: {}\r\n", 21 - cost);
     assert!(head.to_ascii_lowercase().contains(&left), "{left}: {head}");
-    // A 1,000-place geo batch with long names, chunked: 2 + ~160 KB / 512 units, far over
+    // A 1,000-place geo batch with long names, chunked: 2 + ~160 KB / 432 units, far over
     // the burst of 20, is refused before any store work.
     let places: Vec<_> = (0..1000)
         .map(|i| serde_json::json!({"member": format!("{i:0>128}"), "lon": 13.36, "lat": 38.11}))

@@ -374,11 +374,11 @@ mod tests {
     #[test]
     fn writes_whose_bytes_grow_with_the_input_are_refused_above_the_burst() {
         let geo = |len| terms().cost("POST", "/v1/geo/{layer}", None, Some(len), None, 100);
-        assert_eq!(geo(50_000), Charge::Units(99));
+        assert_eq!(geo(40_000), Charge::Units(94));
         assert_eq!(
-            geo(60_000),
+            geo(50_000),
             Charge::TooCostly {
-                cost: 119,
+                cost: 117,
                 limit: 100
             }
         );

@@ -30,17 +30,20 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub const TERMS: &[RouteTerms] = &[
     // A member longer than 64 bytes turns a layer's sorted set from a listpack into a skip
     // list and a hash table (~1.3 KB for a new 128-character layer holding one): a body under
-    // 512 B carries 3-5 such places, ~2 KB, so a batch starts at 2 units (docs/performance.md
-    // "Abuse budget"). A 1,000-place batch with short names still fits the default burst.
+    // 432 B carries 3-4 such places, ~2 KB, so a batch starts at 2 units. Past 128 places a
+    // layer is a skip list whatever the names, ~102 B a place, and minimal JSON
+    // (`{"member":"ab","lon":0,"lat":0}`) sends 32 B of them: hence 432, not 512, which let
+    // such a batch store 1.6 KB per unit (docs/performance.md "Abuse budget"). A 1,000-place
+    // batch with short names still fits the default burst.
     RouteTerms::new(
         "POST",
         "/v1/geo/{layer}",
         Rule::PerBody {
             base: 2,
-            divisor: 512,
+            divisor: 432,
             cap: Cap::Uncapped,
         },
-        "2 + body bytes / 512 (a body costing more than the caller's burst is refused with 413)",
+        "2 + body bytes / 432 (a body costing more than the caller's burst is refused with 413)",
     ),
     RouteTerms::new(
         "GET",
