@@ -304,8 +304,9 @@ fn kind(key: &str) -> &str {
     key.split_once(':').map_or("", |(_, rest)| rest)
 }
 
-/// Keys with no TTL, but for the two that are bounded without one: the cohort chunk registry
-/// (at most 4,096 chunk numbers) and what an admin's voucher owns (`sk:`, `skr:`).
+/// Keys with no TTL, but for those bounded without one: the cohort chunk registry (at most
+/// 4,096 chunk numbers), what an admin's voucher owns (`sk:`, `skr:`) and the one secret
+/// visitor ids are hashed with (`uvk:`, 32 bytes).
 fn keys_without_expiry(redis: &RedisProcess) -> Vec<String> {
     let script = "local out = {} for _, k in ipairs(redis.call('KEYS', '*')) do \
                   if redis.call('TTL', k) == -1 then out[#out + 1] = k end end return out";
@@ -315,7 +316,10 @@ fn keys_without_expiry(redis: &RedisProcess) -> Vec<String> {
         .filter(|k| !k.is_empty())
         .filter(|k| {
             let kind = kind(k);
-            !(kind.starts_with("ckr:") || kind.starts_with("sk:") || kind.starts_with("skr:"))
+            !(kind.starts_with("ckr:")
+                || kind.starts_with("sk:")
+                || kind.starts_with("skr:")
+                || kind.starts_with("uvk:"))
         })
         .map(str::to_owned)
         .collect()
@@ -540,9 +544,38 @@ async fn geo_a_batches_into_new_layers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn geo_a_batches_into_new_layers_in_minimal_json() {
+    // The fewest body bytes per place: two-character names, coordinates `0`, no spaces
+    // (`{"member":"ab","lon":0,"lat":0}`, 32 bytes a place with its comma).
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let reqs = (0..100)
+        .map(|l| {
+            let places: Vec<Value> = (0..1000)
+                .map(|i| {
+                    let member = [CHARS[i / 36], CHARS[i % 36]];
+                    let member = std::str::from_utf8(&member).unwrap();
+                    json!({"member": member, "lon": 0, "lat": 0})
+                })
+                .collect();
+            Req::post(
+                format!("/v1/geo/l{l}"),
+                "/v1/geo/{layer}",
+                &json!({ "places": places }),
+            )
+        })
+        .collect();
+    let row = Row {
+        kind: "geo, batches of 1,000 places in minimal JSON (`{\"member\":\"ab\",\"lon\":0,\"lat\":0}`)",
+        bound: "as above",
+        longest_s: 400 * DAY,
+    };
+    measure(row, vec![], reqs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn geo_b_long_names_in_small_batches_on_new_layers() {
     // Members past 64 bytes turn a layer's sorted set from a listpack into a skip list and a
-    // hash table: as many 65-byte ones as a body under 512 B holds (the cheapest step), on a
+    // hash table: as many 65-byte ones as a body under 432 B holds (the cheapest step), on a
     // new 128-character layer each.
     let reqs = (0..3000)
         .map(|i| {
@@ -552,7 +585,7 @@ async fn geo_b_long_names_in_small_batches_on_new_layers() {
                 serde_json::to_vec(&json!({ "places": places }))
                     .unwrap()
                     .len()
-                    < 512
+                    < 432
             };
             let mut places = vec![place(0)];
             loop {
@@ -563,7 +596,7 @@ async fn geo_b_long_names_in_small_batches_on_new_layers() {
                 }
                 places = more;
             }
-            assert_eq!(places.len(), 5);
+            assert_eq!(places.len(), 4);
             Req::post(
                 format!("/v1/geo/{}", long("l", i)),
                 "/v1/geo/{layer}",
@@ -573,7 +606,7 @@ async fn geo_b_long_names_in_small_batches_on_new_layers() {
         .collect();
     let row = Row {
         kind:
-            "geo, a batch of < 512 B: 5 places with 65-character names on a new 128-character layer",
+            "geo, a batch of < 432 B: 4 places with 65-character names on a new 128-character layer",
         bound: "as above",
         longest_s: 400 * DAY,
     };
@@ -656,6 +689,28 @@ async fn queues_a_big_payloads() {
                 queue's keys expire 7 days (up to an hour more) after the later of its last \
                 write and its latest due time or visibility deadline",
         // An hour of delay, and an expiry refresh's hour of slack (`IDLE_SLACK_SECS`).
+        longest_s: 7 * DAY + 2 * 3600,
+    };
+    measure(row, vec![], reqs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queues_a_big_payloads_of_short_numbers() {
+    // Numbers whose shortest text prints long (`1e15` is 1000000000000000.0 once parsed and
+    // printed): the stored payload must be the bytes sent, not their reprint.
+    let numbers = vec!["1e15"; 3_400].join(",");
+    let body = format!(r#"{{"payload":[{numbers}],"delay_ms":3600000}}"#);
+    let reqs = (0..200)
+        .map(|i| {
+            let mut r = Req::post(format!("/v1/queues/q{}/jobs", i % 20), QUEUE, &Value::Null)
+                .wants(created);
+            r.body = Some(body.clone().into_bytes());
+            r
+        })
+        .collect();
+    let row = Row {
+        kind: "queue enqueue, 17 KB payloads of `1e15` numbers",
+        bound: "as above; a payload is stored as the bytes sent",
         longest_s: 7 * DAY + 2 * 3600,
     };
     measure(row, vec![], reqs).await;
@@ -1024,6 +1079,27 @@ async fn uv_a_one_visitor_on_new_pages() {
         kind: "UV add, a new 128-character page per request",
         bound: UV_BOUND,
         // 400 days after the day's end.
+        longest_s: (400 + 1) * DAY,
+    };
+    measure(row, vec![], reqs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn uv_a_one_visitor_on_new_pages_chosen_to_be_dense() {
+    // An id whose MurmurHash64A sets a register past the sparse encoding's reach: counted as
+    // sent, one visit made a new page-day's HyperLogLog dense (12 KiB).
+    let reqs = (0..3000)
+        .map(|i| {
+            Req::post(
+                format!("/v1/uv/{}", long("p", i)),
+                "/v1/uv/{page}",
+                &json!({"visitor": "hll-XRi76BAA"}),
+            )
+        })
+        .collect();
+    let row = Row {
+        kind: "UV add, a crafted visitor (`hll-XRi76BAA`: a high register under Redis's own hash) on a new 128-character page",
+        bound: "as above; ids are counted by their keyed hash, so none chooses its register",
         longest_s: (400 + 1) * DAY,
     };
     measure(row, vec![], reqs).await;
