@@ -36,8 +36,8 @@ use crate::store::error::StoreError;
 
 use cluster::{Cluster, Node};
 use replicas::{Durability, Replicas};
-pub(super) use single::Failures;
 use single::Single;
+pub(super) use single::{answers_without_tls, Failures};
 
 /// Builds one fred client for one server (the store's settings: timeouts, one attempt,
 /// reconnect policy).
