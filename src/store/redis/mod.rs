@@ -345,6 +345,10 @@ pub(crate) fn text(v: Option<&Value>) -> Option<String> {
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
 /// anything else is a bug on our side.
 pub(crate) fn map_err(e: Error) -> StoreError {
+    // Not a failed Redis call: it was never sent.
+    if e.details() == super::stall::NOT_SENT {
+        return StoreError::Timeout;
+    }
     let mapped = classify(&e);
     let kind = match mapped {
         StoreError::Timeout => "timeout",
