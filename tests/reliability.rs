@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Backend, Gateway, RedisProcess};
-use redis_gateway::config::StoreChoice;
+use redis_gateway::config::{FailPolicy, StoreChoice};
 use serde_json::json;
 
 fn settings_on(redis: &RedisProcess) -> redis_gateway::config::Settings {
@@ -356,4 +356,102 @@ async fn the_request_timeout_answers_before_a_slow_store() {
         (Some("the request did not complete in time"), None),
         "answered by the store timeout, not the request's: {body}"
     );
+}
+
+/// A stalled store (Redis paused with SIGSTOP) is answered `503 backend_unavailable` with
+/// `Retry-After` within one store timeout of the stall, whatever layers the request passes:
+/// the global limiter, whose own charge waits the timeout and fails open (the default) or
+/// closed, then the handler's store call. Each of them waited a whole timeout of its own, so a
+/// page view or a check-in took two. A 2 s timeout and a 3.5 s bound: one timeout and a
+/// loaded machine's slack pass, two timeouts (4 s) do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stall_answers_within_one_store_timeout_through_the_limiter() {
+    const STORE_TIMEOUT: Duration = Duration::from_secs(2);
+    const BOUND: Duration = Duration::from_millis(3_500);
+    let redis = RedisProcess::start(&[], false);
+    let limited = |fail: FailPolicy| {
+        let mut s = settings_on(&redis);
+        s.store_timeout = STORE_TIMEOUT;
+        s.global.enabled = true;
+        s.global.fail = fail;
+        s
+    };
+    let open = Gateway::with_settings(limited(FailPolicy::Open)).await;
+    let closed = Gateway::with_settings(limited(FailPolicy::Closed)).await;
+    let requests = [
+        (&open, "/v1/uv/home", json!({"visitor": "a"})),
+        (&open, "/v1/checkins/1", json!({})),
+        (&closed, "/v1/uv/home", json!({"visitor": "a"})),
+    ];
+    for (gw, path, body) in &requests {
+        let (status, reply) = gw.post(path, body.clone()).await;
+        assert_eq!(status, 200, "{path} before the stall: {reply}");
+    }
+    let pid = redis.pid();
+    let signal = |sig: &str| {
+        assert!(std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+
+    signal("-STOP");
+    let answers = futures::future::join_all(
+        requests
+            .iter()
+            .map(|(gw, path, body)| timed_post(gw, path, body.clone())),
+    )
+    .await;
+    signal("-CONT");
+    let times: Vec<_> = answers.iter().map(|a| a.0).collect();
+    for ((_, path, _), (elapsed, status, reply, retry_after)) in requests.iter().zip(&answers) {
+        assert_eq!(
+            (*status, reply["code"].as_str()),
+            (503, Some("backend_unavailable")),
+            "{path}: {reply}"
+        );
+        assert!(*retry_after, "{path}: 503 without Retry-After");
+        assert!(
+            *elapsed < BOUND,
+            "{path} answered after {elapsed:?}, more than one store timeout ({STORE_TIMEOUT:?}); \
+             all: {times:?}"
+        );
+    }
+
+    // Redis answers again: so does the gateway, without a restart.
+    for (gw, path, body) in &requests {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, reply) = gw.post(path, body.clone()).await;
+            if status == 200 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} not served 10 s after the stall: {status} {reply}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// How long a POST took to answer, its status, its problem and whether it says `Retry-After`.
+async fn timed_post(
+    gw: &Gateway,
+    path: &str,
+    body: serde_json::Value,
+) -> (Duration, u16, serde_json::Value, bool) {
+    let started = Instant::now();
+    let r = gw.client.post(gw.url(path)).json(&body).send().await;
+    let elapsed = started.elapsed();
+    let r = r.expect("the gateway answers");
+    let retry_after = r.headers().contains_key("retry-after");
+    let status = r.status().as_u16();
+    (
+        elapsed,
+        status,
+        r.json().await.unwrap_or_default(),
+        retry_after,
+    )
 }

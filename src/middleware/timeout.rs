@@ -5,6 +5,10 @@
 //! request was waiting for the rest of its body — the client stalled — and a bare 503,
 //! rendered as a problem by the outer layer, when the server was the slow one.
 //!
+//! Each request is one [`stall`] scope: once a store call of it timed out, wherever in the
+//! stack (the global limiter's charge, the handler's), its later calls are not sent, and it
+//! answers its 503 about one store timeout after the store stalled, not one per layer.
+//!
 //! Also the request-target limit ([`MAX_TARGET_BYTES`], `414 uri_too_long`), checked here to
 //! cost no service of its own: hyper's own bound on a target is 64 KiB.
 //!
@@ -32,6 +36,7 @@ use tower::{Layer, Service};
 
 use super::costs::Terms;
 use crate::error::{set_retry_after, ApiError, UNAVAILABLE_RETRY};
+use crate::store::stall;
 
 /// The longest request target (path and query) taken: past it, `414`. The longest the API
 /// needs is a UV union's query, 100 page names of up to 128 bytes (~13 KiB).
@@ -93,7 +98,7 @@ fn answer((timed, waiting): (Timed, Waiting)) -> Result<Response, Infallible> {
 /// The timed inner future, joined with what tells a stalled body from a slow server: a `Join`
 /// with a ready value instead of a boxed future, whose type could not be named here.
 type Answer<F> = Map<
-    Join<tokio::time::Timeout<F>, Ready<Waiting>>,
+    Join<tokio::time::Timeout<stall::Scoped<F>>, Ready<Waiting>>,
     fn((Timed, Waiting)) -> Result<Response, Infallible>,
 >;
 
@@ -135,7 +140,7 @@ where
             });
             (req, Some(waiting))
         };
-        let timed = tokio::time::timeout(self.budget + wait, self.inner.call(req));
+        let timed = tokio::time::timeout(self.budget + wait, stall::scope(self.inner.call(req)));
         future::Either::Right(future::join(timed, future::ready(waiting)).map(answer as fn(_) -> _))
     }
 }

@@ -15,6 +15,11 @@
 //! and since it belongs to no request, a client that gives up cannot strand the requests that
 //! joined its batch (its own part is still sent: its outcome was unknown to it either way).
 //! Written here because no crate does this for a store call.
+//!
+//! A batch is a [`stall`] scope of its own: once one of its calls timed out, its later calls
+//! are not sent (a large batch waited one store timeout per call), and each request that
+//! joined it learns of the timeout, so that its own later calls are not sent either (the
+//! global limiter's charge is such a batch).
 
 use std::future::Future;
 use std::hash::Hash;
@@ -23,9 +28,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use thread_local::ThreadLocal;
 use tokio::sync::oneshot;
 
+use super::stall;
+
 struct Waiter<T, R> {
     item: T,
-    tx: oneshot::Sender<R>,
+    /// The answer, and whether a call of the batch timed out.
+    tx: oneshot::Sender<(R, bool)>,
 }
 
 /// One thread's open batches: a key has an entry from its first request of a turn until the
@@ -99,19 +107,24 @@ where
         };
         if first {
             let (open, to) = (open.clone(), to.clone());
-            tokio::spawn(async move {
+            tokio::spawn(stall::scope(async move {
                 let waiters = lock(&open).remove(&key).unwrap_or_default();
                 let (items, txs): (Vec<T>, Vec<_>) =
                     waiters.into_iter().map(|w| (w.item, w.tx)).unzip();
                 let replies = send(to, key, items).await;
                 debug_assert_eq!(replies.len(), txs.len(), "a batch answers every item");
+                let timed_out = stall::timed_out();
                 for (tx, reply) in txs.into_iter().zip(replies) {
                     // A request whose client left has dropped its receiver.
-                    let _ = tx.send(reply);
+                    let _ = tx.send((reply, timed_out));
                 }
-            });
+            }));
         }
-        rx.await.ok()
+        let (reply, timed_out) = rx.await.ok()?;
+        if timed_out {
+            stall::note_timeout();
+        }
+        Some(reply)
     }
 }
 
@@ -173,7 +186,7 @@ fn lock<K, T, R>(
 
 #[cfg(test)]
 mod tests {
-    use super::calls;
+    use super::{calls, stall, GroupCommit};
 
     #[test]
     fn calls_are_bounded_by_count_and_weight_in_order() {
@@ -183,5 +196,46 @@ mod tests {
             vec![vec![3, 4], vec![2], vec![9], vec![1, 1], vec![1]]
         );
         assert!(calls(Vec::<usize>::new(), 2, 8, |w| *w).is_empty());
+    }
+
+    /// Two requests' items, one batch whose first call times out: its second call is not
+    /// sent, and each request learns of the timeout; the batch starts clear of the first
+    /// request's own.
+    #[tokio::test]
+    async fn a_batch_is_a_request_of_its_own_that_tells_its_requests() {
+        async fn send(_: (), _: u8, items: Vec<u8>) -> Vec<Option<u8>> {
+            assert!(!stall::timed_out(), "a batch starts clear");
+            let mut answers = Vec::new();
+            for item in items {
+                if stall::timed_out() {
+                    answers.push(None);
+                    continue;
+                }
+                stall::note_timeout();
+                answers.push(Some(item));
+            }
+            answers
+        }
+        let group = &GroupCommit::<u8, u8, Option<u8>>::default();
+        let request = |item, timed_out: bool| {
+            stall::scope(async move {
+                if timed_out {
+                    stall::note_timeout();
+                }
+                let answer = group.join(1, item, &(), send).await;
+                (answer, stall::timed_out())
+            })
+        };
+        let (a, b) = tokio::join!(request(10, true), request(20, false));
+        assert_eq!((a, b), ((Some(Some(10)), true), (Some(None), true)));
+
+        async fn clear(_: (), _: u8, items: Vec<u8>) -> Vec<Option<u8>> {
+            items.into_iter().map(Some).collect()
+        }
+        let answered = stall::scope(async {
+            let answer = group.join(2, 30, &(), clear).await;
+            (answer, stall::timed_out())
+        });
+        assert_eq!(answered.await, (Some(Some(30)), false));
     }
 }

@@ -10,6 +10,8 @@
 //!
 //! - [`error`]: [`StoreError`], a leaf module: the domains' traits name it without depending
 //!   on this aggregator
+//! - [`stall`]: a request whose store call timed out sends no more calls (a stalled store
+//!   costs a request one store timeout, not one per call)
 //!
 //! Store methods carry their domain's name (`checkin_record`, `uv_union`, `seckill_orders`,
 //! `dedup_check`, ...), since every trait lands on the same `Store`.
@@ -21,6 +23,7 @@ pub mod keys;
 pub mod memory;
 pub mod redis;
 pub(crate) mod slots;
+pub(crate) mod stall;
 
 pub use error::StoreError;
 
@@ -174,12 +177,18 @@ pub(crate) use store_trait;
 /// Times one store call as `gateway_store_call_duration_seconds{op}` and, when traces are
 /// exported, wraps it in a `store` span named for the operation. `op` is a fixed name, so the
 /// label set stays bounded.
+///
+/// A call of a request whose earlier call timed out is not made ([`stall`]); one that times
+/// out says so for the request's later calls.
 pub(crate) async fn observed<T>(
     duration: &'static std::sync::OnceLock<metrics::Histogram>,
     op: &'static str,
-    call: impl std::future::Future<Output = T>,
-) -> T {
+    call: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
     use tracing::Instrument;
+    if stall::timed_out() {
+        return Err(StoreError::Timeout);
+    }
     let started = std::time::Instant::now();
     let out = if crate::telemetry::tracing_on() {
         call.instrument(tracing::info_span!("store", otel.name = op, op))
@@ -195,6 +204,7 @@ pub(crate) async fn observed<T>(
             metrics::histogram!("gateway_store_call_duration_seconds", "op" => op)
         })
         .record(started.elapsed().as_secs_f64());
+    stall::note(&out);
     out
 }
 

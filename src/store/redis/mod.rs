@@ -119,7 +119,7 @@ impl RedisStore {
             match connect_pool(&pool, &failures, wait).await {
                 None => tracing::info!(cluster, "connected to Redis"),
                 Some(e) if e.kind() == &ErrorKind::Timeout && tls => {
-                    if answers_without_tls(&subscriber_config, wait).await {
+                    if route::answers_without_tls(&subscriber_config, wait).await {
                         failures.plain_server();
                     }
                     warn_unreachable(&failures.last(&pool).unwrap_or(e));
@@ -317,33 +317,6 @@ async fn connect_pool(pool: &Pool, failures: &route::Failures, wait: Duration) -
     }
 }
 
-/// Whether the server behind a TLS URL answers without TLS (a `rediss://` URL for a server
-/// that has none). The failed handshake does not say so: Redis reads the TLS ClientHello as
-/// the start of an inline command and waits for its end, so the attempt merely times out
-/// (unless the random bytes happen to hold a newline; then the reply breaks the handshake).
-/// One plain connection, made and closed by fred, tells.
-async fn answers_without_tls(config: &Config, wait: Duration) -> bool {
-    let mut plain = config.clone();
-    plain.tls = None;
-    plain.fail_fast = true;
-    let client = Builder::from_config(plain)
-        .with_connection_config(|conn| {
-            conn.connection_timeout = wait;
-            conn.internal_command_timeout = wait;
-        })
-        .build();
-    let Ok(client) = client else {
-        return false;
-    };
-    // Any reply in RESP is an answer, a refused password or database included.
-    let answered = match client.init().await {
-        Ok(_) => true,
-        Err(e) => e.kind() == &ErrorKind::Auth || e.details().starts_with("ERR"),
-    };
-    let _ = client.quit().await;
-    answered
-}
-
 /// The start-up line of a Redis that does not serve yet: the reason code (as `/readyz` gives
 /// it), what to do about it, and fred's own words.
 fn warn_unreachable(e: &Error) {
@@ -372,6 +345,10 @@ pub(crate) fn text(v: Option<&Value>) -> Option<String> {
 /// Maps a fred error onto the store boundary: timeouts and connection trouble are 503s,
 /// anything else is a bug on our side.
 pub(crate) fn map_err(e: Error) -> StoreError {
+    // Not a failed Redis call: it was never sent.
+    if e.details() == super::stall::NOT_SENT {
+        return StoreError::Timeout;
+    }
     let mapped = classify(&e);
     let kind = match mapped {
         StoreError::Timeout => "timeout",

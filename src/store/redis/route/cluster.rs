@@ -113,24 +113,27 @@ impl Cluster {
         self.node_for(slot_of(key))
     }
 
-    /// `INFO server` from any serving node (a read, so asking the next node after a failure
-    /// is safe).
+    /// `INFO server` from any serving node: every one asked at once, the first answer taken
+    /// (asked in turn, each hung master cost a whole store timeout before the next).
     pub(super) async fn info(self: &Arc<Self>) -> Result<String, Error> {
         let nodes: Vec<Arc<Node>> = {
             let topo = self.topo.read().unwrap();
             topo.owners.iter().filter(|n| n.usable()).cloned().collect()
         };
-        let mut last = Error::new(ErrorKind::IO, "no Redis node serves");
-        for node in nodes {
+        let ask = |node: Arc<Node>| async move {
             let result = node.client.info(Some(fred::types::InfoKind::Server)).await;
             self.observe(&node, &result);
-            match result {
-                Ok(text) => return Ok(text),
-                Err(e) => last = e,
-            }
-        }
-        self.refresh();
-        Err(last)
+            result
+        };
+        let asked: Vec<_> = nodes.into_iter().map(|n| Box::pin(ask(n))).collect();
+        let answer = if asked.is_empty() {
+            Err(Error::new(ErrorKind::IO, "no Redis node serves"))
+        } else {
+            futures::future::select_ok(asked)
+                .await
+                .map(|(text, _)| text)
+        };
+        answer.inspect_err(|_| self.refresh())
     }
 
     /// Each master serving slots and the replicas acknowledging it (`None`: its `INFO` failed).
@@ -399,14 +402,9 @@ impl Cluster {
             ) else {
                 continue;
             };
-            let host = master
-                .first()
-                .and_then(|v| v.as_string())
-                .unwrap_or_default();
-            let host = if host.is_empty() || host == "?" {
-                asked_host.to_owned()
-            } else {
-                host
+            let host = match master.first().and_then(|v| v.as_string()) {
+                Some(host) if !host.is_empty() && host != "?" => host,
+                _ => asked_host.to_owned(),
             };
             let Some(port) = master.get(1).and_then(|v| v.as_i64()) else {
                 continue;

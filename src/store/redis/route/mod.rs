@@ -33,11 +33,12 @@ use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
 
 use crate::store::error::StoreError;
+use crate::store::stall;
 
 use cluster::{Cluster, Node};
 use replicas::{Durability, Replicas};
-pub(super) use single::Failures;
 use single::Single;
+pub(super) use single::{answers_without_tls, Failures};
 
 /// Builds one fred client for one server (the store's settings: timeouts, one attempt,
 /// reconnect policy).
@@ -85,8 +86,13 @@ impl Route {
         Cluster::new(base, make, timeout, durability)
     }
 
-    /// The client for a command whose first key is `key` (`None`: any serving node).
+    /// The client for a command whose first key is `key` (`None`: any serving node). An error
+    /// at once when a call of the request timed out already ([`stall`]): a batch's next call,
+    /// or an operation's second call, is not sent to wait the store timeout again.
     fn pick(&self, key: Option<&[u8]>) -> Result<(Client, Option<Arc<Node>>), Error> {
+        if stall::timed_out() {
+            return Err(Error::new(ErrorKind::Timeout, stall::NOT_SENT));
+        }
         match self {
             Route::Single(single) => Ok((single.pick()?, None)),
             Route::Cluster(c) => {
@@ -97,6 +103,12 @@ impl Route {
     }
 
     fn observe<T>(&self, node: Option<Arc<Node>>, result: &Result<T, Error>) {
+        if result
+            .as_ref()
+            .is_err_and(|e| e.kind() == &ErrorKind::Timeout)
+        {
+            stall::note_timeout();
+        }
         if let (Route::Cluster(c), Some(node)) = (self, node) {
             c.observe(&node, result);
         }

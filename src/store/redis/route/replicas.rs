@@ -134,6 +134,15 @@ impl Replicas {
             let outcome = self
                 .wait(&self.clients[lane], tag.as_deref().unwrap_or_default())
                 .await;
+            let mut batch = batch;
+            if matches!(outcome, Err(StoreError::Timeout)) {
+                // The master left a whole wait unanswered: the writes queued behind it get its
+                // answer too, rather than a wait of their own that would hold them the whole
+                // timeout again.
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                batch.append(&mut state.waiting);
+                state.tag = None;
+            }
             for tx in batch {
                 let _ = tx.send(outcome.clone());
             }

@@ -1,10 +1,12 @@
 //! A standalone server: the auto-pipelining pool made at start-up and one per worker thread
-//! (`workers.rs`), and the pick of a connected client among them (none connected: an error at
-//! once rather than the store timeout).
+//! (`workers.rs`), the pick of a connected client among them (none connected: an error at
+//! once rather than the store timeout), and why none connects ([`Failures`], and whether a
+//! TLS URL's server answers without TLS).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use fred::prelude::*;
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
@@ -93,6 +95,33 @@ impl Single {
                 .unwrap_or_else(|| Error::new(ErrorKind::IO, "Redis is not connected"))
         })
     }
+}
+
+/// Whether the server behind a TLS URL answers without TLS (a `rediss://` URL for a server
+/// that has none). The failed handshake does not say so: Redis reads the TLS ClientHello as
+/// the start of an inline command and waits for its end, so the attempt merely times out
+/// (unless the random bytes happen to hold a newline; then the reply breaks the handshake).
+/// One plain connection, made and closed by fred, tells.
+pub(in crate::store::redis) async fn answers_without_tls(config: &Config, wait: Duration) -> bool {
+    let mut plain = config.clone();
+    plain.tls = None;
+    plain.fail_fast = true;
+    let client = Builder::from_config(plain)
+        .with_connection_config(|conn| {
+            conn.connection_timeout = wait;
+            conn.internal_command_timeout = wait;
+        })
+        .build();
+    let Ok(client) = client else {
+        return false;
+    };
+    // Any reply in RESP is an answer, a refused password or database included.
+    let answered = match client.init().await {
+        Ok(_) => true,
+        Err(e) => e.kind() == &ErrorKind::Auth || e.details().starts_with("ERR"),
+    };
+    let _ = client.quit().await;
+    answered
 }
 
 fn connected(pool: &Pool) -> Option<Client> {
