@@ -87,6 +87,9 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     }))
 }
 
+const CPU_GAUGE: &str = "# TYPE process_cpu_seconds_total gauge";
+const CPU_COUNTER: &str = "# TYPE process_cpu_seconds_total counter";
+
 /// Prometheus text exposition of every metric the process records. Each scrape also reports
 /// whether the store answers (`gateway_store_up`) and which Bloom engine it offers, from the
 /// same probe as `/readyz` (at most one a second).
@@ -106,9 +109,16 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
     }
     crate::telemetry::process().collect();
-    let body = crate::telemetry::metrics()
+    let mut body = crate::telemetry::metrics()
         .map(|h| h.render())
         .unwrap_or_default();
+    // CPU seconds only grow, so Prometheus wants them typed `counter` (and `promtool check
+    // metrics` refuses a `_total` gauge); the collector records a gauge because a `metrics`
+    // counter holds whole numbers, which read 0 until a full second of CPU was spent. The value
+    // is the same either way: only its declared type is corrected, once per scrape.
+    if let Some(at) = body.find(CPU_GAUGE) {
+        body.replace_range(at..at + CPU_GAUGE.len(), CPU_COUNTER);
+    }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         body,

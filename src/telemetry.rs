@@ -235,4 +235,37 @@ fn describe() {
         "gateway_store_errors_total",
         "Failed store calls by kind (timeout, unavailable, internal)"
     );
+    metrics::describe_gauge!(
+        "gateway_http_requests_in_flight",
+        "HTTP requests being answered now"
+    );
+    metrics::describe_gauge!(
+        "gateway_store_up",
+        "1 when the store answered the last probe (at most one a second), else 0"
+    );
+    metrics::describe_gauge!(
+        "gateway_info",
+        "Always 1; its labels name the backend and the Bloom engine in use"
+    );
+    metrics::describe_counter!(
+        "gateway_limiter_decisions_total",
+        "Rate-limiter decisions by policy, outcome and client"
+    );
+    metrics::describe_counter!(
+        "gateway_limiter_shadow_refusals_total",
+        "Requests a limiter in shadow mode would have refused"
+    );
+    metrics::describe_gauge!(
+        "gateway_redis_node_up",
+        "1 while a Redis Cluster master is serving its slots, else 0"
+    );
+    metrics::describe_counter!(
+        "gateway_replica_waits_total",
+        "Waits for replicas to hold a lasting write (GATEWAY_WRITE_REPLICAS), by outcome"
+    );
+    metrics::describe_histogram!(
+        "gateway_replica_wait_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time lasting writes waited for their replicas"
+    );
 }

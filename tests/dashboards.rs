@@ -393,6 +393,37 @@ async fn every_queried_metric_is_exposed() {
     }
     // The dashboard's instance variable lists instances by gateway_info.
     assert!(known.contains("gateway_info"));
+    // What Prometheus scrapes is well formed: every metric has its help text, counters are
+    // typed counter (CPU seconds too), names keep Prometheus's conventions.
+    check_metrics(&text);
+}
+
+/// `promtool check metrics` on a scrape: any finding (a lint, not only a parse error) fails.
+fn check_metrics(text: &str) {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool runs (./scripts/test installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics:\n{said}\n/metrics:\n{text}"
+    );
 }
 
 /// The binary on a healthy Redis Cluster exposes `gateway_redis_node_up` for each master, which

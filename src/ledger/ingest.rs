@@ -89,6 +89,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
 
     /// Ingests and measures until aborted.
     pub async fn run(self) {
+        describe_metrics();
         tokio::join!(self.ingest_forever(), self.measure_forever());
     }
 
@@ -272,6 +273,36 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
         self.update(|s| s.ingested += new);
         metrics::counter!("gateway_ledger_ingested_total").increment(new);
     }
+}
+
+/// The ledger's metrics, with the help text a scrape shows (`promtool check metrics` wants one
+/// for every metric).
+fn describe_metrics() {
+    let _ = crate::telemetry::metrics();
+    metrics::describe_gauge!(
+        "gateway_ledger_up",
+        "1 while orders reach PostgreSQL, else 0"
+    );
+    metrics::describe_gauge!(
+        "gateway_ledger_pending",
+        "Orders taken from the order streams and not yet written to PostgreSQL"
+    );
+    metrics::describe_gauge!(
+        "gateway_ledger_lag",
+        "Orders not yet in PostgreSQL, taken or not"
+    );
+    metrics::describe_gauge!(
+        "gateway_ledger_dead_letters",
+        "Orders PostgreSQL refused, kept in the vouchers' dead-letter lists"
+    );
+    metrics::describe_counter!(
+        "gateway_ledger_ingested_total",
+        "Orders written to PostgreSQL"
+    );
+    metrics::describe_counter!(
+        "gateway_ledger_dead_lettered_total",
+        "Orders moved to a dead-letter list"
+    );
 }
 
 /// The ingester's rules on the memory backend's ledger (`memory.rs`, draining the memory flash
