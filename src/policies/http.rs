@@ -282,8 +282,7 @@ struct PolicyListed {
 #[derive(Debug, Serialize, ToSchema)]
 struct PolicyList {
     policies: Vec<PolicyListed>,
-    /// The `after` of the next page; absent on the last.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page.
     next: Option<String>,
 }
 
