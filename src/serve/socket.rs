@@ -1,6 +1,6 @@
-//! The socket of one connection ([`Watched`]): it tells the connection's [`Traffic`] when
-//! bytes go either way, and writes a problem document in place of each of hyper's own empty
-//! refusals.
+//! The socket of one HTTP/1 connection ([`Watched`]): it tells the connection's [`Traffic`]
+//! when bytes go either way, closes the connection when its answers are not read, and writes a
+//! problem document in place of each of hyper's own empty refusals.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,11 +10,13 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::clock::Traffic;
+use super::deadline::{Abort, WriteClock};
 use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 use crate::error::{ApiError, Problem};
 
 /// A socket that notes when bytes last went either way (hyper has an HTTP/2 keep-alive but no
-/// HTTP/1 idle timeout, hence this), and that turns hyper's own refusals into problem
+/// HTTP/1 idle timeout, hence this), that ends the connection when the socket takes nothing
+/// for the write timeout ([`WriteClock`]), and that turns hyper's own refusals into problem
 /// documents.
 ///
 /// A request hyper refuses to parse (a malformed request line or header field, bad framing
@@ -25,43 +27,62 @@ use crate::error::{ApiError, Problem};
 /// exactly such a head, and a problem document is written instead. The service's own error
 /// responses never match: every one has a problem body. Costs a 3-byte compare per response.
 #[derive(Debug)]
-pub(super) struct Watched<S = TcpStream> {
+pub(super) struct Watched<S: Abort = TcpStream> {
     inner: S,
     traffic: Arc<Traffic>,
+    clock: WriteClock,
     /// A refusal being written in place of hyper's, and how much of it is written.
     refusal: Option<(Vec<u8>, usize)>,
 }
 
-impl<S> Watched<S> {
-    pub(super) fn new(inner: S, traffic: Arc<Traffic>) -> Self {
+impl<S: Abort> Watched<S> {
+    pub(super) fn new(inner: S, traffic: Arc<Traffic>, clock: WriteClock) -> Self {
         Self {
             inner,
             traffic,
+            clock,
             refusal: None,
         }
     }
+
+    /// `polled`, a write of the socket, past the write clock: a stall of the write timeout is
+    /// the connection's end, and a hard one.
+    fn clocked<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        let checked = self.clock.check(cx, polled);
+        if self.clock.expired() {
+            self.inner.abort();
+        }
+        checked
+    }
 }
 
-impl<S: AsyncWrite + Unpin> Watched<S> {
+impl<S: AsyncWrite + Abort + Unpin> Watched<S> {
     /// Writes the refusal, then tells hyper its own `claimed` bytes went out.
     fn poll_refusal(
         &mut self,
         cx: &mut Context<'_>,
         claimed: usize,
     ) -> Poll<std::io::Result<usize>> {
-        let Some((bytes, written)) = &mut self.refusal else {
+        let Some((bytes, mut written)) = self.refusal.take() else {
             return Poll::Ready(Ok(0));
         };
-        while *written < bytes.len() {
-            match Pin::new(&mut self.inner).poll_write(cx, &bytes[*written..]) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
-                }
-                Poll::Ready(Ok(n)) => *written += n,
-                other => return other,
+        let done = loop {
+            if written == bytes.len() {
+                break Poll::Ready(Ok(claimed));
             }
-        }
-        Poll::Ready(Ok(claimed))
+            let polled = Pin::new(&mut self.inner).poll_write(cx, &bytes[written..]);
+            match self.clocked(cx, polled) {
+                Poll::Ready(Ok(0)) => break Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => written += n,
+                other => break other,
+            }
+        };
+        self.refusal = Some((bytes, written));
+        done
     }
 }
 
@@ -110,7 +131,7 @@ fn problem_for(head: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+impl<S: AsyncRead + Abort + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -125,7 +146,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -138,7 +159,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         if this.refusal.is_some() {
             return this.poll_refusal(cx, buf.len());
         }
-        Pin::new(&mut this.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.clocked(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -156,7 +178,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         if this.refusal.is_some() {
             return this.poll_refusal(cx, bufs.iter().map(|b| b.len()).sum());
         }
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.clocked(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -164,11 +187,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.clocked(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.clocked(cx, polled)
     }
 }
 
