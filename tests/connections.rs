@@ -1,6 +1,6 @@
 //! Connection guards (docs/api.md "Clients and abuse"): slow headers, idle keep-alive connections,
-//! the connection caps, stalled bodies, protocol-level refusals and clients that do not read
-//! their answers, each tried with a real socket.
+//! the connection caps, stalled bodies, protocol-level refusals, clients that do not read their
+//! answers and a shutdown that waits on them, each tried with a real socket.
 
 mod common;
 
@@ -521,6 +521,21 @@ async fn a_slow_reader_is_not_cut() {
     sock.write_all(REQUEST).await.unwrap();
     let (head, _) = response(&mut sock).await;
     assert!(head.starts_with("http/1.1 200 "), "{head}");
+}
+
+/// A graceful close waits for the answers in flight to go out, but not for ever: at shutdown,
+/// a client reading a large answer slowly but steadily is cut once nothing has been in flight
+/// for the write timeout (0.5 s, twice at most), long before it would have read it all (4.5 s).
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_slow_reader() {
+    let mut gw = with_write_timeout(Duration::from_millis(500)).await;
+    let (mut sock, mut got, whole) = asking_for_a_large_answer(gw.addr).await;
+    gw.shut_down();
+    let read = read_slowly(&mut sock, &mut got, whole).await;
+    assert!(
+        read.is_err(),
+        "the whole answer was read: shutdown waited for it"
+    );
 }
 
 /// `--help` shows each setting's environment variable, but never the value of a secret one.

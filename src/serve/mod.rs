@@ -16,15 +16,16 @@
 //! its streams (see `h2.rs`).
 //!
 //! Here: the accept loop and each connection's start; `per_address.rs`: the per-address cap;
-//! `clock.rs`: a connection's traffic, idle watch and header timer; `deadline.rs`: its write
-//! clock and hard close; `socket.rs`: an HTTP/1 socket and hyper's refusals; `h2.rs`: telling
-//! HTTP/2 from HTTP/1, and HTTP/2's settings; `tls.rs`: HTTPS, its certificate and its
-//! reloading.
+//! `clock.rs`: a connection's traffic, idle watch and header timer; `requests.rs`: its
+//! requests in flight; `deadline.rs`: its write clock and hard close; `socket.rs`: an HTTP/1
+//! socket and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `tls.rs`: HTTPS, its certificate and its reloading.
 
 mod clock;
 mod deadline;
 mod h2;
 mod per_address;
+mod requests;
 mod socket;
 mod tls;
 
@@ -51,7 +52,8 @@ use tokio::sync::{watch, Semaphore};
 
 use clock::{Activity, HeaderTimer, Traffic, Watch};
 use deadline::{Abort, WriteClock};
-use h2::{Counted, Protocol, Streams};
+use h2::{Protocol, Streams};
+use requests::Counted;
 use socket::Watched;
 
 /// The largest request head (request line and header fields), in bytes: past it, `431`.
@@ -207,6 +209,10 @@ impl Connection {
         let traffic = Arc::new(Traffic::new(self.connected));
         let clock = WriteClock::new(self.guards.write_timeout);
         let io = TokioIo::new(Watched::new(io, traffic.clone(), clock));
+        let service = Counted {
+            inner: self.app.clone(),
+            tally: traffic.clone(),
+        };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(HeaderTimer {
                 traffic: traffic.clone(),
@@ -215,7 +221,7 @@ impl Connection {
             .header_read_timeout(self.guards.header_timeout)
             .max_header_size(MAX_HEAD_BYTES)
             .max_buf_size(MAX_BUF_BYTES)
-            .serve_connection(io, TowerToHyperService::new(self.app.clone()));
+            .serve_connection(io, TowerToHyperService::new(service));
         self.watch(Activity::Socket(traffic)).drive(conn).await;
     }
 
@@ -226,7 +232,7 @@ impl Connection {
         let streams = Arc::new(Streams::new(self.connected));
         let service = Counted {
             inner: self.app.clone(),
-            streams: streams.clone(),
+            tally: streams.clone(),
         };
         let conn =
             h2::builder().serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
@@ -243,6 +249,7 @@ impl Connection {
         Watch {
             activity,
             idle: self.guards.idle_timeout,
+            write: self.guards.write_timeout,
             stopping: self.stopping,
             peer: self.app.peer.0,
         }

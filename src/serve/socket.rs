@@ -60,6 +60,14 @@ impl<S: Abort> Watched<S> {
     }
 }
 
+impl<S: Abort> Drop for Watched<S> {
+    fn drop(&mut self) {
+        if self.traffic.aborted() {
+            self.inner.abort();
+        }
+    }
+}
+
 impl<S: AsyncWrite + Abort + Unpin> Watched<S> {
     /// Writes the refusal, then tells hyper its own `claimed` bytes went out.
     fn poll_refusal(

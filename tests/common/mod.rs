@@ -374,6 +374,13 @@ impl Gateway {
         gw
     }
 
+    /// Starts the gateway's graceful shutdown, as SIGTERM does the binary's.
+    pub fn shut_down(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
     async fn wait_ready(&self) {
         for _ in 0..200 {
             if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
