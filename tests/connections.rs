@@ -1,6 +1,7 @@
-//! Connection guards (docs/api.md "Clients and abuse"): slow headers, idle keep-alive connections,
-//! the connection caps, stalled bodies, protocol-level refusals, clients that do not read their
-//! answers and a shutdown that waits on them, each tried with a real socket.
+//! Connection guards (docs/api.md "Clients and abuse"): slow headers (pipelined ones too), idle
+//! keep-alive connections, the connection caps, stalled bodies, protocol-level refusals, clients
+//! that do not read their answers and a shutdown that waits on them, each tried with a real
+//! socket.
 
 mod common;
 
@@ -367,6 +368,36 @@ async fn the_header_timeout_does_not_cut_idle_connections() {
     // And a request started but never finished is still cut at the header timeout.
     sock.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
     assert!(closed_by_server(&mut sock).await.is_some());
+}
+
+/// A partial second request head sent in the same segment as the first request (pipelined) is
+/// held to the header timeout, counted from its arrival, like any other head: the first request is
+/// answered, and the connection is closed long before the idle timeout.
+#[tokio::test]
+async fn a_partial_pipelined_head_is_cut_at_the_header_timeout() {
+    let idle = Duration::from_secs(30);
+    let gw = gateway(1_000, idle.as_millis() as u64, 100).await;
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    let mut both = REQUEST.to_vec();
+    both.extend_from_slice(b"GET /healthz HTTP/1.1\r\nHo");
+    sock.write_all(&both).await.unwrap();
+    let sent = Instant::now();
+    let (head, _) = response(&mut sock).await;
+    assert!(head.starts_with("http/1.1 200 "), "{head}");
+    // The bound is the idle timeout, far from the header timeout: only a connection held to the
+    // idle timeout fails it.
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(idle - Duration::from_secs(10), sock.read_to_end(&mut rest)).await;
+    assert!(
+        closed.is_ok(),
+        "still open {:?} after the half head: held to the idle timeout",
+        sent.elapsed()
+    );
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("200 OK"),
+        "no answer to half a request"
+    );
 }
 
 /// A gateway whose connections are closed when their answers are not read for `write`.

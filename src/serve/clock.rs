@@ -187,6 +187,8 @@ pub(super) struct Traffic {
     request_started: AtomicU64,
     /// Requests being answered: at most one, but for the moment hyper takes the next.
     in_flight: AtomicU32,
+    /// Answers made ready so far (wrapping): the socket tells an answer's first write by it.
+    answers: AtomicU32,
     /// Set when the connection is dropped unfinished: its socket is closed with a reset.
     aborted: AtomicBool,
     epoch: Instant,
@@ -201,6 +203,7 @@ impl Traffic {
             // sends nothing is cut at the header timeout too.
             request_started: AtomicU64::new(1),
             in_flight: AtomicU32::new(0),
+            answers: AtomicU32::new(0),
             aborted: AtomicBool::new(false),
             epoch,
         }
@@ -212,22 +215,32 @@ impl Traffic {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    pub(super) fn read(&self) {
+    /// Bytes came; when, as stored.
+    pub(super) fn read(&self) -> u64 {
         let now = self.now();
         self.last.store(now, Ordering::Relaxed);
         if self.request_started.load(Ordering::Relaxed) == 0 {
             self.request_started.store(now + 1, Ordering::Relaxed);
         }
+        now
     }
 
-    /// Whether a request was being read: the first write since its bytes came.
-    pub(super) fn wrote(&self) -> bool {
+    pub(super) fn wrote(&self) {
         self.last.store(self.now(), Ordering::Relaxed);
-        let reading = self.request_started.load(Ordering::Relaxed) != 0;
-        if reading {
-            self.request_started.store(0, Ordering::Relaxed);
-        }
-        reading
+    }
+
+    /// Answers made ready so far.
+    pub(super) fn answers(&self) -> u32 {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    /// An answer's first write: the request it answers is read whole. `buffered` is when the
+    /// bytes hyper holds beyond it came (as [`Traffic::read`] gave it), if it holds any: the
+    /// next request's head began then, and its header clock runs from then; else there is no
+    /// next request yet, and its clock starts at its first byte.
+    pub(super) fn answering(&self, buffered: Option<u64>) {
+        let started = buffered.map_or(0, |at| at + 1);
+        self.request_started.store(started, Ordering::Relaxed);
     }
 
     /// Whether the connection was dropped unfinished.
@@ -257,6 +270,7 @@ impl Tally for Traffic {
 
     fn closed(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.answers.fetch_add(1, Ordering::Relaxed);
     }
 }
 

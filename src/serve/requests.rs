@@ -1,7 +1,8 @@
 //! A connection's requests in flight: [`Counted`], the service that tells a [`Tally`] when
 //! each request reaches the app and when its answer is ready (or the request is dropped). An
-//! HTTP/2 connection's idle clock reads its tally (`Streams`), and both protocols' graceful
-//! close waits for what is in flight (`Traffic` for HTTP/1).
+//! HTTP/2 connection's idle clock reads its tally (`Streams`); an HTTP/1 connection's socket
+//! learns from its tally (`Traffic`) where one answer ends and the next request's head may
+//! begin; and both connections' graceful close waits for what is in flight.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -89,7 +90,7 @@ impl<F: Future, T: Tally> Future for Answer<F, T> {
         let this = self.project();
         let done = this.inner.poll(cx);
         if done.is_ready() {
-            // Now, not when hyper drops the future.
+            // Before hyper writes the answer: the HTTP/1 socket reads the count at that write.
             *this.open = None;
         }
         done

@@ -1,6 +1,7 @@
 //! The socket of one HTTP/1 connection ([`Watched`]): it tells the connection's [`Traffic`]
-//! when bytes go either way, closes the connection when its answers are not read, and writes a
-//! problem document in place of each of hyper's own empty refusals.
+//! when bytes go either way and where a request's head may begin, closes the connection when
+//! its answers are not read, and writes a problem document in place of each of hyper's own
+//! empty refusals.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,9 +16,18 @@ use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 use crate::error::{ApiError, Problem};
 
 /// A socket that notes when bytes last went either way (hyper has an HTTP/2 keep-alive but no
-/// HTTP/1 idle timeout, hence this), that ends the connection when the socket takes nothing
-/// for the write timeout ([`WriteClock`]), and that turns hyper's own refusals into problem
-/// documents.
+/// HTTP/1 idle timeout, hence this), that starts the header clock of a request pipelined
+/// behind another, that ends the connection when the socket takes nothing for the write
+/// timeout ([`WriteClock`]), and that turns hyper's own refusals into problem documents.
+///
+/// The next request's head: hyper reads the socket while it answers a request only when its
+/// read buffer is empty (to notice a client that hangs up: `mid_message_detect_eof` in
+/// hyper's `proto/h1/conn.rs`), and not at all when the bytes of a next request are in it. So
+/// at an answer's first write, a last read that found nothing means the connection is idle
+/// after the answer, and one that brought bytes means a next request began with them: its
+/// header clock runs from their arrival, not from a next byte that may never come. (They may
+/// instead be the rest of a body the answer did not read, which hyper then skips: the next
+/// head's clock runs from their arrival all the same, the price of not parsing HTTP here.)
 ///
 /// A request hyper refuses to parse (a malformed request line or header field, bad framing
 /// headers, a head over `MAX_HEAD_BYTES` or `MAX_HEADER_FIELDS`) never reaches the service:
@@ -33,6 +43,13 @@ pub(super) struct Watched<S: Abort = TcpStream> {
     clock: WriteClock,
     /// A refusal being written in place of hyper's, and how much of it is written.
     refusal: Option<(Vec<u8>, usize)>,
+    /// Bytes were read since the last write.
+    fresh: bool,
+    /// When the last read brought bytes (as `Traffic::read` gave it); `None` once a read found
+    /// none.
+    buffered: Option<u64>,
+    /// The traffic's answer count at the last write.
+    answers: u32,
 }
 
 impl<S: Abort> Watched<S> {
@@ -42,7 +59,21 @@ impl<S: Abort> Watched<S> {
             traffic,
             clock,
             refusal: None,
+            fresh: false,
+            buffered: None,
+            answers: 0,
         }
+    }
+
+    /// Notes a write; whether it is the first since a request's bytes came.
+    fn writing(&mut self) -> bool {
+        self.traffic.wrote();
+        let answers = self.traffic.answers();
+        if answers != self.answers {
+            self.answers = answers;
+            self.traffic.answering(self.buffered);
+        }
+        std::mem::take(&mut self.fresh)
     }
 
     /// `polled`, a write of the socket, past the write clock: a stall of the write timeout is
@@ -148,7 +179,10 @@ impl<S: AsyncRead + Abort + Unpin> AsyncRead for Watched<S> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.traffic.read();
+            self.fresh = true;
+            self.buffered = Some(self.traffic.read());
+        } else {
+            self.buffered = None;
         }
         polled
     }
@@ -161,7 +195,7 @@ impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Watched<S> {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
-        if this.traffic.wrote() && this.refusal.is_none() {
+        if this.writing() && this.refusal.is_none() {
             this.refusal = problem_for(buf).map(|p| (p, 0));
         }
         if this.refusal.is_some() {
@@ -177,7 +211,7 @@ impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Watched<S> {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
-        if this.traffic.wrote() && this.refusal.is_none() {
+        if this.writing() && this.refusal.is_none() {
             // A refusal has no body: its head is the whole write.
             if let [head] = bufs {
                 this.refusal = problem_for(head).map(|p| (p, 0));
