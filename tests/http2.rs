@@ -1,8 +1,9 @@
 //! HTTP/2 with prior knowledge (h2c) on the HTTP/1 port, through the real binary
 //! (docs/operations.md "Connections"): many streams on one connection, a slow stream beside
 //! fast ones, the stream bound, the limiter counting each stream, the body and header bounds,
-//! the header and idle timeouts, rapid reset and graceful shutdown. A real HTTP/2 client (the
-//! `h2` crate) where a well-behaved client is wanted, raw frames where a misbehaving one is.
+//! the header, idle and write timeouts (a window kept shut), rapid reset and graceful
+//! shutdown. A real HTTP/2 client (the `h2` crate) where a well-behaved client is wanted, raw
+//! frames where a misbehaving one is.
 
 mod common;
 
@@ -366,6 +367,37 @@ async fn rapid_reset_is_cut_off() {
     assert_eq!(away.error_code(), ENHANCE_YOUR_CALM, "{away:?}");
     let (client, _conn) = connect(gw.addr()).await;
     assert_eq!(healthz(&client, gw.addr()).await, 200);
+}
+
+/// A client whose window is 0 and stays 0 holds the answer it asked for in the server: the
+/// connection is closed the write timeout after the answer began (here 1 s, with a 10 s guard),
+/// not kept to the idle timeout (60 s) and then for ever by a `GOAWAY` waiting on the answer.
+#[tokio::test]
+async fn a_client_that_never_opens_its_window_is_closed() {
+    let gw = Binary::start(&[("GATEWAY_WRITE_TIMEOUT_MS", "1000")]);
+    gw.wait_ready().await;
+    let tcp = TcpStream::connect(gw.addr()).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let (answer, _) = client
+        .send_request(request("GET", gw.addr(), "/healthz"), true)
+        .unwrap();
+    // The head is not flow-controlled; the body is.
+    let answer = answer.await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let began = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(11), conn).await;
+    assert!(
+        ended.is_ok(),
+        "still open {:?} after the answer began",
+        began.elapsed()
+    );
+    drop(answer);
 }
 
 /// The header timeout holds before the first request: half a preface, a whole preface with

@@ -117,7 +117,7 @@ pub struct Config {
     pub idle_timeout_ms: u64,
 
     /// A connection whose answers are not read for this many milliseconds is closed (its
-    /// unread pipelined requests are not run).
+    /// unread pipelined requests are not run; HTTP/2 streams stuck on a zero window too).
     #[arg(long, env = "GATEWAY_WRITE_TIMEOUT_MS", default_value_t = 10_000)]
     pub write_timeout_ms: u64,
 

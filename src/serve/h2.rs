@@ -129,6 +129,11 @@ impl Streams {
         self.aborted.store(true, Ordering::Relaxed);
     }
 
+    /// Whether the connection was dropped unfinished.
+    pub(super) fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed)
+    }
+
     /// When the connection will have been without streams for `idle`: `None` while a stream
     /// is open.
     pub(super) fn quiet_until(&self, idle: Duration) -> Option<tokio::time::Instant> {

@@ -11,18 +11,20 @@
 //! what hyper lacks for HTTP/1: an idle timeout, a header clock that starts at a request's
 //! first byte (see `HeaderTimer`), the per-address cap (see `PerAddress`), and problem
 //! documents instead of the empty answers hyper gives the requests it cannot parse (see
-//! `Watched`), and a write timeout, which hyper has not at all (see `WriteClock`). HTTP/2 has
-//! hyper's own bounds (streams, header list, resets) and an idle clock of its own, read from
-//! its streams (see `h2.rs`).
+//! `Watched`). HTTP/2 has hyper's own bounds (streams, header list, resets) and an idle clock
+//! of its own, read from its streams (see `h2.rs`). Both have a write timeout, which hyper
+//! has not at all (see `WriteClock`).
 //!
 //! Here: the accept loop and each connection's start; `per_address.rs`: the per-address cap;
 //! `clock.rs`: a connection's traffic, idle watch and header timer; `requests.rs`: its
 //! requests in flight; `deadline.rs`: its write clock and hard close; `socket.rs`: an HTTP/1
 //! socket and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `frames.rs`: an HTTP/2 socket, its control-frame budget and its answers' progress;
 //! `tls.rs`: HTTPS, its certificate and its reloading.
 
 mod clock;
 mod deadline;
+mod frames;
 mod h2;
 mod per_address;
 mod requests;
@@ -52,6 +54,7 @@ use tokio::sync::{watch, Semaphore};
 
 use clock::{Activity, HeaderTimer, Traffic, Watch};
 use deadline::{Abort, WriteClock};
+use frames::Framed;
 use h2::{Protocol, Streams};
 use requests::Counted;
 use socket::Watched;
@@ -227,13 +230,14 @@ impl Connection {
 
     async fn http2<S>(self, io: S)
     where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: AsyncRead + AsyncWrite + Abort + Unpin + Send + 'static,
     {
         let streams = Arc::new(Streams::new(self.connected));
         let service = Counted {
             inner: self.app.clone(),
             tally: streams.clone(),
         };
+        let io = Framed::new(io, streams.clone(), self.guards.write_timeout);
         let conn =
             h2::builder().serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
         let first_request_by = self.connected + self.guards.header_timeout;
