@@ -1,10 +1,14 @@
-//! The socket of one HTTP/2 connection ([`Framed`]): it follows the frames either way, and
-//! closes the connection when its answers are not read (the socket takes nothing, or an answer
-//! begun sends nothing: a zero window), hard.
+//! The socket of one HTTP/2 connection ([`Framed`]): it follows the frames either way, holds
+//! the client's control frames to a budget (past it, `GOAWAY ENHANCE_YOUR_CALM` and the
+//! close), closes the connection when its answers are not read (the socket takes nothing, or
+//! an answer begun sends nothing: a zero window), and closes it hard then.
 //!
-//! Hand-rolled because neither hyper nor h2 (0.4) has a write timeout, nor says when an answer
-//! waits on the client's window. Following the frames costs a 9-byte head per frame; the
-//! payloads, `DATA` above all, are skipped over.
+//! Hand-rolled because neither hyper nor h2 has a bound on these frames (h2 0.4.20 bounds
+//! resets of streams not yet taken up, small `DATA` frames and `CONTINUATION`s, nothing
+//! else): h2 answers every `SETTINGS` and `PING` and takes every `PRIORITY`, `WINDOW_UPDATE`
+//! and `RST_STREAM` of a closed stream, a core's worth for one flooding client; and neither
+//! has a write timeout, nor says when an answer waits on the client's window. Following the
+//! frames costs a 9-byte head per frame; the payloads, `DATA` above all, are skipped over.
 
 use std::future::Future;
 use std::io;
@@ -18,6 +22,9 @@ use tokio::time::{Instant, Sleep};
 
 use super::deadline::{Abort, WriteClock};
 use super::h2::Streams;
+use follow::Follow;
+
+mod follow;
 
 /// The client connection preface (RFC 9113 §3.4), which comes before the client's frames.
 const PREFACE_LEN: usize = 24;
@@ -25,8 +32,35 @@ const PREFACE_LEN: usize = 24;
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
 const RST_STREAM: u8 = 0x3;
+const GOAWAY: u8 = 0x7;
 const CONTINUATION: u8 = 0x9;
 const END_STREAM: u8 = 0x1;
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+/// Control frames a client may send at once: every frame but `DATA`, `HEADERS` and
+/// `CONTINUATION` (a request and its body) costs one. A client sends a handful when it
+/// connects (`SETTINGS`, a `WINDOW_UPDATE` of the connection's window, a few `PRIORITY` frames
+/// for Firefox's stream groups, the acknowledgements of the server's) and a few now and then
+/// (`PING`s to keep the connection alive or measure it); 1,000 is far above any of that.
+const CONTROL_BURST: u32 = 1_000;
+
+/// Control frames a second, past the burst: `PING`s every 10 ms, or `SETTINGS` changed as
+/// often, more than any real client sends besides what its requests and the server's `DATA`
+/// pay for (below). A client sending faster runs the bucket dry and is cut: a flood ends
+/// within its first thousand frames or so, where hundreds of thousands a second kept a core
+/// busy.
+const CONTROL_PER_SECOND: u32 = 100;
+
+/// Control frames each request (a `HEADERS` frame from the client) adds to the budget: a
+/// browser or a proxy resets (`RST_STREAM`) the requests it no longer needs, by the hundred
+/// when a page is left, and reprioritizes them (`PRIORITY`, `PRIORITY_UPDATE`).
+const CONTROL_PER_REQUEST: u32 = 2;
+
+/// Control frames each `DATA` frame sent adds to the budget, plus one per 4 KiB of its
+/// payload: a client acknowledges what it reads with `WINDOW_UPDATE`s, most at most one for
+/// the stream and one for the connection per frame (they wait for half a window to be read),
+/// some as often as every 4 KiB read. So a client downloading any amount never runs short.
+const CONTROL_PER_DATA: u32 = 2;
 
 /// A socket speaking HTTP/2 (after the preface, or TLS with ALPN `h2`), between the client and
 /// hyper. See the module's documentation.
@@ -39,6 +73,7 @@ pub(super) struct Framed<S: Abort> {
     timeout: Duration,
     read: Follow,
     written: Follow,
+    budget: Budget,
     /// The streams whose answer has begun (`HEADERS` written) and not ended: no more than the
     /// streams a connection may have open.
     answering: Vec<u32>,
@@ -46,6 +81,10 @@ pub(super) struct Framed<S: Abort> {
     answered_at: Instant,
     /// Wakes the connection when an answer begun may have sent nothing for `timeout`.
     stuck: Option<Pin<Box<Sleep>>>,
+    /// The highest stream the client opened: the `GOAWAY`'s last stream.
+    last_stream: u32,
+    /// Once the budget is spent: the `GOAWAY` to send, and how much of it is written.
+    goaway: Option<([u8; 17], usize)>,
 }
 
 impl<S: Abort> Framed<S> {
@@ -58,21 +97,36 @@ impl<S: Abort> Framed<S> {
             timeout,
             read: Follow::after(PREFACE_LEN),
             written: Follow::after(0),
+            budget: Budget {
+                tokens: CONTROL_BURST,
+                since: now,
+            },
             answering: Vec::new(),
             answered_at: now,
             stuck: None,
+            last_stream: 0,
+            goaway: None,
         }
     }
 
-    /// Follows the frames of `bytes`, just read.
-    fn have_read(&mut self, bytes: &[u8]) {
-        self.read.over(bytes, |head| {
-            if head.kind == RST_STREAM {
-                // The client gave up on the answer, if one was begun.
-                self.answering.retain(|&s| s != head.stream);
+    /// Follows the frames of `bytes`, just read; `Some` offset where the client's budget ran
+    /// out, at the start of the frame that overdrew it.
+    fn have_read(&mut self, bytes: &[u8]) -> Option<usize> {
+        self.read.over(bytes, |head| match head.kind {
+            DATA | CONTINUATION => true,
+            HEADERS => {
+                self.last_stream = self.last_stream.max(head.stream);
+                self.budget.earn(CONTROL_PER_REQUEST);
+                true
             }
-            true
-        });
+            kind => {
+                if kind == RST_STREAM {
+                    // The client gave up on the answer, if one was begun.
+                    self.answering.retain(|&s| s != head.stream);
+                }
+                self.budget.spend()
+            }
+        })
     }
 
     /// Follows the frames of `bytes`, just written.
@@ -89,6 +143,9 @@ impl<S: Abort> Framed<S> {
                     (RST_STREAM, Some(at)) => _ = self.answering.swap_remove(at),
                     _ => {}
                 }
+            }
+            if head.kind == DATA {
+                self.budget.earn(CONTROL_PER_DATA + head.len / (4 * 1024));
             }
             answer |= matches!(head.kind, DATA | HEADERS | CONTINUATION);
             true
@@ -143,6 +200,30 @@ impl<S: AsyncWrite + Abort + Unpin> Framed<S> {
             cx.waker().wake_by_ref();
         }
     }
+
+    /// Writes the `GOAWAY` once what hyper has written ends at a frame's end (hyper finishes
+    /// its frame through `poll_write`), then shuts the socket's sending side so the client
+    /// reads it before the close; ready with the connection's end.
+    fn poll_goaway(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        if !self.written.at_boundary() {
+            return Poll::Pending;
+        }
+        while let Some((frame, written)) = self.goaway.as_mut().filter(|(f, w)| *w < f.len()) {
+            let polled = Pin::new(&mut self.inner).poll_write(cx, &frame[*written..]);
+            match ready!(self.clock.check(cx, polled)) {
+                Ok(0) => return Poll::Ready(io::ErrorKind::WriteZero.into()),
+                Ok(n) => *written += n,
+                Err(e) => return Poll::Ready(e),
+            }
+        }
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        if let Err(e) = ready!(self.clock.check(cx, polled)) {
+            return Poll::Ready(e);
+        }
+        Poll::Ready(io::Error::other(
+            "HTTP/2 control frames past the budget: GOAWAY ENHANCE_YOUR_CALM",
+        ))
+    }
 }
 
 impl<S: Abort> Drop for Framed<S> {
@@ -153,6 +234,16 @@ impl<S: Abort> Drop for Framed<S> {
     }
 }
 
+/// The `GOAWAY` frame: `last_stream`, `ENHANCE_YOUR_CALM`.
+fn goaway(last_stream: u32) -> [u8; 17] {
+    let mut frame = [0u8; 17];
+    frame[2] = 8;
+    frame[3] = GOAWAY;
+    frame[9..13].copy_from_slice(&last_stream.to_be_bytes());
+    frame[13..].copy_from_slice(&ENHANCE_YOUR_CALM.to_be_bytes());
+    frame
+}
+
 impl<S: AsyncRead + AsyncWrite + Abort + Unpin> AsyncRead for Framed<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -160,6 +251,9 @@ impl<S: AsyncRead + AsyncWrite + Abort + Unpin> AsyncRead for Framed<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        if this.goaway.is_some() {
+            return this.poll_goaway(cx).map(Err);
+        }
         if this.poll_stuck(cx).is_ready() {
             this.inner.abort();
             return Poll::Ready(Err(io::Error::new(
@@ -169,7 +263,14 @@ impl<S: AsyncRead + AsyncWrite + Abort + Unpin> AsyncRead for Framed<S> {
         }
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        this.have_read(&buf.filled()[before..]);
+        if let Some(at) = this.have_read(&buf.filled()[before..]) {
+            // Hyper gets nothing from the frame that overdrew the budget on.
+            buf.set_filled(before + at);
+            this.goaway = Some((goaway(this.last_stream), 0));
+            if at == 0 {
+                return this.poll_goaway(cx).map(Err);
+            }
+        }
         Poll::Ready(Ok(()))
     }
 }
@@ -181,6 +282,14 @@ impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Framed<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
+        let mut buf = buf;
+        if this.goaway.is_some() {
+            if this.written.at_boundary() {
+                return this.poll_goaway(cx).map(Err);
+            }
+            // Hyper's frame is finished, and nothing after it.
+            buf = &buf[..buf.len().min(this.written.to_boundary())];
+        }
         let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
         let n = ready!(this.clocked(cx, polled))?;
         this.have_written(&buf[..n]);
@@ -193,6 +302,13 @@ impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Framed<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if self.goaway.is_some() {
+            let first = bufs
+                .iter()
+                .find(|b| !b.is_empty())
+                .map_or(&[][..], |b| &**b);
+            return self.poll_write(cx, first);
+        }
         let this = &mut *self;
         let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         let n = ready!(this.clocked(cx, polled))?;
@@ -224,86 +340,39 @@ impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Framed<S> {
     }
 }
 
-/// A frame's 9-byte head (RFC 9113 §4.1).
-#[derive(Debug, Clone, Copy)]
-struct Head {
-    len: u32,
-    kind: u8,
-    flags: u8,
-    stream: u32,
-}
-
-/// Where one direction's bytes are in its frames, across reads or writes that split them
-/// anywhere.
+/// The client's control frames: a token bucket of [`CONTROL_BURST`] tokens, refilled at
+/// [`CONTROL_PER_SECOND`] and by requests and answers. Reads the clock only when it runs dry,
+/// and when it starts to be spent from full.
 #[derive(Debug)]
-struct Follow {
-    /// Bytes still to come before the first frame (the client's preface).
-    preface: usize,
-    head: [u8; 9],
-    /// Bytes of `head` come so far.
-    have: usize,
-    /// Payload bytes of the current frame still to come.
-    left: usize,
-    /// The current frame's type.
-    kind: u8,
+struct Budget {
+    tokens: u32,
+    /// Since when the tokens refill.
+    since: Instant,
 }
 
-impl Follow {
-    fn after(preface: usize) -> Self {
-        Self {
-            preface,
-            head: [0; 9],
-            have: 0,
-            left: 0,
-            kind: 0,
+impl Budget {
+    /// Takes a token; `false` when there is none.
+    fn spend(&mut self) -> bool {
+        if self.tokens == CONTROL_BURST {
+            // A full bucket refills no further: the time it spent full earns nothing.
+            self.since = Instant::now();
         }
+        if self.tokens == 0 {
+            let now = Instant::now();
+            let elapsed = now.saturating_duration_since(self.since);
+            let earned = elapsed.as_millis() as u64 * u64::from(CONTROL_PER_SECOND) / 1000;
+            if earned == 0 {
+                return false;
+            }
+            self.tokens = earned.min(u64::from(CONTROL_BURST)) as u32;
+            self.since += Duration::from_millis(earned * 1000 / u64::from(CONTROL_PER_SECOND));
+        }
+        self.tokens -= 1;
+        true
     }
 
-    /// Goes over `bytes`, telling `frame` each frame head completed in them, until it says
-    /// stop: then `Some` offset in `bytes` where that frame began (0 when it began before).
-    fn over(&mut self, bytes: &[u8], mut frame: impl FnMut(Head) -> bool) -> Option<usize> {
-        let mut at = 0;
-        while at < bytes.len() {
-            let rest = bytes.len() - at;
-            if self.preface > 0 || self.left > 0 {
-                let skip = if self.preface > 0 {
-                    &mut self.preface
-                } else {
-                    &mut self.left
-                };
-                let n = (*skip).min(rest);
-                *skip -= n;
-                at += n;
-                continue;
-            }
-            let began = if self.have == 0 { at } else { 0 };
-            let n = (9 - self.have).min(rest);
-            self.head[self.have..self.have + n].copy_from_slice(&bytes[at..at + n]);
-            self.have += n;
-            at += n;
-            if self.have < 9 {
-                break;
-            }
-            self.have = 0;
-            let h = &self.head;
-            let head = Head {
-                len: u32::from_be_bytes([0, h[0], h[1], h[2]]),
-                kind: h[3],
-                flags: h[4],
-                stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
-            };
-            self.left = head.len as usize;
-            self.kind = head.kind;
-            if !frame(head) {
-                return Some(began);
-            }
-        }
-        None
-    }
-
-    /// Whether the bytes to come continue an answer's frame.
-    fn in_answer(&self) -> bool {
-        self.left > 0 && matches!(self.kind, DATA | HEADERS | CONTINUATION)
+    fn earn(&mut self, tokens: u32) {
+        self.tokens = self.tokens.saturating_add(tokens).min(CONTROL_BURST);
     }
 }
 
@@ -327,30 +396,77 @@ mod tests {
         out
     }
 
-    /// The frames are found wherever the reads split them.
-    #[test]
-    fn frames_are_followed_across_any_split() {
-        let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        bytes.extend(frame(0x4, 0, 0, &[]));
-        bytes.extend(frame(HEADERS, 0x4, 1, &[0x82; 5]));
-        bytes.extend(frame(DATA, END_STREAM, 1, &[7; 300]));
-        bytes.extend(frame(PING, 0, 0, &[1; 8]));
-        let want = vec![(0x4, 0), (HEADERS, 1), (DATA, 1), (PING, 0)];
-        for size in 1..bytes.len() {
-            let mut follow = Follow::after(PREFACE_LEN);
-            let mut seen = Vec::new();
-            for chunk in bytes.chunks(size) {
-                assert_eq!(
-                    follow.over(chunk, |h| {
-                        seen.push((h.kind, h.stream));
-                        true
-                    }),
-                    None
-                );
-            }
-            assert_eq!(seen, want, "read {size} bytes at a time");
-            assert_eq!((follow.have, follow.left), (0, 0), "at a frame's end");
+    /// The connection's budget runs out at a frame: hyper gets the bytes before it, then the
+    /// `GOAWAY` is written once hyper's frame in progress is whole, and the connection ends.
+    #[tokio::test]
+    async fn a_flood_ends_in_goaway_at_a_frame_boundary() {
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let streams = Arc::new(Streams::new(std::time::Instant::now()));
+        let mut framed = Framed::new(server, streams, Duration::from_secs(10));
+        let mut flood = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        flood.extend(frame(HEADERS, 0x5, 5, &[0x82]));
+        let ping = frame(PING, 0, 0, &[1; 8]);
+        for _ in 0..CONTROL_BURST + CONTROL_PER_REQUEST + 5 {
+            flood.extend_from_slice(&ping);
         }
+        client.write_all(&flood).await.unwrap();
+
+        // Hyper has written half a frame when the flood comes.
+        let answer = frame(PING, 0x1, 0, &[1; 8]);
+        framed.write_all(&answer[..4]).await.unwrap();
+        let mut got = vec![0u8; flood.len()];
+        let n = framed.read(&mut got).await.unwrap();
+        // The request's tokens do not count: the bucket was full.
+        let allowed = 24 + 10 + CONTROL_BURST as usize * ping.len();
+        assert_eq!(n, allowed, "hyper reads up to the frame past the budget");
+        // Hyper's frame is taken whole, and nothing after it: the connection ends there.
+        let rest = [answer[4..].to_vec(), answer.clone()].concat();
+        let mut taken = 0;
+        let ended = loop {
+            let write =
+                std::future::poll_fn(|cx| Pin::new(&mut framed).poll_write(cx, &rest[taken..]));
+            match write.await {
+                Ok(n) => taken += n,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(taken, answer.len() - 4);
+        assert_eq!(ended.kind(), io::ErrorKind::Other, "{ended}");
+        assert!(
+            framed.read(&mut got).await.is_err(),
+            "hyper reads nothing more"
+        );
+        drop(framed);
+
+        let mut sent = Vec::new();
+        client.read_to_end(&mut sent).await.unwrap();
+        let mut want = answer.clone();
+        want.extend(goaway(5));
+        assert_eq!(
+            sent, want,
+            "the frame, then GOAWAY(5, ENHANCE_YOUR_CALM), then the end"
+        );
+    }
+
+    /// Past the burst, tokens come back at the rate, and the time a full bucket waits earns
+    /// nothing.
+    #[tokio::test(start_paused = true)]
+    async fn the_budget_refills_at_its_rate() {
+        let mut budget = Budget {
+            tokens: CONTROL_BURST,
+            since: Instant::now(),
+        };
+        tokio::time::advance(Duration::from_secs(60)).await;
+        for _ in 0..CONTROL_BURST {
+            assert!(budget.spend());
+        }
+        assert!(!budget.spend(), "an hour full earns no second burst");
+        tokio::time::advance(Duration::from_millis(1000 / u64::from(CONTROL_PER_SECOND))).await;
+        assert!(budget.spend());
+        assert!(!budget.spend());
+        budget.earn(3);
+        assert!(budget.spend() && budget.spend() && budget.spend());
+        assert!(!budget.spend());
     }
 
     /// An answer begun ends the connection once it has sent nothing for the timeout, however
