@@ -54,5 +54,7 @@ fn run() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
     let listener = std::net::TcpListener::bind(settings.listen)
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    // Before any connection can be accepted, connecting to the store included.
+    redis_gateway::serve::bound_unsent(&listener);
     redis_gateway::workers::run(listener, settings).context("gateway stopped with an error")
 }

@@ -1,13 +1,15 @@
-//! Connection guards (docs/api.md "Clients and abuse"): slow headers, idle keep-alive connections,
-//! the connection caps, stalled bodies and protocol-level refusals, each tried with a real
+//! Connection guards (docs/api.md "Clients and abuse"): slow headers (pipelined ones too), idle
+//! keep-alive connections, the connection caps, stalled bodies, protocol-level refusals, clients
+//! that do not read their answers and a shutdown that waits on them, each tried with a real
 //! socket.
 
 mod common;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{closed_by_server, settings, Backend, Gateway};
+use common::{closed_by_server, server_ends, settings, Backend, Gateway, ESTABLISHED};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -366,6 +368,205 @@ async fn the_header_timeout_does_not_cut_idle_connections() {
     // And a request started but never finished is still cut at the header timeout.
     sock.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
     assert!(closed_by_server(&mut sock).await.is_some());
+}
+
+/// A partial second request head sent in the same segment as the first request (pipelined) is
+/// held to the header timeout, counted from its arrival, like any other head: the first request is
+/// answered, and the connection is closed long before the idle timeout.
+#[tokio::test]
+async fn a_partial_pipelined_head_is_cut_at_the_header_timeout() {
+    let idle = Duration::from_secs(30);
+    let gw = gateway(1_000, idle.as_millis() as u64, 100).await;
+    let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+    let mut both = REQUEST.to_vec();
+    both.extend_from_slice(b"GET /healthz HTTP/1.1\r\nHo");
+    sock.write_all(&both).await.unwrap();
+    let sent = Instant::now();
+    let (head, _) = response(&mut sock).await;
+    assert!(head.starts_with("http/1.1 200 "), "{head}");
+    // The bound is the idle timeout, far from the header timeout: only a connection held to the
+    // idle timeout fails it.
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(idle - Duration::from_secs(10), sock.read_to_end(&mut rest)).await;
+    assert!(
+        closed.is_ok(),
+        "still open {:?} after the half head: held to the idle timeout",
+        sent.elapsed()
+    );
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("200 OK"),
+        "no answer to half a request"
+    );
+}
+
+/// A gateway whose connections are closed when their answers are not read for `write`.
+async fn with_write_timeout(write: Duration) -> Gateway {
+    let mut s = settings(Backend::Memory);
+    s.connections.write_timeout = write;
+    Gateway::with_settings(s).await
+}
+
+/// Opens `n` connections that each send `requests` and never read, and returns once the
+/// server has closed them all (a hang guard fails the test if it does not within ten write
+/// timeouts), after checking that each held at most `most` bytes queued in the kernel
+/// meanwhile, that none holds any once closed, and that each client sees its end.
+async fn never_reading(n: usize, requests: &[u8], most: u64) {
+    let write = Duration::from_secs(1);
+    let gw = with_write_timeout(write).await;
+    let mut socks = Vec::new();
+    let mut ports = HashSet::new();
+    for _ in 0..n {
+        let mut sock = TcpStream::connect(gw.addr).await.unwrap();
+        ports.insert(sock.local_addr().unwrap().port());
+        sock.write_all(requests).await.unwrap();
+        socks.push(sock);
+    }
+    let sent = Instant::now();
+    let mut held = 0;
+    loop {
+        let ends = server_ends(gw.addr, &ports);
+        held = ends.iter().map(|&(_, queued)| queued).fold(held, u64::max);
+        let open = ends
+            .iter()
+            .filter(|&&(state, _)| state == ESTABLISHED)
+            .count();
+        if open == 0 {
+            break;
+        }
+        // A hang guard, ten times the write timeout: only a connection never closed fails it.
+        assert!(
+            sent.elapsed() < write * 10,
+            "{open} of {n} still open {:?} after they stopped reading, up to {held} bytes \
+             queued for one",
+            sent.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        held <= most,
+        "a connection that never reads had {held} bytes queued in the kernel"
+    );
+    // A close that waits to deliver what is queued (a FIN behind it) would keep it for minutes.
+    let mut queued = u64::MAX;
+    for _ in 0..100 {
+        queued = server_ends(gw.addr, &ports).iter().map(|&(_, q)| q).sum();
+        if queued == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        queued, 0,
+        "the closed connections' answers are still queued"
+    );
+    // And each client sees its end: what was sent before the close, then EOF or a reset.
+    for mut sock in socks {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => break,
+                Ok(Ok(_)) => {}
+                Err(_) => panic!("a connection the server closed is still open"),
+            }
+        }
+    }
+}
+
+/// 100 connections from one address, each pipelining 1,000 `GET /metrics` and never reading:
+/// once the socket takes no more of their answers, each is closed the write timeout later (its
+/// other requests are never answered), and meanwhile each holds a bounded amount.
+#[tokio::test]
+async fn pipelining_connections_that_never_read_are_closed() {
+    let burst = b"GET /metrics HTTP/1.1\r\nHost: gw\r\n\r\n".repeat(1_000);
+    never_reading(100, &burst, 512 * 1024).await;
+}
+
+/// A connection that asks for one large answer (1.5 MB) and never reads is closed the write
+/// timeout after the socket stops taking it, and hard: the kernel lets go of the unsent rest at
+/// once, where a close that left it to be delivered would hold it until the kernel gives up.
+#[tokio::test]
+async fn a_large_answer_never_read_is_let_go() {
+    let request = b"GET /swagger-ui/swagger-ui-bundle.js HTTP/1.1\r\nHost: gw\r\n\r\n";
+    never_reading(20, request, 512 * 1024).await;
+}
+
+/// A connection through a small receive buffer (so the server's writes wait on its reading)
+/// that has asked for the 1.5 MB swagger bundle: it, the bytes read so far (the head, perhaps
+/// some of the body) and the length of the whole answer.
+async fn asking_for_a_large_answer(addr: SocketAddr) -> (TcpStream, Vec<u8>, usize) {
+    let sock = TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(16 * 1024).unwrap();
+    let mut sock = sock.connect(addr).await.unwrap();
+    sock.write_all(b"GET /swagger-ui/swagger-ui-bundle.js HTTP/1.1\r\nHost: gw\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 8 * 1024];
+    loop {
+        let n = sock.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the answer's head");
+        got.extend_from_slice(&buf[..n]);
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            assert!(head.starts_with("http/1.1 200 "), "{head}");
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .expect("a content-length")
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(length > 1_000_000, "a large answer: {length} bytes");
+            return (sock, got, end + 4 + length);
+        }
+    }
+}
+
+/// Reads the rest of an answer of `whole` bytes slowly but steadily, 8 KiB every 25 ms: some
+/// 180 reads, 4.5 s at the least. `Err` with what ended it if the server did.
+async fn read_slowly(sock: &mut TcpStream, got: &mut Vec<u8>, whole: usize) -> Result<(), String> {
+    let mut buf = vec![0u8; 8 * 1024];
+    while got.len() < whole {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        match sock.read(&mut buf).await {
+            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+            other => return Err(format!("{other:?} after {} bytes", got.len())),
+        }
+    }
+    Ok(())
+}
+
+/// A client that reads a large answer slowly but steadily is not cut, though reading it takes
+/// several write timeouts; and its connection goes on.
+#[tokio::test]
+async fn a_slow_reader_is_not_cut() {
+    let write = Duration::from_secs(1);
+    let gw = with_write_timeout(write).await;
+    let (mut sock, mut got, whole) = asking_for_a_large_answer(gw.addr).await;
+    let started = Instant::now();
+    if let Err(end) = read_slowly(&mut sock, &mut got, whole).await {
+        panic!("cut after {:?}: {end}", started.elapsed());
+    }
+    assert!(started.elapsed() > write * 3, "{:?}", started.elapsed());
+    sock.write_all(REQUEST).await.unwrap();
+    let (head, _) = response(&mut sock).await;
+    assert!(head.starts_with("http/1.1 200 "), "{head}");
+}
+
+/// A graceful close waits for the answers in flight to go out, but not for ever: at shutdown,
+/// a client reading a large answer slowly but steadily is cut once nothing has been in flight
+/// for the write timeout (0.5 s, twice at most), long before it would have read it all (4.5 s).
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_slow_reader() {
+    let mut gw = with_write_timeout(Duration::from_millis(500)).await;
+    let (mut sock, mut got, whole) = asking_for_a_large_answer(gw.addr).await;
+    gw.shut_down();
+    let read = read_slowly(&mut sock, &mut got, whole).await;
+    assert!(
+        read.is_err(),
+        "the whole answer was read: shutdown waited for it"
+    );
 }
 
 /// `--help` shows each setting's environment variable, but never the value of a secret one.

@@ -1,8 +1,9 @@
 //! HTTP/2 with prior knowledge (h2c) on the HTTP/1 port, through the real binary
 //! (docs/operations.md "Connections"): many streams on one connection, a slow stream beside
 //! fast ones, the stream bound, the limiter counting each stream, the body and header bounds,
-//! the header and idle timeouts, rapid reset and graceful shutdown. A real HTTP/2 client (the
-//! `h2` crate) where a well-behaved client is wanted, raw frames where a misbehaving one is.
+//! the header, idle and write timeouts (a window kept shut), rapid reset, floods of control
+//! frames and graceful shutdown. A real HTTP/2 client (the `h2` crate) where a well-behaved
+//! client is wanted, raw frames where a misbehaving one is.
 
 mod common;
 
@@ -15,7 +16,7 @@ use common::binary::Binary;
 use common::closed_by_server;
 use h2::client::SendRequest;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// An HTTP/2 connection to `addr`, its connection task spawned; the handle ends with it.
@@ -219,9 +220,12 @@ async fn body_and_header_bounds_hold() {
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const HEADERS: u8 = 0x1;
+const PRIORITY: u8 = 0x2;
 const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
 const GOAWAY: u8 = 0x7;
+const WINDOW_UPDATE: u8 = 0x8;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const REFUSED_STREAM: u32 = 0x7;
@@ -269,7 +273,10 @@ impl Frame {
 
 /// Reads frames until `done` says so (`Some`), the server closes (`None`), or 5 s pass
 /// (panics).
-async fn frames_until(sock: &mut TcpStream, done: impl Fn(&Frame) -> bool) -> Option<Frame> {
+async fn frames_until(
+    sock: &mut (impl AsyncRead + Unpin),
+    done: impl Fn(&Frame) -> bool,
+) -> Option<Frame> {
     let mut got = Vec::new();
     let mut buf = [0u8; 16384];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -366,6 +373,140 @@ async fn rapid_reset_is_cut_off() {
     assert_eq!(away.error_code(), ENHANCE_YOUR_CALM, "{away:?}");
     let (client, _conn) = connect(gw.addr()).await;
     assert_eq!(healthz(&client, gw.addr()).await, 200);
+}
+
+/// Sends `setup`, then `one` over and over, on a raw connection, reading meanwhile: the server
+/// must answer `GOAWAY ENHANCE_YOUR_CALM` and close.
+async fn flood(addr: SocketAddr, what: &str, setup: Vec<u8>, one: Vec<u8>) {
+    let (mut from, mut to) = raw(addr).await.into_split();
+    let writer = tokio::spawn(async move {
+        let _ = to.write_all(&setup).await;
+        let many = one.repeat(1_000);
+        // 100,000 frames; the server may close before it has read them.
+        for _ in 0..100 {
+            if to.write_all(&many).await.is_err() {
+                break;
+            }
+        }
+        to
+    });
+    let away = frames_until(&mut from, |f| f.kind == GOAWAY)
+        .await
+        .unwrap_or_else(|| panic!("{what}: closed without a GOAWAY"));
+    assert_eq!(away.error_code(), ENHANCE_YOUR_CALM, "{what}: {away:?}");
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), from.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "{what}: still open after the GOAWAY");
+    writer.abort();
+}
+
+/// Floods of frames that are not requests, each answered cheaply by the HTTP/2 layer but for
+/// ever, end the connection with `GOAWAY ENHANCE_YOUR_CALM`, as rapid reset does; others are
+/// served meanwhile. (`RST_STREAM` on a stream never opened is a protocol error at once; on
+/// a closed stream it is ignored, hence the flood.)
+#[tokio::test]
+async fn control_frame_floods_are_cut_off() {
+    let gw = Binary::start(&[("GATEWAY_GLOBAL_LIMIT", "off")]);
+    gw.wait_ready().await;
+    let addr = gw.addr();
+    // Stream 3 depends on stream 0, weight 16.
+    let priority = frame(PRIORITY, 0, 3, &[0, 0, 0, 0, 15]);
+    let window = frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes());
+    let settings = frame(SETTINGS, 0, 0, &[]);
+    let ping = frame(PING, 0, 0, &[7; 8]);
+    let get = frame(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        1,
+        &header_block(false, "/healthz"),
+    );
+    let reset = frame(RST_STREAM, 0, 1, &CANCEL.to_be_bytes());
+    tokio::join!(
+        flood(addr, "PRIORITY", Vec::new(), priority),
+        flood(addr, "WINDOW_UPDATE", Vec::new(), window),
+        flood(addr, "SETTINGS", Vec::new(), settings),
+        flood(addr, "PING", Vec::new(), ping),
+        flood(addr, "RST_STREAM", get, reset),
+    );
+    let (client, _conn) = connect(addr).await;
+    assert_eq!(healthz(&client, addr).await, 200);
+}
+
+/// An ordinary client is nowhere near that budget: small windows, so that it sends a
+/// `WINDOW_UPDATE` for every few KiB it reads of a 1.5 MB answer, a `PING` every 50 ms, and
+/// thousands of requests, one after another and 100 at a time, on one connection.
+#[tokio::test]
+async fn an_ordinary_client_is_not_cut_off() {
+    let gw = Binary::start(&[("GATEWAY_GLOBAL_LIMIT", "off")]);
+    gw.wait_ready().await;
+    let tcp = TcpStream::connect(gw.addr()).await.unwrap();
+    let (client, mut conn) = h2::client::Builder::new()
+        .initial_window_size(4 * 1024)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let mut pings = conn.ping_pong().unwrap();
+    let conn = tokio::spawn(conn);
+    let pinging = tokio::spawn(async move {
+        let mut sent = 0u32;
+        while pings.ping(h2::Ping::opaque()).await.is_ok() {
+            sent += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        sent
+    });
+    let addr = gw.addr();
+    for _ in 0..3 {
+        let (status, body) = send(
+            &client,
+            request("GET", addr, "/swagger-ui/swagger-ui-bundle.js"),
+            None,
+        )
+        .await
+        .expect("the large answer");
+        assert_eq!(status, 200);
+        assert!(body.len() > 1_000_000, "{}", body.len());
+    }
+    for _ in 0..1_000 {
+        assert_eq!(healthz(&client, addr).await, 200);
+    }
+    for _ in 0..10 {
+        let answers = futures::future::join_all((0..100).map(|_| healthz(&client, addr))).await;
+        assert!(answers.iter().all(|s| *s == 200), "{answers:?}");
+    }
+    assert!(!conn.is_finished(), "the connection was closed");
+    pinging.abort();
+}
+
+/// A client whose window is 0 and stays 0 holds the answer it asked for in the server: the
+/// connection is closed the write timeout after the answer began (here 1 s, with a 10 s guard),
+/// not kept to the idle timeout (60 s) and then for ever by a `GOAWAY` waiting on the answer.
+#[tokio::test]
+async fn a_client_that_never_opens_its_window_is_closed() {
+    let gw = Binary::start(&[("GATEWAY_WRITE_TIMEOUT_MS", "1000")]);
+    gw.wait_ready().await;
+    let tcp = TcpStream::connect(gw.addr()).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let (answer, _) = client
+        .send_request(request("GET", gw.addr(), "/healthz"), true)
+        .unwrap();
+    // The head is not flow-controlled; the body is.
+    let answer = answer.await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let began = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(11), conn).await;
+    assert!(
+        ended.is_ok(),
+        "still open {:?} after the answer began",
+        began.elapsed()
+    );
+    drop(answer);
 }
 
 /// The header timeout holds before the first request: half a preface, a whole preface with

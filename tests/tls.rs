@@ -1,17 +1,19 @@
 //! HTTPS (docs/operations.md "TLS") through the real binary, with certificates the test
 //! makes: HTTP/1.1 and HTTP/2 chosen by ALPN, plain HTTP and silence on the TLS port closed,
-//! the certificate reloaded when its files change (a bad pair kept out), and a one-line
-//! refusal to start for each way the files can be wrong.
+//! answers not read closed at the write timeout, the certificate reloaded when its files change
+//! (a bad pair kept out), and a one-line refusal to start for each way the files can be wrong.
 
 mod common;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::Request;
 use common::binary::Binary;
+use common::{server_ends, ESTABLISHED};
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -117,6 +119,62 @@ async fn https_serves_http1_and_h2_by_alpn() {
     }
     let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
     assert_eq!(got["pv"], 1, "{got}");
+}
+
+/// Waits until the server has closed its end of each connection from `ports` (a hang guard of
+/// ten write timeouts fails the test if it does not).
+async fn closed_by_the_server(addr: SocketAddr, ports: &HashSet<u16>, write: Duration) {
+    let started = Instant::now();
+    loop {
+        let ends = server_ends(addr, ports);
+        if ends.iter().all(|&(state, _)| state != ESTABLISHED) {
+            return;
+        }
+        assert!(
+            started.elapsed() < write * 10,
+            "still open {:?} after the client stopped reading: {ends:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Over TLS too, a connection whose answers are not read is closed the write timeout later:
+/// HTTP/1.1 asking for a 1.5 MB answer and never reading it, HTTP/2 (ALPN `h2`) with a window
+/// of 0 that stays 0.
+#[tokio::test]
+async fn https_connections_whose_answers_are_not_read_are_closed() {
+    let write = Duration::from_secs(1);
+    let (gw, cert, _, _) = https("unread", &[("GATEWAY_WRITE_TIMEOUT_MS", "1000")]);
+    let mut http1 = connect(gw.addr(), &[&cert], &[b"http/1.1"]).await;
+    http1
+        .write_all(b"GET /swagger-ui/swagger-ui-bundle.js HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let h2 = connect(gw.addr(), &[&cert], &[b"h2"]).await;
+    let ports: HashSet<u16> = [http1.get_ref().0.local_addr(), h2.get_ref().0.local_addr()]
+        .into_iter()
+        .map(|a| a.unwrap().port())
+        .collect();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, axum::body::Bytes>(h2)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let (answer, _) = client
+        .send_request(
+            Request::get("https://localhost/healthz").body(()).unwrap(),
+            true,
+        )
+        .unwrap();
+    let answer = answer.await.unwrap();
+    assert_eq!(answer.status(), 200);
+    closed_by_the_server(gw.addr(), &ports, write).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), conn).await;
+    assert!(ended.is_ok(), "the HTTP/2 client does not see the close");
+    drop(answer);
 }
 
 /// Plain HTTP to the TLS port is closed at once, not left hanging; a client that never

@@ -118,6 +118,11 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
     pub idle_timeout_ms: u64,
 
+    /// A connection whose answers are not read for this many milliseconds is closed (its
+    /// unread pipelined requests are not run; HTTP/2 streams stuck on a zero window too).
+    #[arg(long, env = "GATEWAY_WRITE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub write_timeout_ms: u64,
+
     /// Connections served at once; more wait in the listen backlog.
     #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,

@@ -51,6 +51,7 @@ impl Config {
             ("GATEWAY_GLOBAL_PERIOD", self.global_period),
             ("GATEWAY_HEADER_TIMEOUT_MS", self.header_timeout_ms),
             ("GATEWAY_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
+            ("GATEWAY_WRITE_TIMEOUT_MS", self.write_timeout_ms),
             ("GATEWAY_MAX_CONNECTIONS", self.max_connections as u64),
             (
                 "GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
@@ -130,6 +131,7 @@ impl Config {
             connections: crate::serve::Guards {
                 header_timeout: Duration::from_millis(self.header_timeout_ms),
                 idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+                write_timeout: Duration::from_millis(self.write_timeout_ms),
                 max_connections: self.max_connections,
                 max_per_address: self.max_connections_per_address,
             },

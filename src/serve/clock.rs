@@ -1,11 +1,12 @@
 //! The clocks of one connection: what went over it ([`Traffic`] for HTTP/1, the streams for
-//! HTTP/2), the idle watch that closes it after a quiet spell or at shutdown ([`Watch`]), and
-//! the HTTP/1 header timer whose clock starts at a request's first byte ([`HeaderTimer`]).
+//! HTTP/2), the idle watch that closes it after a quiet spell or at shutdown, and ends a close
+//! that does not finish ([`Watch`]), and the HTTP/1 header timer whose clock starts at a
+//! request's first byte ([`HeaderTimer`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::watch;
 
 use super::h2::Streams;
+use super::requests::Tally;
 
 /// What a connection's idle clock reads.
 #[derive(Debug)]
@@ -37,6 +39,22 @@ impl Activity {
         }
     }
 
+    /// Whether a request is being answered (HTTP/2: a stream is open).
+    fn in_flight(&self) -> bool {
+        match self {
+            Self::Socket(traffic) => traffic.in_flight.load(Ordering::Relaxed) > 0,
+            Self::Streams { streams, .. } => streams.in_flight(),
+        }
+    }
+
+    /// Makes the socket's close, when the connection is dropped, a reset.
+    fn abort(&self) {
+        match self {
+            Self::Socket(traffic) => traffic.aborted.store(true, Ordering::Relaxed),
+            Self::Streams { streams, .. } => streams.abort(),
+        }
+    }
+
     /// When a connection that has had no request yet is cut, if it has had none.
     fn first_request_due(&self) -> Option<tokio::time::Instant> {
         match self {
@@ -54,6 +72,8 @@ impl Activity {
 pub(super) struct Watch {
     pub(super) activity: Activity,
     pub(super) idle: Duration,
+    /// How long a graceful close may take once nothing is in flight.
+    pub(super) write: Duration,
     /// Becomes `true` when the server shuts down.
     pub(super) stopping: watch::Receiver<bool>,
     pub(super) peer: SocketAddr,
@@ -81,17 +101,25 @@ impl Watch {
     /// One timer per connection, set for `idle` after the last traffic it knew of; when it
     /// fires early (traffic since) it is moved to `idle` after the latest. The close comes
     /// `idle` after the last byte, to within the timer's millisecond.
+    ///
+    /// A graceful close waits for answers that may never go out (a client that reads them a
+    /// byte at a time, an HTTP/2 client that does not acknowledge the `GOAWAY`'s `PING`): the
+    /// same timer then looks every `write`, and once it has found nothing in flight twice in a
+    /// row the connection is dropped, hard. So a close that does not finish ends `write` after
+    /// it began, or, if a request was in flight then, `write` to `2 × write` after the last
+    /// answer was ready.
     pub(super) async fn drive<C, E>(mut self, conn: C)
     where
         C: GracefulConnection<Error = E>,
         E: std::fmt::Display,
     {
         tokio::pin!(conn);
-        let idle = tokio::time::sleep_until(self.next_look());
-        tokio::pin!(idle);
-        let mut closing = *self.stopping.borrow();
-        if closing {
-            conn.as_mut().graceful_shutdown();
+        let timer = tokio::time::sleep_until(self.next_look());
+        tokio::pin!(timer);
+        // While closing: whether the last look found nothing in flight.
+        let mut closing = None;
+        if *self.stopping.borrow() {
+            closing = Some(self.close(conn.as_mut(), timer.as_mut()));
         }
         loop {
             tokio::select! {
@@ -101,33 +129,55 @@ impl Watch {
                     }
                     return;
                 }
-                () = &mut idle, if !closing => {
-                    let now = idle.deadline();
+                () = &mut timer => {
+                    let now = timer.deadline();
+                    if let Some(settled) = &mut closing {
+                        let in_flight = self.activity.in_flight();
+                        if *settled && !in_flight {
+                            tracing::debug!(peer = %self.peer, "dropping a connection whose close did not finish");
+                            self.activity.abort();
+                            return;
+                        }
+                        *settled = !in_flight;
+                        timer.as_mut().reset(now + self.write);
+                        continue;
+                    }
                     if self.activity.first_request_due().is_some_and(|due| due <= now) {
                         tracing::debug!(peer = %self.peer, "closing an HTTP/2 connection that sent no request in time");
                         return;
                     }
                     let next = self.next_look();
                     if next > now {
-                        idle.as_mut().reset(next);
+                        timer.as_mut().reset(next);
                     } else {
                         tracing::debug!(peer = %self.peer, "closing an idle connection");
-                        closing = true;
-                        conn.as_mut().graceful_shutdown();
+                        closing = Some(self.close(conn.as_mut(), timer.as_mut()));
                     }
                 }
-                changed = self.stopping.changed(), if !closing => {
+                changed = self.stopping.changed(), if closing.is_none() => {
                     if changed.is_err() || *self.stopping.borrow() {
-                        closing = true;
-                        conn.as_mut().graceful_shutdown();
+                        closing = Some(self.close(conn.as_mut(), timer.as_mut()));
                     }
                 }
             }
         }
     }
+
+    /// Starts `conn`'s graceful close, and sets `timer` to look at it `write` later. Whether
+    /// nothing is in flight.
+    fn close<C: GracefulConnection>(
+        &self,
+        conn: Pin<&mut C>,
+        timer: Pin<&mut tokio::time::Sleep>,
+    ) -> bool {
+        conn.graceful_shutdown();
+        timer.reset(tokio::time::Instant::now() + self.write);
+        !self.activity.in_flight()
+    }
 }
 
-/// What went over one connection, shared by its socket, its header timer and its idle watch.
+/// What went over one connection, shared by its socket, its header timer, its idle watch and
+/// its service (the requests in flight).
 /// Instants are nanoseconds since `epoch`, so they fit atomics.
 #[derive(Debug)]
 pub(super) struct Traffic {
@@ -135,6 +185,12 @@ pub(super) struct Traffic {
     last: AtomicU64,
     /// When the request being read began, plus one; 0 between requests.
     request_started: AtomicU64,
+    /// Requests being answered: at most one, but for the moment hyper takes the next.
+    in_flight: AtomicU32,
+    /// Answers made ready so far (wrapping): the socket tells an answer's first write by it.
+    answers: AtomicU32,
+    /// Set when the connection is dropped unfinished: its socket is closed with a reset.
+    aborted: AtomicBool,
     epoch: Instant,
 }
 
@@ -146,6 +202,9 @@ impl Traffic {
             // The first request's clock runs from the connect: a client that connects and
             // sends nothing is cut at the header timeout too.
             request_started: AtomicU64::new(1),
+            in_flight: AtomicU32::new(0),
+            answers: AtomicU32::new(0),
+            aborted: AtomicBool::new(false),
             epoch,
         }
     }
@@ -156,22 +215,37 @@ impl Traffic {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    pub(super) fn read(&self) {
+    /// Bytes came; when, as stored.
+    pub(super) fn read(&self) -> u64 {
         let now = self.now();
         self.last.store(now, Ordering::Relaxed);
         if self.request_started.load(Ordering::Relaxed) == 0 {
             self.request_started.store(now + 1, Ordering::Relaxed);
         }
+        now
     }
 
-    /// Whether a request was being read: the first write since its bytes came.
-    pub(super) fn wrote(&self) -> bool {
+    pub(super) fn wrote(&self) {
         self.last.store(self.now(), Ordering::Relaxed);
-        let reading = self.request_started.load(Ordering::Relaxed) != 0;
-        if reading {
-            self.request_started.store(0, Ordering::Relaxed);
-        }
-        reading
+    }
+
+    /// Answers made ready so far.
+    pub(super) fn answers(&self) -> u32 {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    /// An answer's first write: the request it answers is read whole. `buffered` is when the
+    /// bytes hyper holds beyond it came (as [`Traffic::read`] gave it), if it holds any: the
+    /// next request's head began then, and its header clock runs from then; else there is no
+    /// next request yet, and its clock starts at its first byte.
+    pub(super) fn answering(&self, buffered: Option<u64>) {
+        let started = buffered.map_or(0, |at| at + 1);
+        self.request_started.store(started, Ordering::Relaxed);
+    }
+
+    /// Whether the connection was dropped unfinished.
+    pub(super) fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed)
     }
 
     /// When the connection will have been quiet for `idle`.
@@ -186,6 +260,17 @@ impl Traffic {
             0 => None,
             n => Some(self.epoch + Duration::from_nanos(n - 1)),
         }
+    }
+}
+
+impl Tally for Traffic {
+    fn opened(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.answers.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -1,23 +1,20 @@
 //! HTTP/2 on the HTTP/1 port (docs/operations.md "Connections"): telling a connection's
 //! protocol from its first bytes ([`sniff`]), hyper's HTTP/2 settings with the guards'
 //! bounds ([`builder`]), and the count of a connection's streams that its idle watch reads
-//! ([`Streams`], kept by [`Counted`] around each request).
+//! ([`Streams`], kept by `Counted` around each request).
 //!
 //! Why not hyper-util's `auto` builder: it reads the first bytes into a buffer of its own
 //! and replays them through a wrapper on every read, and its HTTP/1 side cannot bound the
 //! request head (`max_header_size`). Peeking leaves the HTTP/1 connection exactly as it was:
 //! the same socket and builder, one `MSG_PEEK` read per connection.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hyper_util::rt::TokioExecutor;
 use tokio::net::TcpStream;
 
+use super::requests::Tally;
 use super::MAX_HEAD_BYTES;
 
 /// The client connection preface of HTTP/2 with prior knowledge (RFC 9113 §3.4).
@@ -95,6 +92,8 @@ pub(super) struct Streams {
     open: AtomicU32,
     /// Nanoseconds since `epoch`, plus one, of the last stream opened or ended; 0: none yet.
     last: AtomicU64,
+    /// Set when the connection is dropped unfinished: its socket is closed with a reset.
+    aborted: AtomicBool,
     epoch: Instant,
 }
 
@@ -104,6 +103,7 @@ impl Streams {
         Self {
             open: AtomicU32::new(0),
             last: AtomicU64::new(0),
+            aborted: AtomicBool::new(false),
             epoch,
         }
     }
@@ -120,6 +120,20 @@ impl Streams {
         self.last.load(Ordering::Relaxed) != 0
     }
 
+    /// Whether a stream is being answered.
+    pub(super) fn in_flight(&self) -> bool {
+        self.open.load(Ordering::Relaxed) > 0
+    }
+
+    pub(super) fn abort(&self) {
+        self.aborted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the connection was dropped unfinished.
+    pub(super) fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed)
+    }
+
     /// When the connection will have been without streams for `idle`: `None` while a stream
     /// is open.
     pub(super) fn quiet_until(&self, idle: Duration) -> Option<tokio::time::Instant> {
@@ -131,67 +145,14 @@ impl Streams {
     }
 }
 
-/// One stream counted open until dropped: with the request's future, so a stream the client
-/// resets counts as ended too.
-#[derive(Debug)]
-struct Open(Arc<Streams>);
-
-impl Open {
-    fn new(streams: Arc<Streams>) -> Self {
-        streams.open.fetch_add(1, Ordering::Relaxed);
-        streams.touch();
-        Self(streams)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::Relaxed);
-        self.0.touch();
-    }
-}
-
-/// A service that counts each request it answers as an open stream of its connection.
-#[derive(Debug, Clone)]
-pub(super) struct Counted<S> {
-    pub(super) inner: S,
-    pub(super) streams: Arc<Streams>,
-}
-
-impl<S, R> tower::Service<R> for Counted<S>
-where
-    S: tower::Service<R>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Answer<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+impl Tally for Streams {
+    fn opened(&self) {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        self.touch();
     }
 
-    fn call(&mut self, req: R) -> Self::Future {
-        Answer {
-            open: Open::new(self.streams.clone()),
-            inner: self.inner.call(req),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A request's answer, holding its stream open.
-    #[derive(Debug)]
-    pub(super) struct Answer<F> {
-        #[pin]
-        inner: F,
-        open: Open,
-    }
-}
-
-impl<F: Future> Future for Answer<F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.project().inner.poll(cx)
+    fn closed(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        self.touch();
     }
 }

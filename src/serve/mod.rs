@@ -1,8 +1,9 @@
 //! The server loop, HTTP/1.1 and HTTP/2 (h2c with prior knowledge) on one port, with the
 //! connection guards of docs/operations.md "Connections": a header read timeout, an idle
-//! keep-alive timeout, a cap on concurrent connections and one per peer address, bounds on the
-//! request head and on an HTTP/2 connection's streams, then graceful shutdown (stop
-//! accepting, let in-flight requests finish, close idle connections).
+//! keep-alive timeout, a write timeout, a cap on concurrent connections and one per peer
+//! address, bounds on the request head, on what a connection holds unread and on an HTTP/2
+//! connection's streams, then graceful shutdown (stop accepting, let in-flight requests
+//! finish, close idle connections).
 //!
 //! Written here rather than `axum::serve` because axum 0.8's server exposes none of these:
 //! it runs hyper without a timer, so a client that sends half a header holds its socket and
@@ -11,19 +12,26 @@
 //! first byte (see `HeaderTimer`), the per-address cap (see `PerAddress`), and problem
 //! documents instead of the empty answers hyper gives the requests it cannot parse (see
 //! `Watched`). HTTP/2 has hyper's own bounds (streams, header list, resets) and an idle clock
-//! of its own, read from its streams (see `h2.rs`).
+//! of its own, read from its streams (see `h2.rs`). Both have a write timeout, which hyper
+//! has not at all (see `WriteClock`).
 //!
 //! Here: the accept loop and each connection's start; `per_address.rs`: the per-address cap;
-//! `clock.rs`: a connection's traffic, idle watch and header timer; `socket.rs`: its socket
-//! and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `clock.rs`: a connection's traffic, idle watch and header timer; `requests.rs`: its
+//! requests in flight; `deadline.rs`: its write clock and hard close; `socket.rs`: an HTTP/1
+//! socket and hyper's refusals; `h2.rs`: telling HTTP/2 from HTTP/1, and HTTP/2's settings;
+//! `frames.rs`: an HTTP/2 socket, its control-frame budget and its answers' progress;
 //! `tls.rs`: HTTPS, its certificate and its reloading.
 
 mod clock;
+mod deadline;
+mod frames;
 mod h2;
 mod per_address;
+mod requests;
 mod socket;
 mod tls;
 
+pub use deadline::bound_unsent;
 pub use h2::MAX_STREAMS;
 pub use per_address::PerAddress;
 pub use tls::Tls;
@@ -45,7 +53,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use clock::{Activity, HeaderTimer, Traffic, Watch};
-use h2::{Counted, Protocol, Streams};
+use deadline::{Abort, WriteClock};
+use frames::Framed;
+use h2::{Protocol, Streams};
+use requests::Counted;
 use socket::Watched;
 
 /// The largest request head (request line and header fields), in bytes: past it, `431`.
@@ -53,6 +64,12 @@ use socket::Watched;
 /// make the server hold. This leaves room for the longest target the API takes (a UV union of
 /// 100 page names in the query, ~13 KiB) plus tokens and cookies.
 pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+
+/// The most bytes hyper buffers for one HTTP/1 connection, either way: its read buffer, which
+/// must hold a whole head (hence twice the head bound), and its write buffer, where answers
+/// to pipelined requests wait for a socket that takes no more (hyper's default, ~400 KiB,
+/// for each of 10,000 connections).
+const MAX_BUF_BYTES: usize = 2 * MAX_HEAD_BYTES;
 
 /// The most header fields a request may carry: past it, `431`. Hyper's default, left as is:
 /// raising it makes hyper allocate its header arrays on the heap for every request.
@@ -65,6 +82,8 @@ pub struct Guards {
     pub header_timeout: Duration,
     /// A kept-alive connection with no traffic either way for this long is closed.
     pub idle_timeout: Duration,
+    /// A connection whose answers are not read for this long is closed.
+    pub write_timeout: Duration,
     /// Connections served at once; further ones wait in the listen backlog.
     pub max_connections: usize,
     /// Connections one peer address (IPv4 address, IPv6 /64) may hold; a further one is closed.
@@ -86,6 +105,8 @@ pub async fn serve(
     let cap = guards.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(cap));
     let (stop, stopping) = watch::channel(false);
+    // Again, for a listener bound by another caller than the binary's `main`.
+    bound_unsent(&listener);
     tokio::pin!(shutdown);
     loop {
         // A slot first, then accept: past the cap, connections queue in the kernel's backlog
@@ -186,10 +207,15 @@ impl Connection {
 
     async fn http1<S>(self, io: S)
     where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: AsyncRead + AsyncWrite + Abort + Unpin + Send + 'static,
     {
         let traffic = Arc::new(Traffic::new(self.connected));
-        let io = TokioIo::new(Watched::new(io, traffic.clone()));
+        let clock = WriteClock::new(self.guards.write_timeout);
+        let io = TokioIo::new(Watched::new(io, traffic.clone(), clock));
+        let service = Counted {
+            inner: self.app.clone(),
+            tally: traffic.clone(),
+        };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(HeaderTimer {
                 traffic: traffic.clone(),
@@ -197,19 +223,21 @@ impl Connection {
             })
             .header_read_timeout(self.guards.header_timeout)
             .max_header_size(MAX_HEAD_BYTES)
-            .serve_connection(io, TowerToHyperService::new(self.app.clone()));
+            .max_buf_size(MAX_BUF_BYTES)
+            .serve_connection(io, TowerToHyperService::new(service));
         self.watch(Activity::Socket(traffic)).drive(conn).await;
     }
 
     async fn http2<S>(self, io: S)
     where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        S: AsyncRead + AsyncWrite + Abort + Unpin + Send + 'static,
     {
         let streams = Arc::new(Streams::new(self.connected));
         let service = Counted {
             inner: self.app.clone(),
-            streams: streams.clone(),
+            tally: streams.clone(),
         };
+        let io = Framed::new(io, streams.clone(), self.guards.write_timeout);
         let conn =
             h2::builder().serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
         let first_request_by = self.connected + self.guards.header_timeout;
@@ -225,6 +253,7 @@ impl Connection {
         Watch {
             activity,
             idle: self.guards.idle_timeout,
+            write: self.guards.write_timeout,
             stopping: self.stopping,
             peer: self.app.peer.0,
         }

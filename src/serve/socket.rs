@@ -1,6 +1,7 @@
-//! The socket of one connection ([`Watched`]): it tells the connection's [`Traffic`] when
-//! bytes go either way, and writes a problem document in place of each of hyper's own empty
-//! refusals.
+//! The socket of one HTTP/1 connection ([`Watched`]): it tells the connection's [`Traffic`]
+//! when bytes go either way and where a request's head may begin, closes the connection when
+//! its answers are not read, and writes a problem document in place of each of hyper's own
+//! empty refusals.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,12 +11,23 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::clock::Traffic;
+use super::deadline::{Abort, WriteClock};
 use super::{MAX_HEADER_FIELDS, MAX_HEAD_BYTES};
 use crate::error::{ApiError, Problem};
 
 /// A socket that notes when bytes last went either way (hyper has an HTTP/2 keep-alive but no
-/// HTTP/1 idle timeout, hence this), and that turns hyper's own refusals into problem
-/// documents.
+/// HTTP/1 idle timeout, hence this), that starts the header clock of a request pipelined
+/// behind another, that ends the connection when the socket takes nothing for the write
+/// timeout ([`WriteClock`]), and that turns hyper's own refusals into problem documents.
+///
+/// The next request's head: hyper reads the socket while it answers a request only when its
+/// read buffer is empty (to notice a client that hangs up: `mid_message_detect_eof` in
+/// hyper's `proto/h1/conn.rs`), and not at all when the bytes of a next request are in it. So
+/// at an answer's first write, a last read that found nothing means the connection is idle
+/// after the answer, and one that brought bytes means a next request began with them: its
+/// header clock runs from their arrival, not from a next byte that may never come. (They may
+/// instead be the rest of a body the answer did not read, which hyper then skips: the next
+/// head's clock runs from their arrival all the same, the price of not parsing HTTP here.)
 ///
 /// A request hyper refuses to parse (a malformed request line or header field, bad framing
 /// headers, a head over `MAX_HEAD_BYTES` or `MAX_HEADER_FIELDS`) never reaches the service:
@@ -25,43 +37,91 @@ use crate::error::{ApiError, Problem};
 /// exactly such a head, and a problem document is written instead. The service's own error
 /// responses never match: every one has a problem body. Costs a 3-byte compare per response.
 #[derive(Debug)]
-pub(super) struct Watched<S = TcpStream> {
+pub(super) struct Watched<S: Abort = TcpStream> {
     inner: S,
     traffic: Arc<Traffic>,
+    clock: WriteClock,
     /// A refusal being written in place of hyper's, and how much of it is written.
     refusal: Option<(Vec<u8>, usize)>,
+    /// Bytes were read since the last write.
+    fresh: bool,
+    /// When the last read brought bytes (as `Traffic::read` gave it); `None` once a read found
+    /// none.
+    buffered: Option<u64>,
+    /// The traffic's answer count at the last write.
+    answers: u32,
 }
 
-impl<S> Watched<S> {
-    pub(super) fn new(inner: S, traffic: Arc<Traffic>) -> Self {
+impl<S: Abort> Watched<S> {
+    pub(super) fn new(inner: S, traffic: Arc<Traffic>, clock: WriteClock) -> Self {
         Self {
             inner,
             traffic,
+            clock,
             refusal: None,
+            fresh: false,
+            buffered: None,
+            answers: 0,
+        }
+    }
+
+    /// Notes a write; whether it is the first since a request's bytes came.
+    fn writing(&mut self) -> bool {
+        self.traffic.wrote();
+        let answers = self.traffic.answers();
+        if answers != self.answers {
+            self.answers = answers;
+            self.traffic.answering(self.buffered);
+        }
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// `polled`, a write of the socket, past the write clock: a stall of the write timeout is
+    /// the connection's end, and a hard one.
+    fn clocked<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        let checked = self.clock.check(cx, polled);
+        if self.clock.expired() {
+            self.inner.abort();
+        }
+        checked
+    }
+}
+
+impl<S: Abort> Drop for Watched<S> {
+    fn drop(&mut self) {
+        if self.traffic.aborted() {
+            self.inner.abort();
         }
     }
 }
 
-impl<S: AsyncWrite + Unpin> Watched<S> {
+impl<S: AsyncWrite + Abort + Unpin> Watched<S> {
     /// Writes the refusal, then tells hyper its own `claimed` bytes went out.
     fn poll_refusal(
         &mut self,
         cx: &mut Context<'_>,
         claimed: usize,
     ) -> Poll<std::io::Result<usize>> {
-        let Some((bytes, written)) = &mut self.refusal else {
+        let Some((bytes, mut written)) = self.refusal.take() else {
             return Poll::Ready(Ok(0));
         };
-        while *written < bytes.len() {
-            match Pin::new(&mut self.inner).poll_write(cx, &bytes[*written..]) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
-                }
-                Poll::Ready(Ok(n)) => *written += n,
-                other => return other,
+        let done = loop {
+            if written == bytes.len() {
+                break Poll::Ready(Ok(claimed));
             }
-        }
-        Poll::Ready(Ok(claimed))
+            let polled = Pin::new(&mut self.inner).poll_write(cx, &bytes[written..]);
+            match self.clocked(cx, polled) {
+                Poll::Ready(Ok(0)) => break Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => written += n,
+                other => break other,
+            }
+        };
+        self.refusal = Some((bytes, written));
+        done
     }
 }
 
@@ -110,7 +170,7 @@ fn problem_for(head: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+impl<S: AsyncRead + Abort + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -119,26 +179,30 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.traffic.read();
+            self.fresh = true;
+            self.buffered = Some(self.traffic.read());
+        } else {
+            self.buffered = None;
         }
         polled
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+impl<S: AsyncWrite + Abort + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
-        if this.traffic.wrote() && this.refusal.is_none() {
+        if this.writing() && this.refusal.is_none() {
             this.refusal = problem_for(buf).map(|p| (p, 0));
         }
         if this.refusal.is_some() {
             return this.poll_refusal(cx, buf.len());
         }
-        Pin::new(&mut this.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.clocked(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -147,7 +211,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
-        if this.traffic.wrote() && this.refusal.is_none() {
+        if this.writing() && this.refusal.is_none() {
             // A refusal has no body: its head is the whole write.
             if let [head] = bufs {
                 this.refusal = problem_for(head).map(|p| (p, 0));
@@ -156,7 +220,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         if this.refusal.is_some() {
             return this.poll_refusal(cx, bufs.iter().map(|b| b.len()).sum());
         }
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.clocked(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -164,11 +229,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.clocked(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.clocked(cx, polled)
     }
 }
 

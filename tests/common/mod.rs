@@ -381,6 +381,13 @@ impl Gateway {
         gw
     }
 
+    /// Starts the gateway's graceful shutdown, as SIGTERM does the binary's.
+    pub fn shut_down(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
     async fn wait_ready(&self) {
         for _ in 0..200 {
             if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
@@ -814,4 +821,29 @@ pub async fn closed_by_server(sock: &mut tokio::net::TcpStream) -> Option<Vec<u8
             Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
         }
     }
+}
+
+/// The TCP state of an established connection in /proc/net/tcp.
+pub const ESTABLISHED: u8 = 0x01;
+
+/// The server's ends of the connections to `server` made from the local ports `clients`: each
+/// one's TCP state and the bytes in its send queue (unsent or unacknowledged), as
+/// /proc/net/tcp shows them (for this network namespace: the in-process gateway's and a child
+/// binary's alike).
+pub fn server_ends(server: SocketAddr, clients: &HashSet<u16>) -> Vec<(u8, u64)> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp (Linux)");
+    let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if port(f[1])? != server.port() || !clients.contains(&port(f[2])?) {
+                return None;
+            }
+            let state = u8::from_str_radix(f[3], 16).ok()?;
+            let queued = u64::from_str_radix(f[4].split(':').next()?, 16).ok()?;
+            Some((state, queued))
+        })
+        .collect()
 }
