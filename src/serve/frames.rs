@@ -182,13 +182,13 @@ impl<S: AsyncWrite + Abort + Unpin> Framed<S> {
         if self.answering.is_empty() {
             return Poll::Pending;
         }
+        if self.stuck_armed && self.stuck.as_ref().is_some_and(|s| !s.is_elapsed()) {
+            return Poll::Pending;
+        }
         let due = self.answered_at + self.timeout;
         let sleep = self
             .stuck
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
-        if self.stuck_armed && !sleep.is_elapsed() {
-            return Poll::Pending;
-        }
         loop {
             if sleep.as_mut().poll(cx).is_pending() {
                 self.stuck_armed = true;
