@@ -81,6 +81,8 @@ pub(super) struct Framed<S: Abort> {
     answered_at: Instant,
     /// Wakes the connection when an answer begun may have sent nothing for `timeout`.
     stuck: Option<Pin<Box<Sleep>>>,
+    /// `stuck` was polled since it was last set: it will wake this connection's task.
+    stuck_armed: bool,
     /// The highest stream the client opened: the `GOAWAY`'s last stream.
     last_stream: u32,
     /// Once the budget is spent: the `GOAWAY` to send, and how much of it is written.
@@ -104,6 +106,7 @@ impl<S: Abort> Framed<S> {
             answering: Vec::new(),
             answered_at: now,
             stuck: None,
+            stuck_armed: false,
             last_stream: 0,
             goaway: None,
         }
@@ -173,9 +176,13 @@ impl<S: AsyncWrite + Abort + Unpin> Framed<S> {
 
     /// Ready once an answer begun has sent nothing for the timeout (the client's window stays
     /// shut); else registers `cx` to look again then. The timer is moved only when it fires,
-    /// not at each write.
+    /// not at each write, and polled only when it has fired or was just set: it is looked at
+    /// on every read and write while an answer is under way.
     fn poll_stuck(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.answering.is_empty() {
+            return Poll::Pending;
+        }
+        if self.stuck_armed && self.stuck.as_ref().is_some_and(|s| !s.is_elapsed()) {
             return Poll::Pending;
         }
         let due = self.answered_at + self.timeout;
@@ -183,7 +190,10 @@ impl<S: AsyncWrite + Abort + Unpin> Framed<S> {
             .stuck
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
         loop {
-            ready!(sleep.as_mut().poll(cx));
+            if sleep.as_mut().poll(cx).is_pending() {
+                self.stuck_armed = true;
+                return Poll::Pending;
+            }
             if sleep.deadline() >= due {
                 return Poll::Ready(());
             }

@@ -12,6 +12,17 @@ pub(super) struct Head {
     pub(super) stream: u32,
 }
 
+impl Head {
+    fn of(h: &[u8; 9]) -> Self {
+        Self {
+            len: u32::from_be_bytes([0, h[0], h[1], h[2]]),
+            kind: h[3],
+            flags: h[4],
+            stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
+        }
+    }
+}
+
 /// Where one direction's bytes are in its frames, across reads or writes that split them
 /// anywhere.
 #[derive(Debug)]
@@ -60,20 +71,23 @@ impl Follow {
                 continue;
             }
             let began = if self.have == 0 { at } else { 0 };
-            let n = (9 - self.have).min(rest);
-            self.head[self.have..self.have + n].copy_from_slice(&bytes[at..at + n]);
-            self.have += n;
-            at += n;
-            if self.have < 9 {
-                break;
-            }
-            self.have = 0;
-            let h = &self.head;
-            let head = Head {
-                len: u32::from_be_bytes([0, h[0], h[1], h[2]]),
-                kind: h[3],
-                flags: h[4],
-                stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
+            let head = match bytes[at..].first_chunk::<9>() {
+                // Whole in these bytes, as heads nearly always are: read in place.
+                Some(whole) if self.have == 0 => {
+                    at += 9;
+                    Head::of(whole)
+                }
+                _ => {
+                    let n = (9 - self.have).min(rest);
+                    self.head[self.have..self.have + n].copy_from_slice(&bytes[at..at + n]);
+                    self.have += n;
+                    at += n;
+                    if self.have < 9 {
+                        break;
+                    }
+                    self.have = 0;
+                    Head::of(&self.head)
+                }
             };
             self.left = head.len as usize;
             self.kind = head.kind;
