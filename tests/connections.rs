@@ -441,6 +441,7 @@ async fn never_reading(n: usize, requests: &[u8], most: u64) {
              queued for one",
             sent.elapsed()
         );
+        // Real time: the kernel closes these sockets on the gateway's write timer, a real one.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(
@@ -454,6 +455,7 @@ async fn never_reading(n: usize, requests: &[u8], most: u64) {
         if queued == 0 {
             break;
         }
+        // Real time: the kernel drops what it queued as the resets go out.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
@@ -528,6 +530,7 @@ async fn asking_for_a_large_answer(addr: SocketAddr) -> (TcpStream, Vec<u8>, usi
 async fn read_slowly(sock: &mut TcpStream, got: &mut Vec<u8>, whole: usize) -> Result<(), String> {
     let mut buf = vec![0u8; 8 * 1024];
     while got.len() < whole {
+        // Real time: the reader must be slow against the gateway's real write timer.
         tokio::time::sleep(Duration::from_millis(25)).await;
         match sock.read(&mut buf).await {
             Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),

@@ -451,6 +451,7 @@ async fn an_ordinary_client_is_not_cut_off() {
         let mut sent = 0u32;
         while pings.ping(h2::Ping::opaque()).await.is_ok() {
             sent += 1;
+            // Real time: pings spread over the real seconds the control-frame budget refills in.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         sent

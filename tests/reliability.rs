@@ -431,6 +431,7 @@ async fn a_stall_answers_within_one_store_timeout_through_the_limiter() {
                 Instant::now() < deadline,
                 "{path} not served 10 s after the stall: {status} {reply}"
             );
+            // Real time: a real redis-server resuming, and the client reconnecting to it.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

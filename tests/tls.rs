@@ -135,6 +135,7 @@ async fn closed_by_the_server(addr: SocketAddr, ports: &HashSet<u16>, write: Dur
             "still open {:?} after the client stopped reading: {ends:?}",
             started.elapsed()
         );
+        // Real time: the kernel closes these sockets on the gateway's write timer, a real one.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

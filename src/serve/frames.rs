@@ -396,15 +396,7 @@ mod tests {
         fn abort(&self) {}
     }
 
-    const PING: u8 = 0x6;
-
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-        out.extend_from_slice(&[kind, flags]);
-        out.extend_from_slice(&stream.to_be_bytes());
-        out.extend_from_slice(payload);
-        out
-    }
+    use super::follow::tests::{frame, PING};
 
     /// The connection's budget runs out at a frame: hyper gets the bytes before it, then the
     /// `GOAWAY` is written once hyper's frame in progress is whole, and the connection ends.

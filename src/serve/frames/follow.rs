@@ -119,14 +119,15 @@ impl Follow {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     const END_STREAM: u8 = 0x1;
-    const PING: u8 = 0x6;
+    pub(in crate::serve) const PING: u8 = 0x6;
 
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    /// One frame's bytes: its 9-byte head, then `payload`.
+    pub(in crate::serve) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
         out.extend_from_slice(&[kind, flags]);
         out.extend_from_slice(&stream.to_be_bytes());
