@@ -17,18 +17,25 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The domains: each a folder of `src/`.
-const DOMAINS: [&str; 9] = [
-    "checkins",
-    "uv",
-    "geo",
-    "seckill",
-    "ratelimit",
-    "dedup",
-    "locks",
-    "queues",
-    "ledger",
-];
+/// The domains, found rather than listed, so a new one is checked from its first commit: each
+/// folder of `src/` that serves routes (`http.rs` or `http/`) or keeps state of its own
+/// (`memory.rs`, the embedded backend). The shared folders (`store/`, `middleware/`,
+/// `config/`, …) have neither.
+fn domains(src: &Path) -> Vec<String> {
+    let mut found: Vec<String> = fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|dir| {
+            dir.is_dir()
+                && (dir.join("http.rs").exists()
+                    || dir.join("http").is_dir()
+                    || dir.join("memory.rs").exists())
+        })
+        .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    found
+}
 
 /// Files outside the domains that may name them: where the domains are put together.
 const COMPOSITION: [&str; 5] = ["lib.rs", "openapi.rs", "ops.rs", "readiness.rs", "state.rs"];
@@ -43,7 +50,7 @@ enum Place {
     Composition,
 }
 
-fn place(rel: &Path) -> Place {
+fn place(rel: &Path, domains: &[String]) -> Place {
     let parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -55,7 +62,7 @@ fn place(rel: &Path) -> Place {
             Place::Shared
         };
     }
-    if !DOMAINS.contains(&parts[0].as_str()) {
+    if !domains.contains(&parts[0]) {
         return Place::Shared;
     }
     match parts[1].as_str() {
@@ -77,13 +84,89 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `(line number, code)` of every line before the unit tests that is not a comment.
+/// `(line number, line)` of the whole file but its unit tests: every item under
+/// `#[cfg(test)]` is skipped to the end of its braces (or its `;`), wherever it stands, so code
+/// after a test module is read too.
+fn without_tests(text: &str) -> Vec<(usize, &str)> {
+    let mut kept = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
+        if !line.trim_start().starts_with("#[cfg(test)]") {
+            kept.push((i + 1, line));
+            continue;
+        }
+        // Skip the gated item: to its `;` if it has no body, else to its closing brace.
+        let mut braces = Braces::default();
+        for (_, line) in lines.by_ref() {
+            braces.read(line);
+            let ends = line.trim_end().ends_with(';');
+            if (braces.opened && braces.depth <= 0) || (!braces.opened && ends) {
+                break;
+            }
+        }
+    }
+    kept
+}
+
+/// Brace depth over lines of Rust, not counting braces in strings, chars and comments (a test
+/// module's `"{"` or `'}'` must not end it early).
+#[derive(Default)]
+struct Braces {
+    depth: i32,
+    opened: bool,
+    /// Inside a string since an earlier line: `Some(n)` for a raw string with `n` `#`s, where
+    /// `None` inside means a plain one.
+    string: Option<Option<usize>>,
+}
+
+impl Braces {
+    fn read(&mut self, line: &str) {
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if let Some(raw) = self.string {
+                match raw {
+                    None if b[i] == b'\\' => i += 1,
+                    None if b[i] == b'"' => self.string = None,
+                    Some(n) if b[i] == b'"' && b[i + 1..].iter().take(n).filter(|&&c| c == b'#').count() == n => {
+                        self.string = None;
+                        i += n;
+                    }
+                    _ => {}
+                }
+                i += 1;
+                continue;
+            }
+            match b[i] {
+                b'/' if b.get(i + 1) == Some(&b'/') => return,
+                b'"' => self.string = Some(None),
+                b'r' if matches!(b.get(i + 1), Some(b'"' | b'#')) && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) => {
+                    let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                    if b.get(i + 1 + hashes) == Some(&b'"') {
+                        self.string = Some(Some(hashes));
+                        i += 1 + hashes;
+                    }
+                }
+                // A char literal: `'{'`, `'\''`; a lifetime (`'a`) has no closing quote after it.
+                b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+                b'\'' if b.get(i + 1) == Some(&b'\\') && b.get(i + 3) == Some(&b'\'') => i += 3,
+                b'{' => {
+                    self.depth += 1;
+                    self.opened = true;
+                }
+                b'}' => self.depth -= 1,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+}
+
+/// [`without_tests`], less comments: the lines whose code the rules read.
 fn code_lines(text: &str) -> Vec<(usize, &str)> {
-    text.lines()
-        .enumerate()
-        .take_while(|(_, l)| !l.trim_start().starts_with("#[cfg(test)]"))
+    without_tests(text)
+        .into_iter()
         .filter(|(_, l)| !l.trim_start().starts_with("//"))
-        .map(|(i, l)| (i + 1, l))
         .collect()
 }
 
@@ -125,8 +208,8 @@ fn names_fred(line: &str) -> bool {
 }
 
 /// The domain a line of shared code names, if any.
-fn names_domain(line: &str) -> Option<&'static str> {
-    DOMAINS.into_iter().find(|d| {
+fn names_domain<'d>(line: &str, domains: &'d [String]) -> Option<&'d str> {
+    domains.iter().map(String::as_str).find(|d| {
         line.contains(&format!("crate::{d}::"))
             || line.contains(&format!("crate::{d};"))
             || line.contains(&format!("crate::{d}}}"))
@@ -135,7 +218,7 @@ fn names_domain(line: &str) -> Option<&'static str> {
 }
 
 /// Why `line`, in a file at `place` (`rel` from `src/`), breaks the shape.
-fn broken(place: Place, rel: &str, line: &str) -> Option<String> {
+fn broken(place: Place, rel: &str, line: &str, domains: &[String]) -> Option<String> {
     match place {
         Place::Core => {
             if let Some(why) = names_http(line) {
@@ -172,7 +255,7 @@ fn broken(place: Place, rel: &str, line: &str) -> Option<String> {
             if names_fred(line) && !rel.starts_with("store/redis/") {
                 return Some("fred (outside the Redis backends)".to_owned());
             }
-            let domain = names_domain(line)?;
+            let domain = names_domain(line, domains)?;
             Some(format!(
                 "the domain `{domain}` (shared code names no domain)"
             ))
@@ -185,6 +268,7 @@ fn check(src: &Path) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     files.sort();
+    let domains = domains(src);
     let mut found = Vec::new();
     for file in &files {
         let rel = file.strip_prefix(src).unwrap();
@@ -195,10 +279,10 @@ fn check(src: &Path) -> Vec<String> {
                 rel.display()
             ));
         }
-        let place = place(rel);
+        let place = place(rel, &domains);
         let rel = rel.to_string_lossy().replace('\\', "/");
         for (n, line) in code_lines(&text) {
-            if let Some(why) = broken(place, &rel, line) {
+            if let Some(why) = broken(place, &rel, line, &domains) {
                 found.push(format!("src/{rel}:{n}: {why}: {}", line.trim()));
             }
         }
@@ -220,28 +304,103 @@ fn the_code_keeps_the_shape() {
     );
 }
 
-/// Each domain keeps its backends in its folder, and the store keeps none.
+/// Longest a source file may be, its unit tests not counted (docs/design.md "Small parts").
+const MAX_FILE_LINES: usize = 450;
+/// Longest a function may be, from its `fn` line to its closing brace.
+const MAX_FN_LINES: usize = 80;
+
+/// Every file of `src` longer than [`MAX_FILE_LINES`] and every function longer than
+/// [`MAX_FN_LINES`], unit tests aside.
+fn too_long(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap().display().to_string();
+        let text = fs::read_to_string(file).unwrap();
+        let lines = without_tests(&text);
+        if lines.len() > MAX_FILE_LINES {
+            found.push(format!(
+                "src/{rel}: {} lines besides its tests (at most {MAX_FILE_LINES})",
+                lines.len()
+            ));
+        }
+        for (at, (n, line)) in lines.iter().enumerate() {
+            let Some(name) = fn_name(line) else { continue };
+            let mut braces = Braces::default();
+            let end = lines[at..].iter().find(|(_, l)| {
+                braces.read(l);
+                (braces.opened && braces.depth <= 0) || (!braces.opened && l.trim_end().ends_with(';'))
+            });
+            let length = end.map_or(0, |(last, _)| last - n + 1);
+            if braces.opened && length > MAX_FN_LINES {
+                found.push(format!(
+                    "src/{rel}:{n}: fn {name} is {length} lines (at most {MAX_FN_LINES})"
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The name of the function `line` begins, if it begins one.
+fn fn_name(line: &str) -> Option<&str> {
+    let code = line.split("//").next()?.trim_start();
+    let at = code.find("fn ")?;
+    let before = &code[..at];
+    let modifiers = ["pub", "pub(crate)", "pub(super)", "async", "const", "unsafe", "extern"];
+    if !before.split_whitespace().all(|w| modifiers.contains(&w)) {
+        return None;
+    }
+    let rest = &code[at + 3..];
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    (end > 0).then(|| &rest[..end])
+}
+
+#[test]
+fn files_and_functions_stay_small() {
+    let found = too_long(&src());
+    assert!(
+        found.is_empty(),
+        "docs/design.md \"Small parts\": split these into parts named for what they do\n{}",
+        found.join("\n")
+    );
+}
+
+/// Each domain that keeps state keeps both its backends in its folder, and the store keeps
+/// none: no backend file named for a domain, and no store trait declared outside a domain.
 #[test]
 fn every_domain_has_its_backends_in_its_folder() {
     let src = src();
-    for domain in DOMAINS {
-        let dir = src.join(domain);
+    for domain in domains(&src) {
+        let dir = src.join(&domain);
         assert!(dir.join("mod.rs").exists(), "src/{domain}/mod.rs");
-        assert!(dir.join("memory.rs").exists(), "src/{domain}/memory.rs");
-        assert!(
+        assert_eq!(
+            dir.join("memory.rs").exists(),
             dir.join("redis.rs").exists() || dir.join("redis/mod.rs").exists(),
-            "src/{domain}/redis.rs or redis/"
+            "src/{domain}: an embedded backend (memory.rs) and a Redis one (redis.rs or redis/), \
+             or neither"
         );
-        assert!(
-            !src.join("store/memory")
-                .join(format!("{domain}.rs"))
-                .exists()
-                && !src
-                    .join("store/redis")
-                    .join(format!("{domain}.rs"))
-                    .exists(),
-            "{domain}'s backend is still under src/store/"
-        );
+        for backend in ["store/memory", "store/redis"] {
+            assert!(
+                !src.join(backend).join(format!("{domain}.rs")).exists(),
+                "{domain}'s backend is still under src/{backend}/"
+            );
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(&src.join("store"), &mut files);
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in code_lines(&text) {
+            assert!(
+                !line.trim_start().starts_with("store_trait! {")
+                    && !line.contains("::store_trait! {"),
+                "{}:{n}: a store trait belongs to its domain's folder",
+                file.display()
+            );
+        }
     }
 }
 
@@ -270,8 +429,18 @@ fn the_check_catches_each_break() {
     write("uv/http.rs", "use axum::Json;\nuse fred::prelude::*;\n");
     write(
         "uv/mod.rs",
-        "use crate::state::AppState;\nuse crate::store::Store;\ncrate::store::store_trait! {}\n#[cfg(test)]\nmod tests { use axum::Json; }\n",
+        "use crate::state::AppState;\nuse crate::store::Store;\ncrate::store::store_trait! {}\n#[cfg(test)]\nmod tests { use axum::Json; }\nuse axum::Router;\n",
     );
+    // A test module whose strings and chars hold braces, and code after it.
+    write(
+        "geo/mod.rs",
+        "#[cfg(test)]\nmod tests {\n    const C: char = '}';\n    const S: &str = \"}}\";\n    use axum::Json;\n}\nuse fred::Client;\n",
+    );
+    write("geo/memory.rs", "");
+    // A domain nobody listed: found by its routes.
+    write("news/http.rs", "");
+    write("ratelimit/http.rs", "");
+    write("middleware/feed.rs", "use crate::news::Item;\n");
     write("uv/memory.rs", "use fred::types::Value;\n");
     write(
         "uv/redis.rs",
@@ -287,6 +456,15 @@ fn the_check_catches_each_break() {
     write("lib.rs", "use crate::uv::router;\n");
     write("calendar.rs", "fn f() { redis.call('GET') }\n");
     let found = check(&root);
+    let long_fn = format!("fn long() {{\n{}}}\n", "    step();\n".repeat(80));
+    write("queues/long.rs", &long_fn);
+    write("queues/short.rs", &format!("fn short() {{\n{}}}\n", "    step();\n".repeat(78)));
+    write("locks/long.rs", &"const A: u8 = 1;\n".repeat(MAX_FILE_LINES + 1));
+    write(
+        "locks/tested.rs",
+        &format!("const A: u8 = 1;\n#[cfg(test)]\nmod tests {{\n{}}}\n", "const B: u8 = 1;\n".repeat(MAX_FILE_LINES)),
+    );
+    let long = too_long(&root);
     fs::remove_dir_all(&root).unwrap();
     let has = |file: &str, why: &str| found.iter().any(|f| f.contains(file) && f.contains(why));
     assert!(has("uv/http.rs", "fred"), "{found:#?}");
@@ -312,4 +490,13 @@ fn the_check_catches_each_break() {
     assert!(has("middleware/observe.rs", "`geo`"), "{found:#?}");
     assert!(!found.iter().any(|f| f.contains("lib.rs")), "{found:#?}");
     assert!(has("calendar.rs", "Lua inside Rust"), "{found:#?}");
+    assert!(has("uv/mod.rs:6", "axum"), "read past the test module: {found:#?}");
+    assert!(!has("geo/mod.rs:5", "axum"), "{found:#?}");
+    assert!(has("geo/mod.rs:7", "fred"), "braces in strings: {found:#?}");
+    assert!(has("middleware/feed.rs", "`news`"), "{found:#?}");
+    let long_has = |what: &str| long.iter().any(|f| f.contains(what));
+    assert!(long_has("queues/long.rs:1: fn long is 82 lines"), "{long:#?}");
+    assert!(!long_has("queues/short.rs"), "{long:#?}");
+    assert!(long_has("locks/long.rs: 451 lines"), "{long:#?}");
+    assert!(!long_has("locks/tested.rs"), "tests are not counted: {long:#?}");
 }

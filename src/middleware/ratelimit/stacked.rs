@@ -102,7 +102,7 @@ impl Identities<'_> {
         }
         let bytes = match axum::body::to_bytes(body, self.body_limit).await {
             Ok(bytes) => bytes,
-            Err(e) => return Err(super::body_refused(e, "", false, self.body_limit)),
+            Err(e) => return Err(super::price::body_refused(e, "", false, self.body_limit)),
         };
         #[derive(serde::Deserialize)]
         struct Body {
@@ -232,7 +232,7 @@ pub(super) fn set_headers(decided: &[Decided<'_>], headers: &mut HeaderMap) {
     };
     let items: Vec<&str> = decided.iter().map(|d| d.header_item).collect();
     if let Ok(policy) = HeaderValue::try_from(items.join(", ")) {
-        super::set_headers_named(closest.name, &closest.decision, &policy, headers);
+        super::answers::set_headers_named(closest.name, &closest.decision, &policy, headers);
     }
 }
 
