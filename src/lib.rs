@@ -130,7 +130,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         None => policies::Policies::none(bounds, clock),
     });
     policies.watch();
-    policies.overrides().watch(store.clone());
+    tokio::spawn(policies.overrides().watching(store.clone()));
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
@@ -164,8 +164,19 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let terms = openapi::route_terms();
-    let api = middleware::stack(api, &state, middleware::Routes::Api, terms);
-    let ops = middleware::stack(ops, &state, middleware::Routes::Ops, terms);
+    // Innermost on the API routes: the caller's client and identity, then the global limiter,
+    // which also answers the identify layer's refusals once it has charged the address.
+    let settings = &state.settings;
+    let identify = clients::IdentifyLayer::new(
+        state.clients.clone(),
+        settings.trusted_proxies.clone(),
+        settings.anonymous_backend_routes,
+        settings.global.enabled,
+    );
+    let limit = middleware::Maybe(policies::global_limit(&state, terms));
+    let edge = tower::ServiceBuilder::new().layer(identify).layer(limit);
+    let api = middleware::stack(api, settings, terms, edge);
+    let ops = middleware::stack(ops, settings, terms, tower::layer::util::Identity::new());
     api.merge(ops).with_state(state)
 }
 

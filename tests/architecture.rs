@@ -128,7 +128,10 @@ impl Braces {
                 match raw {
                     None if b[i] == b'\\' => i += 1,
                     None if b[i] == b'"' => self.string = None,
-                    Some(n) if b[i] == b'"' && b[i + 1..].iter().take(n).filter(|&&c| c == b'#').count() == n => {
+                    Some(n)
+                        if b[i] == b'"'
+                            && b[i + 1..].iter().take(n).filter(|&&c| c == b'#').count() == n =>
+                    {
                         self.string = None;
                         i += n;
                     }
@@ -140,7 +143,9 @@ impl Braces {
             match b[i] {
                 b'/' if b.get(i + 1) == Some(&b'/') => return,
                 b'"' => self.string = Some(None),
-                b'r' if matches!(b.get(i + 1), Some(b'"' | b'#')) && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) => {
+                b'r' if matches!(b.get(i + 1), Some(b'"' | b'#'))
+                    && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) =>
+                {
                     let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
                     if b.get(i + 1 + hashes) == Some(&b'"') {
                         self.string = Some(Some(hashes));
@@ -331,7 +336,8 @@ fn too_long(src: &Path) -> Vec<String> {
             let mut braces = Braces::default();
             let end = lines[at..].iter().find(|(_, l)| {
                 braces.read(l);
-                (braces.opened && braces.depth <= 0) || (!braces.opened && l.trim_end().ends_with(';'))
+                (braces.opened && braces.depth <= 0)
+                    || (!braces.opened && l.trim_end().ends_with(';'))
             });
             let length = end.map_or(0, |(last, _)| last - n + 1);
             if braces.opened && length > MAX_FN_LINES {
@@ -349,7 +355,15 @@ fn fn_name(line: &str) -> Option<&str> {
     let code = line.split("//").next()?.trim_start();
     let at = code.find("fn ")?;
     let before = &code[..at];
-    let modifiers = ["pub", "pub(crate)", "pub(super)", "async", "const", "unsafe", "extern"];
+    let modifiers = [
+        "pub",
+        "pub(crate)",
+        "pub(super)",
+        "async",
+        "const",
+        "unsafe",
+        "extern",
+    ];
     if !before.split_whitespace().all(|w| modifiers.contains(&w)) {
         return None;
     }
@@ -458,11 +472,20 @@ fn the_check_catches_each_break() {
     let found = check(&root);
     let long_fn = format!("fn long() {{\n{}}}\n", "    step();\n".repeat(80));
     write("queues/long.rs", &long_fn);
-    write("queues/short.rs", &format!("fn short() {{\n{}}}\n", "    step();\n".repeat(78)));
-    write("locks/long.rs", &"const A: u8 = 1;\n".repeat(MAX_FILE_LINES + 1));
+    write(
+        "queues/short.rs",
+        &format!("fn short() {{\n{}}}\n", "    step();\n".repeat(78)),
+    );
+    write(
+        "locks/long.rs",
+        &"const A: u8 = 1;\n".repeat(MAX_FILE_LINES + 1),
+    );
     write(
         "locks/tested.rs",
-        &format!("const A: u8 = 1;\n#[cfg(test)]\nmod tests {{\n{}}}\n", "const B: u8 = 1;\n".repeat(MAX_FILE_LINES)),
+        &format!(
+            "const A: u8 = 1;\n#[cfg(test)]\nmod tests {{\n{}}}\n",
+            "const B: u8 = 1;\n".repeat(MAX_FILE_LINES)
+        ),
     );
     let long = too_long(&root);
     fs::remove_dir_all(&root).unwrap();
@@ -490,13 +513,22 @@ fn the_check_catches_each_break() {
     assert!(has("middleware/observe.rs", "`geo`"), "{found:#?}");
     assert!(!found.iter().any(|f| f.contains("lib.rs")), "{found:#?}");
     assert!(has("calendar.rs", "Lua inside Rust"), "{found:#?}");
-    assert!(has("uv/mod.rs:6", "axum"), "read past the test module: {found:#?}");
+    assert!(
+        has("uv/mod.rs:6", "axum"),
+        "read past the test module: {found:#?}"
+    );
     assert!(!has("geo/mod.rs:5", "axum"), "{found:#?}");
     assert!(has("geo/mod.rs:7", "fred"), "braces in strings: {found:#?}");
     assert!(has("middleware/feed.rs", "`news`"), "{found:#?}");
     let long_has = |what: &str| long.iter().any(|f| f.contains(what));
-    assert!(long_has("queues/long.rs:1: fn long is 82 lines"), "{long:#?}");
+    assert!(
+        long_has("queues/long.rs:1: fn long is 82 lines"),
+        "{long:#?}"
+    );
     assert!(!long_has("queues/short.rs"), "{long:#?}");
     assert!(long_has("locks/long.rs: 451 lines"), "{long:#?}");
-    assert!(!long_has("locks/tested.rs"), "tests are not counted: {long:#?}");
+    assert!(
+        !long_has("locks/tested.rs"),
+        "tests are not counted: {long:#?}"
+    );
 }

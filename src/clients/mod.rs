@@ -8,7 +8,7 @@
 
 mod http;
 
-pub use http::{router, BadKey, IdentifyLayer, Namespace, ScopedName};
+pub use http::{BadKey, ClientKey, IdempotencyKey, IdentifyLayer, Namespace, ScopedName};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ pub struct Client {
 pub struct Caller {
     /// The configured client, or `None` for an anonymous caller (no `X-Api-Key`).
     pub client: Option<Arc<Client>>,
-    /// `c:<client id>`, else `ip:<address or IPv6 /64>` ([`crate::middleware::ClientKey`]): whom the global
+    /// `c:<client id>`, else `ip:<address or IPv6 /64>` ([`ClientKey`]): whom the global
     /// limiter charges, and the namespace of the caller's own resources.
     pub identity: String,
     /// Whether a clients file is configured: without one there is a single trusted back end,

@@ -12,21 +12,17 @@
 //! 4. CORS (only when origins are configured)
 //! 5. request timeout ([`timeout`]: 503, or 408 for a body that stopped arriving; 414 for a
 //!    request target over 16 KiB) and the body-size limit
-//! 6. on the API routes only ([`Routes::Api`]; `app` stacks the ops routes without them, so
-//!    `/healthz`, `/readyz` and `/metrics` are never limited): the caller's client from
-//!    `X-Api-Key` and its identity ([`ClientKey`]: the client, else the address) by
-//!    `clients::IdentifyLayer`, then the global limiter ([`ratelimit`]), which also answers
-//!    the identify layer's refusals once it has charged the address for them. Inside CORS, so
-//!    429s carry CORS headers and preflights are not counted; inside the timeout, so a slow
-//!    store or a stalled body cannot hold a request past it.
+//! 6. the layers the composition puts innermost (`lib.rs` gives the API routes the caller's
+//!    identity and the global limiter, the ops routes nothing, so `/healthz`, `/readyz` and
+//!    `/metrics` are never limited). Inside CORS, so 429s carry CORS headers and preflights are
+//!    not counted; inside the timeout, so a slow store or a stalled body cannot hold a request
+//!    past it. This module names none of them: it takes them as one [`Layer`].
 
-mod client;
 mod compress;
 pub mod costs;
 mod maybe;
 mod observe;
 mod problems;
-pub mod ratelimit;
 mod timeout;
 
 use std::time::Duration;
@@ -36,45 +32,46 @@ use std::time::Duration;
 /// templates, status codes, configured client ids) or live for one turn of a worker's event
 /// loop (a batch's client), so std's SipHash, built to resist flooding a long-lived map with
 /// chosen keys, only cost time: foldhash, seeded per process, hashes them in a fraction of it
-/// (three to six lookups per request, issue 19).
-pub use client::ClientKey;
-
-type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// (three to six lookups per request).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, Method};
+use std::convert::Infallible;
+
+use axum::response::Response;
+use axum::routing::Route;
 use axum::Router;
-use tower::ServiceBuilder;
+use tower::{Layer, Service, ServiceBuilder};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::clients::IdentifyLayer;
-use crate::state::AppState;
-use maybe::Maybe;
+pub use maybe::Maybe;
+pub use observe::LimiterNote;
 
-/// Which routes a stack is for: the API routes are identified and limited, the ops routes
-/// (`/healthz`, `/readyz`, `/metrics`) never are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Routes {
-    Api,
-    Ops,
-}
+use crate::config::Settings;
 
 /// Wraps `router` in the stack described in the module docs, in one `Router::layer` call:
-/// each call boxes every route once more, and a request then clones each box (issue 19).
+/// each call boxes every route once more, and a request then clones each box.
 ///
-/// `terms` are the routes' own declarations (cost, long-poll wait), put together where the app
-/// is composed: this module names no route.
-pub fn stack(
-    router: Router<AppState>,
-    state: &AppState,
-    routes: Routes,
+/// `terms` are the routes' own declarations (cost, long-poll wait) and `inner` the layers the
+/// composition puts innermost, both put together where the app is composed: this module
+/// names no route and no domain.
+pub fn stack<S, L>(
+    router: Router<S>,
+    settings: &Settings,
     terms: &'static costs::Terms,
-) -> Router<AppState> {
-    let settings = &state.settings;
-    let api = routes == Routes::Api;
+    inner: L,
+) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    L: Layer<Route> + Clone + Send + Sync + 'static,
+    L::Service:
+        Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+    <L::Service as Service<Request>>::Future: Send + 'static,
+{
     router.layer(
         ServiceBuilder::new()
             .layer(observe::ObserveLayer {
@@ -88,16 +85,7 @@ pub fn stack(
                 terms,
             })
             .layer(DefaultBodyLimit::max(settings.body_limit))
-            // The client is known before anyone is charged for it.
-            .layer(Maybe(api.then(|| {
-                IdentifyLayer::new(
-                    state.clients.clone(),
-                    settings.trusted_proxies.clone(),
-                    settings.anonymous_backend_routes,
-                    settings.global.enabled,
-                )
-            })))
-            .layer(Maybe(api.then(|| global_limit(state, terms)).flatten())),
+            .layer(inner),
     )
 }
 
@@ -114,7 +102,7 @@ pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
     // Recorded only when someone reads it: exported as a trace, or logged under
     // `RUST_LOG=debug`. At the default INFO a span per request, its fields formatted into the
     // log layer's storage and entered on every poll, was an eighth of a `GET /healthz`'s
-    // instructions (callgrind, issue 19); the lines a request logs at INFO (its access line,
+    // instructions (callgrind); the lines a request logs at INFO (its access line,
     // the error of a failed one) carry its id, method and route themselves.
     if !crate::telemetry::tracing_on() {
         return tracing::debug_span!(
@@ -142,21 +130,6 @@ pub(crate) fn request_span(req: &Request, request_id: &str) -> tracing::Span {
     let trace_id = span.context().span().span_context().trace_id();
     span.record("trace_id", tracing::field::display(trace_id));
     span
-}
-
-/// The global limiter when enabled (or in shadow mode); `GATEWAY_GLOBAL_LIMIT=off` is none.
-fn global_limit(
-    state: &AppState,
-    terms: &'static costs::Terms,
-) -> Option<ratelimit::GlobalRateLimitLayer> {
-    let settings = &state.settings;
-    settings.global.enabled.then(|| {
-        ratelimit::GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
-            .with_trusted_proxies(settings.trusted_proxies.clone())
-            .with_body_limit(settings.body_limit)
-            .with_terms(terms)
-            .with_policies(state.policies.clone(), state.credentials.clone())
-    })
 }
 
 /// Replies above 1 KiB compressed for clients that ask (batch checks, nearby results and UV

@@ -15,7 +15,6 @@ use axum::response::Response;
 use tower::{Layer, Service};
 use tracing::Instrument;
 
-use super::ratelimit::LimiterNote;
 use super::FastMap;
 use crate::telemetry::access;
 
@@ -24,6 +23,14 @@ use crate::telemetry::access;
 /// [`record`]. Written by hand instead of tower-http's request-id, propagate and trace layers
 /// plus an axum `from_fn`: each of those wrapped or boxed the request's future once more, and
 /// together they were a third of `GET /healthz`'s CPU (bench/ab.py, issue 19).
+/// Who the global limiter charged and what it decided, left in the response's extensions for
+/// the access log (the limiter is the policies' layer; this module only reads the note).
+#[derive(Debug, Clone)]
+pub struct LimiterNote {
+    pub client: String,
+    pub outcome: &'static str,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct ObserveLayer {
     /// Whether to write the per-request INFO line (`GATEWAY_ACCESS_LOG`).

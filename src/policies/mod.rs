@@ -5,13 +5,16 @@
 //!
 //! This module owns the file (its parsing and every check that names the bad rule), the table
 //! the limiter looks a request's route up in, and the reload. The limiter
-//! (`middleware::ratelimit`) finds the identities and charges the buckets; the store decides
-//! every bucket of one request together (`store::budget`).
+//! (`http/limiter/`) finds the identities and charges the buckets; the store decides every
+//! bucket of one request together ([`budget`]).
 
+pub mod budget;
 mod http;
+mod memory;
 pub mod overrides;
+mod redis;
 
-pub use http::{router, PolicyRule};
+pub use http::{global_limit, router, GlobalRateLimitLayer, PolicyRule};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 //! identities up here, never in the store.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -12,11 +13,10 @@ use std::time::Duration;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
+use super::budget::OverrideStore;
 use super::By;
 use crate::clock::Clock;
 use crate::gcra::Gcra;
-use crate::store::budget::OverrideStore;
-use crate::store::Store;
 use crate::types::{Name, UserId};
 
 /// Most overrides the store keeps (expired ones are dropped to make room): every instance holds
@@ -193,7 +193,7 @@ impl Overrides {
     }
 
     /// Reads the store's set again when its version moved.
-    pub async fn refresh(&self, store: &Store) {
+    pub(crate) async fn refresh(&self, store: &impl OverrideStore) {
         let known = self.current().version;
         match store.overrides_version().await {
             Ok(version) if version == known => return,
@@ -219,10 +219,14 @@ impl Overrides {
         *self.table.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(table);
     }
 
-    /// Polls the store every [`POLL_EVERY`] for as long as `self` lives.
-    pub fn watch(self: &Arc<Self>, store: Store) {
+    /// Polls the store every [`POLL_EVERY`] for as long as `self` lives: the caller spawns it
+    /// where the store's type is concrete (its futures are `Send` there).
+    pub(crate) fn watching<S: OverrideStore>(
+        self: &Arc<Self>,
+        store: S,
+    ) -> impl Future<Output = ()> {
         let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
+        async move {
             loop {
                 let Some(overrides) = weak.upgrade() else {
                     return;
@@ -231,7 +235,7 @@ impl Overrides {
                 drop(overrides);
                 tokio::time::sleep(POLL_EVERY).await;
             }
-        });
+        }
     }
 }
 

@@ -10,10 +10,10 @@ use utoipa_axum::routes;
 
 use super::logic::{Decision, Gcra, Window, WindowKind, SLIDING_MAX_COUNT, SLIDING_MAX_QUANTITY};
 use super::{Bucket, RateLimitStore, Spend};
-use crate::clients::Namespace;
+use crate::clients::{IdempotencyKey, Namespace};
 use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{idempotency_key_doc, replayed, ApiJson, IdempotencyKey, NoQuery};
+use crate::extract::{idempotency_key_doc, replayed, ApiJson, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
 use crate::state::AppState;
 use crate::types::{Idempotency, Name, Once};

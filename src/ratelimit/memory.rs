@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::policies::budget::{BudgetStore, Step};
 use crate::ratelimit::logic::{self, Decision, Gcra, Window, WindowKind, WindowSeen, Write};
 use crate::ratelimit::{Bucket, RateLimitStore, Spend, Throttle};
-use crate::store::budget::{BudgetStore, OverrideStore, Step, Stored};
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
@@ -24,9 +24,6 @@ struct State {
     windows: HashMap<(Name, WindowKind), (Units, i128)>,
     /// (key, kind, idempotency key digest) → the first window check under that key.
     window_replies: HashMap<(Name, WindowKind, String), (String, WindowSeen, i128)>,
-    /// The limiter's runtime overrides (field → value) and their version, as on Redis.
-    overrides: HashMap<String, String>,
-    overrides_version: u64,
 }
 
 /// A window limit's stored state.
@@ -250,58 +247,6 @@ impl RateLimitStore for MemoryStore {
 }
 
 budget_on_client_buckets!(BudgetStore, Step, MemoryStore);
-
-impl OverrideStore for MemoryStore {
-    async fn overrides_put(
-        &self,
-        field: &str,
-        value: &str,
-        max: u64,
-    ) -> Result<Stored, StoreError> {
-        let now_ms = self.clock().now_ms();
-        let mut s = self.state(&STATE);
-        let exists = s.overrides.contains_key(field);
-        if !exists && s.overrides.len() as u64 >= max {
-            s.overrides.retain(|_, v| {
-                let at = v.split('|').next().and_then(|a| a.parse::<i64>().ok());
-                !matches!(at, Some(at) if at > 0 && at <= now_ms)
-            });
-            if s.overrides.len() as u64 >= max {
-                return Ok(Stored::Full);
-            }
-        }
-        s.overrides.insert(field.to_owned(), value.to_owned());
-        s.overrides_version += 1;
-        Ok(if exists {
-            Stored::Replaced
-        } else {
-            Stored::Created
-        })
-    }
-
-    async fn overrides_delete(&self, field: &str) -> Result<bool, StoreError> {
-        let mut s = self.state(&STATE);
-        let gone = s.overrides.remove(field).is_some();
-        if gone {
-            s.overrides_version += 1;
-        }
-        Ok(gone)
-    }
-
-    async fn overrides_version(&self) -> Result<u64, StoreError> {
-        Ok(self.state(&STATE).overrides_version)
-    }
-
-    async fn overrides_all(&self) -> Result<(u64, Vec<(String, String)>), StoreError> {
-        let s = self.state(&STATE);
-        let entries = s
-            .overrides
-            .iter()
-            .map(|(f, v)| (f.clone(), v.clone()))
-            .collect();
-        Ok((s.overrides_version, entries))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! Rate-limit checks: a GCRA that answers exactly like redis-cell's `CL.THROTTLE`
-//! (docs/ratelimit.md), behind `POST /v1/ratelimit/check` and the global tower layer
-//! (`middleware::ratelimit`).
+//! (docs/ratelimit.md), behind `POST /v1/ratelimit/check` and the global limiter (the limit
+//! policies' tower layer, which spends its buckets through this domain's backends).
 //!
 //! A bucket is one stored TAT per key (`rl:{key}` for checks, `rlg:{client}` for the global
 //! limiter), expiring when the bucket is full again, so an idle client costs nothing. Every

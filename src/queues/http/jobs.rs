@@ -14,10 +14,10 @@ use utoipa_axum::routes;
 
 use super::super::{logic, made_id, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
-use crate::clients::Namespace;
+use crate::clients::{IdempotencyKey, Namespace};
 use crate::error::responses::{Backend, BackendJson, NotFound};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
+use crate::extract::{once_reply, ApiJson, ApiPath, NoQuery};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, sha256_hex, Name};

@@ -13,9 +13,10 @@ use utoipa_axum::routes;
 
 use super::{not_found, PageQuery};
 use crate::auth::Acting;
+use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, IdempotencyKey, NoQuery};
+use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
 use crate::seckill::{Bought, Idempotency, Order, Refusal, SeckillStore};

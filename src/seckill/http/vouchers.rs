@@ -12,9 +12,10 @@ use utoipa_axum::routes;
 
 use super::not_found;
 use crate::auth::Admin;
+use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
+use crate::extract::{once_reply, ApiJson, ApiPath, NoQuery};
 use crate::seckill::{Idempotency, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::state::AppState;
 use crate::types::rfc3339;

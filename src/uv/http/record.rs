@@ -10,9 +10,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::{page, retention, NewVisits, Recorded, UvStore};
+use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Unprocessable};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, IdempotencyKey, NoQuery};
+use crate::extract::{idempotency_key_doc, once_reply, ApiJson, ApiPath, NoQuery};
 use crate::state::AppState;
 use crate::types::{name_rule, Day, Idempotency, Name};
 

@@ -6,9 +6,9 @@ use axum::http::header::CONTENT_LENGTH;
 use axum::http::HeaderName;
 use axum::response::{IntoResponse, Response};
 
-use super::super::costs::{Charge, IDEMPOTENCY_KEY_UNITS};
-use super::limiter::Limiter;
+use super::common::Limiter;
 use crate::error::ApiError;
+use crate::middleware::costs::{Charge, IDEMPOTENCY_KEY_UNITS};
 use crate::policies::GLOBAL;
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

@@ -1,5 +1,12 @@
-//! The admin routes of the limit policies (docs/policies.md "Overrides and denies"): overrides
-//! and denies per policy and identity, and the listing of every policy in force.
+//! The limit policies at the edge: the global limiter every API request goes through
+//! ([`limiter`]), the admin routes (docs/policies.md "Overrides and denies": overrides and
+//! denies per policy and identity, the listing of every policy in force) and the caller's own
+//! view of its limits ([`me`]).
+
+mod limiter;
+mod me;
+
+pub use limiter::GlobalRateLimitLayer;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -10,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::budget::{self, OverrideStore};
 use super::overrides::{self, Override, Stored, MAX_OVERRIDES};
 use super::{By, GLOBAL};
 use crate::auth::Admin;
@@ -18,13 +26,28 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::state::AppState;
-use crate::store::budget::{self, OverrideStore};
 use crate::types::rfc3339;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(me::me))
         .routes(routes!(put_override, delete_override))
         .routes(routes!(list))
+}
+
+/// The global limiter when enabled (or in shadow mode); `GATEWAY_GLOBAL_LIMIT=off` is none.
+pub fn global_limit(
+    state: &AppState,
+    terms: &'static crate::middleware::costs::Terms,
+) -> Option<GlobalRateLimitLayer> {
+    let settings = &state.settings;
+    settings.global.enabled.then(|| {
+        GlobalRateLimitLayer::new(state.store.clone(), &settings.global)
+            .with_trusted_proxies(settings.trusted_proxies.clone())
+            .with_body_limit(settings.body_limit)
+            .with_terms(terms)
+            .with_policies(state.policies.clone(), state.credentials.clone())
+    })
 }
 
 /// Another budget for one identity, or a deny; `ttl_s` makes it expire.

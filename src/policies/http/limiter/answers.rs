@@ -6,18 +6,10 @@ use std::sync::{PoisonError, RwLock};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
-use super::super::FastMap;
 use crate::error::ApiError;
 use crate::gcra::{Decision, Gcra};
+use crate::middleware::{FastMap, LimiterNote};
 use crate::policies::GLOBAL;
-
-/// Who the limiter charged and what it decided, left in the response's extensions for the
-/// access log.
-#[derive(Debug, Clone)]
-pub struct LimiterNote {
-    pub client: String,
-    pub outcome: &'static str,
-}
 
 /// The answer to a denied identity: 403, naming the policy that denies it.
 pub(super) fn denied(policy: &str, client: String) -> Response {

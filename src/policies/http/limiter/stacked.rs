@@ -12,12 +12,12 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Credentials;
+use crate::clients::ClientKey;
 use crate::error::ApiError;
 use crate::gcra::{Decision, Gcra};
-use crate::middleware::ClientKey;
+use crate::policies::budget::{BudgetStore, Step};
 use crate::policies::overrides::Override;
 use crate::policies::{By, Policy, GLOBAL};
-use crate::store::budget::{BudgetStore, Step};
 use crate::store::error::StoreError;
 use crate::store::Store;
 use crate::types::UserId;

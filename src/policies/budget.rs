@@ -1,11 +1,11 @@
 //! The store side of the global limiter and the limit policies stacked on it: GCRA buckets per
-//! client (and per policy identity), spent in order. The limiter (`src/middleware/ratelimit/`)
-//! names this trait, not a domain; the rate-limit domain's backends implement it, since they keep
-//! every GCRA bucket (under their own key kinds, so a check key can never name a limiter's
-//! bucket).
+//! client (and per policy identity), spent in order ([`BudgetStore`]), and the runtime
+//! overrides ([`OverrideStore`]). The rate-limit domain's backends keep the buckets, since they
+//! keep every GCRA bucket (under their own key kinds, so a check key can never name a
+//! limiter's bucket); this domain's own backends keep the overrides.
 
-use super::error::StoreError;
 use crate::gcra::{Decision, Gcra};
+use crate::store::error::StoreError;
 
 /// One bucket of a request that several limits apply to (docs/policies.md "Stacking").
 #[derive(Debug, Clone, Copy)]

@@ -9,10 +9,11 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use tower::Service;
 
-use super::answers::{denied, limited, policy_header, shadow_refusal, LimiterNote};
-use super::limiter::{pass, Charged, Limiter};
+use super::answers::{denied, limited, policy_header, shadow_refusal};
+use super::common::{pass, Charged, Limiter};
 use super::stacked;
 use crate::gcra::Gcra;
+use crate::middleware::LimiterNote;
 use crate::policies::{Policy, GLOBAL};
 
 /// Where the policies sent a request: decided with them, or on to the global layer alone

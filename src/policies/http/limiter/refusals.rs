@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use thread_local::ThreadLocal;
 
-use super::super::FastMap;
 use crate::gcra::{decide, Decision, Gcra};
+use crate::middleware::FastMap;
 
 /// Longest a store reply answers requests here.
 const MAX_AGE: Duration = Duration::from_secs(1);

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::refusals::Refusals;
 use crate::gcra::{Decision, Gcra};
-use crate::store::budget::BudgetStore;
+use crate::policies::budget::BudgetStore;
 use crate::store::error::StoreError;
 use crate::store::group::GroupCommit;
 use crate::store::Store;

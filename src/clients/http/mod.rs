@@ -1,4 +1,6 @@
-//! The `identify` layer (which client sent a request) and `GET /v1/clients/me`.
+//! The `identify` layer (which client sent a request), the caller's identity ([`ClientKey`])
+//! and the extractors that scope a request to its caller: its namespace and its
+//! `Idempotency-Key`.
 
 use std::convert::Infallible;
 use std::future::{ready, Ready};
@@ -7,27 +9,22 @@ use std::task::{Context, Poll};
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use futures::future::Either;
-use serde::Serialize;
 use tower::{Layer, Service};
-use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-use super::{Caller, Clients, Limits};
+mod idempotency;
+mod key;
+
+pub use idempotency::IdempotencyKey;
+pub use key::ClientKey;
+
+use super::{Caller, Clients};
 use crate::error::ApiError;
-use crate::extract::{ApiPath, NoQuery};
-use crate::middleware::ClientKey;
-use crate::state::AppState;
+use crate::extract::ApiPath;
 use crate::types::Name;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(me))
-}
 
 /// Finds the caller's client from `X-Api-Key` (1–128 visible ASCII characters, else 400) and
 /// leaves it in the request as a [`Caller`]. A key that matches no configured client is 401:
@@ -39,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// "Who may do what"), and a guesser is soon answered 429.
 ///
 /// A tower layer rather than an axum `from_fn`, which boxed every request's future and cloned
-/// the boxed inner route once more (issue 19).
+/// the boxed inner route once more.
 #[derive(Debug, Clone)]
 pub struct IdentifyLayer {
     clients: Arc<Clients>,
@@ -210,70 +207,4 @@ impl<S: Send + Sync> FromRequestParts<S> for ScopedName {
         let scoped = namespace.scope(&name);
         Ok(Self { name, scoped })
     }
-}
-
-/// The caller as the gateway sees it.
-#[derive(Debug, Serialize, ToSchema)]
-struct ClientView {
-    /// The configured client the `X-Api-Key` belongs to; null for anonymous callers (limited
-    /// per IP address, or per IPv6 /64).
-    #[schema(example = "web")]
-    client: Option<String>,
-    /// The global-limiter budget the caller draws from.
-    limits: LimitsView,
-    /// The limit policies stacked on it (docs/policies.md), each on its operations: the
-    /// caller is counted by those whose identity its requests carry (a `user` policy counts
-    /// requests that act for a user, a `header:<Name>` policy requests with that header).
-    policies: Vec<crate::policies::PolicyRule>,
-}
-
-/// A GCRA budget: `burst + 1` requests at once, `count` more per `period` seconds.
-#[derive(Debug, Serialize, ToSchema)]
-struct LimitsView {
-    burst: u64,
-    count: u64,
-    period: u64,
-}
-
-impl From<Limits> for LimitsView {
-    fn from(l: Limits) -> Self {
-        Self {
-            burst: l.burst,
-            count: l.count,
-            period: l.period,
-        }
-    }
-}
-
-/// Who the gateway thinks the caller is, and its limiter budget.
-#[utoipa::path(
-    get,
-    path = "/v1/clients/me",
-    operation_id = "clientsMe",
-    tag = "clients",
-    params(("X-Api-Key" = Option<String>, Header, description = "A configured client's key; omit to be anonymous")),
-    responses(
-        (status = 200, body = ClientView),
-        (status = 400, description = "`invalid_argument`: a malformed X-Api-Key", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`unauthorized`: the X-Api-Key matches no configured client", body = crate::error::Problem, content_type = "application/problem+json"),
-    )
-)]
-async fn me(
-    State(state): State<AppState>,
-    caller: Option<Extension<Caller>>,
-    _: NoQuery,
-) -> Json<ClientView> {
-    let client = caller.and_then(|Extension(c)| c.client);
-    let policies = state
-        .policies
-        .current()
-        .policies
-        .iter()
-        .map(|p| crate::policies::PolicyRule::from(&**p))
-        .collect();
-    Json(ClientView {
-        client: client.as_ref().map(|c| c.id.to_string()),
-        limits: state.clients.limits(client.as_deref()).into(),
-        policies,
-    })
 }

@@ -8,11 +8,11 @@
 //! Each decision is a step in a store call shared by the requests of the same client that a
 //! worker takes up together ([`batch`]); nothing serialises requests of different clients in
 //! the gateway. Who the client is (the configured API client, the peer address, the
-//! `X-Forwarded-For` walk) is [`crate::middleware::ClientKey`]'s business.
+//! `X-Forwarded-For` walk) is [`crate::clients::ClientKey`]'s business.
 
 mod answers;
 mod batch;
-mod limiter;
+mod common;
 #[cfg(test)]
 mod outcomes;
 mod price;
@@ -31,15 +31,15 @@ use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use tower::{Layer, Service};
 
-pub use self::answers::LimiterNote;
 use self::answers::{denied, limited, policy_header, set_headers, shadow_refusal};
-use self::limiter::{pass, Limiter};
+use self::common::{pass, Limiter};
 use self::stacking::Stacked;
-use super::costs::Terms;
 use crate::auth::Credentials;
+use crate::clients::ClientKey;
 use crate::config::GlobalLimit;
 use crate::gcra::Gcra;
-use crate::middleware::ClientKey;
+use crate::middleware::costs::Terms;
+use crate::middleware::LimiterNote;
 use crate::policies::{Policies, GLOBAL};
 use crate::store::Store;
 
@@ -243,8 +243,11 @@ mod tests {
     use axum::Router;
     use tower::ServiceExt;
 
+    use std::net::SocketAddr;
+
     use super::outcomes::Outcomes;
     use super::*;
+    use crate::config::FailPolicy;
     use crate::config::Settings;
     use crate::store::memory::MemoryStore;
 
