@@ -174,70 +174,8 @@ struct GlobalLimitResponses;
 
 impl Modify for GlobalLimitResponses {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::header::HeaderBuilder;
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder, Type};
-
-        let headers = [
-            (
-                "Retry-After",
-                "Seconds until a request fits, rounded up",
-                Type::Integer,
-            ),
-            (
-                "RateLimit",
-                "\"global\";r=<remaining>;t=<seconds to reset>",
-                Type::String,
-            ),
-            (
-                "RateLimit-Policy",
-                "\"global\";q=<limit>;w=<seconds to refill>",
-                Type::String,
-            ),
-            (
-                "RateLimit-Limit",
-                "Requests in a full bucket",
-                Type::Integer,
-            ),
-            ("RateLimit-Remaining", "Requests left now", Type::Integer),
-            (
-                "RateLimit-Reset",
-                "Seconds until the bucket is full again",
-                Type::Integer,
-            ),
-        ];
-        let limited = ResponseBuilder::new()
-            .description(
-                "Over the client's global budget (when GATEWAY_GLOBAL_LIMIT is on). Every limited \
-                 response, not only this one, carries the RateLimit headers.",
-            )
-            .content(
-                "application/problem+json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name("Problem")))
-                    .build(),
-            );
-        let limited = headers
-            .into_iter()
-            .fold(limited, |response, (name, description, kind)| {
-                let schema = utoipa::openapi::ObjectBuilder::new().schema_type(kind);
-                let header = HeaderBuilder::new()
-                    .schema(Some(schema.build()))
-                    .description(Some(description));
-                response.header(name, header.build())
-            })
-            .build();
-        let unknown_key = ResponseBuilder::new()
-            .description(
-                "`unauthorized`: the `X-Api-Key` matches no configured client (with \
-                 `WWW-Authenticate`).",
-            )
-            .content(
-                "application/problem+json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name("Problem")))
-                    .build(),
-            )
-            .build();
+        let limited = limited_response();
+        let unknown_key = unknown_key_response();
         for (path, item) in &mut openapi.paths.paths {
             for (method, operation) in operations(item) {
                 let Some(operation) = operation else { continue };
@@ -266,6 +204,81 @@ impl Modify for GlobalLimitResponses {
             }
         }
     }
+}
+
+/// The 429 of the global limiter, with the headers every limited response carries.
+fn limited_response() -> utoipa::openapi::Response {
+    use utoipa::openapi::header::HeaderBuilder;
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder, Type};
+
+    let headers = [
+        (
+            "Retry-After",
+            "Seconds until a request fits, rounded up",
+            Type::Integer,
+        ),
+        (
+            "RateLimit",
+            "\"global\";r=<remaining>;t=<seconds to reset>",
+            Type::String,
+        ),
+        (
+            "RateLimit-Policy",
+            "\"global\";q=<limit>;w=<seconds to refill>",
+            Type::String,
+        ),
+        (
+            "RateLimit-Limit",
+            "Requests in a full bucket",
+            Type::Integer,
+        ),
+        ("RateLimit-Remaining", "Requests left now", Type::Integer),
+        (
+            "RateLimit-Reset",
+            "Seconds until the bucket is full again",
+            Type::Integer,
+        ),
+    ];
+    let limited = ResponseBuilder::new()
+        .description(
+            "Over the client's global budget (when GATEWAY_GLOBAL_LIMIT is on). Every limited \
+             response, not only this one, carries the RateLimit headers.",
+        )
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        );
+    headers
+        .into_iter()
+        .fold(limited, |response, (name, description, kind)| {
+            let schema = utoipa::openapi::ObjectBuilder::new().schema_type(kind);
+            let header = HeaderBuilder::new()
+                .schema(Some(schema.build()))
+                .description(Some(description));
+            response.header(name, header.build())
+        })
+        .build()
+}
+
+/// The 401 of an `X-Api-Key` that names no client, for the operations that name no 401 of
+/// their own.
+fn unknown_key_response() -> utoipa::openapi::Response {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+    ResponseBuilder::new()
+        .description(
+            "`unauthorized`: the `X-Api-Key` matches no configured client (with \
+             `WWW-Authenticate`).",
+        )
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
 }
 
 /// Every operation that takes an `Idempotency-Key` answers a repeat with the first reply and

@@ -248,7 +248,7 @@ async fn listening(
 /// A claim waiting 20 s on instance B is answered with the job an enqueue through instance A
 /// made, woken by A's announcement: before a claim B started earlier with a 4 s wait answers
 /// empty. Without the announcement the claim would find the job only at its room's 5 s
-/// re-check (`RECHECK` in src/queues/redis.rs) or the end of its wait, both after that.
+/// re-check (`RECHECK` in src/queues/redis/announce.rs) or the end of its wait, both after that.
 #[tokio::test]
 async fn an_enqueue_on_one_instance_wakes_a_claim_waiting_on_another() {
     let (redis, a, b) = two_instances().await;

@@ -979,23 +979,23 @@ fn evalsha_time(redis: &RedisProcess) -> (u64, u64) {
     (field("calls="), field("usec="))
 }
 
-/// The largest lock script runs the gateway makes (issue 42: up to 64 acquisitions, 64
-/// renewals or 64 releases that a worker took up in one turn, `src/locks/redis.rs`) stay
-/// within the budget: 64 fresh names, 64 acquisitions of one name, 64 renewals, 64 releases
-/// that each free and announce.
+/// The largest lock script runs the gateway makes (up to 64 acquisitions, 64 renewals or 64
+/// releases that a worker took up in one turn, `src/locks/redis/group.rs`) stay within the
+/// budget: 64 fresh names, 64 acquisitions of one name, 64 renewals, 64 releases that each
+/// free and announce.
 /// Called directly, since a run's make-up through the gateway depends on timing; the least of
 /// a few runs counts, as above.
 #[tokio::test]
 async fn the_largest_grouped_lock_runs_stay_within_the_budget() {
     let _turn = TIMED.lock().await;
     let (redis, client, acquire) =
-        common::fred_on_private_redis(include_str!("../src/locks/lock_acquire.lua")).await;
+        common::fred_on_private_redis(include_str!("../src/locks/redis/lock_acquire.lua")).await;
     let release: String = client
-        .script_load(include_str!("../src/locks/lock_release.lua"))
+        .script_load(include_str!("../src/locks/redis/lock_release.lua"))
         .await
         .unwrap();
     let renew: String = client
-        .script_load(include_str!("../src/locks/lock_renew.lua"))
+        .script_load(include_str!("../src/locks/redis/lock_renew.lua"))
         .await
         .unwrap();
     // 64 names and owners as long as the 16 KiB bound of a run lets 64 of them be.

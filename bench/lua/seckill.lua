@@ -1,7 +1,8 @@
 -- Raw reference for the seckill rows (raw, floor and webdis): one purchase doing the Redis work
--- the gateway does for a purchase without an idempotency key (src/seckill/seckill_buy.lua, one
--- purchase): the voucher read, the sale window by the server's clock, the stock, the per-user
--- limit, the order appended to the voucher's stream, the user's order ids, stock and sold.
+-- the gateway does for a purchase without an idempotency key (src/seckill/redis/seckill_buy.lua,
+-- one purchase): the voucher read, the sale window by the server's clock, the stock, the
+-- per-user limit, the order appended to the voucher's stream, the user's order ids, stock and
+-- sold.
 -- KEYS[1]  voucher hash (stock, begin, end, limit, cap)   KEYS[2] hash user -> orders bought
 -- KEYS[3]  hash user -> the user's order ids               KEYS[4] stream, one entry per order
 -- ARGV[1]  user id

@@ -1,7 +1,7 @@
 //! The order ledger on Redis: per-voucher consumer-group reads, acks, refusals, dead letters
 //! and backlog, each a single-slot call on the voucher's hash tag (its order stream, its
 //! dead-letter stream and its attempts hash share it), and the read of the voucher registry.
-//! The order stream and the registry are the flash sale's (`src/seckill/redis.rs` writes them);
+//! The order stream and the registry are the flash sale's (`src/seckill/redis/` writes them);
 //! the dead-letter stream and the attempts hash are the ledger's own keys, spelled below.
 
 use std::sync::LazyLock;
@@ -228,7 +228,7 @@ fn dead_letter(voucher: &Name, value: &Value) -> Result<DeadLetter, StoreError> 
 }
 
 /// The ledger's keys, under the voucher's hash tag beside its order stream (`sk:{voucher}`,
-/// spelled in `src/seckill/redis.rs`), so each script is single-slot on a Cluster.
+/// spelled in `src/seckill/redis/wire.rs`), so each script is single-slot on a Cluster.
 impl Keys {
     /// Order entries the ledger gave up on: a stream of copies with the reason.
     pub(crate) fn voucher_dead_letters(&self, voucher: &Name) -> String {

@@ -272,6 +272,12 @@ mod tests {
             units("GET", "/v1/geo/{layer}/nearby", nearby, None, 101),
             11
         );
+        // Input the handler will refuse still costs at least 1.
+        assert_eq!(units("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
+    }
+
+    #[test]
+    fn a_ratelimit_check_costs_by_its_algorithm_and_quantity() {
         let too_costly = Charge::TooCostly {
             cost: 626,
             limit: 101,
@@ -300,6 +306,10 @@ mod tests {
         ] {
             assert_eq!(posted("/v1/ratelimit/check", body, 101), charge, "{body}");
         }
+    }
+
+    #[test]
+    fn queue_costs_follow_the_payload_the_wait_and_the_page() {
         let enqueue = "/v1/queues/{queue}/jobs";
         assert_eq!(units("POST", enqueue, None, Some(60), 101), 3);
         assert_eq!(units("POST", enqueue, None, Some(64 * 1024 + 60), 101), 67);
@@ -331,8 +341,6 @@ mod tests {
         let dead = "/v1/queues/{queue}/dead";
         assert_eq!(units("GET", dead, Some("limit=1000"), None, 101), 11);
         assert_eq!(units("GET", dead, None, None, 101), 2);
-        // Input the handler will refuse still costs at least 1.
-        assert_eq!(units("GET", "/v1/uv", Some("pages=&from=x"), None, 101), 1);
     }
 
     #[test]

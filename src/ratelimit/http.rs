@@ -183,6 +183,20 @@ async fn check(
         }
         return gcra_check(&state, key, body, shown, max_burst, quantity).await;
     };
+    window_check(&state, key, body, shown, kind, quantity).await
+}
+
+/// A check of a window algorithm (`kind`), its common fields checked; `shown` is the key as
+/// the caller sent it.
+async fn window_check(
+    state: &AppState,
+    key: Option<String>,
+    body: RateLimitCheck,
+    shown: Name,
+    kind: WindowKind,
+    quantity: u64,
+) -> ApiResult<Response> {
+    let max_ttl_s = state.settings.ratelimit_max_ttl_s;
     if body.period > max_ttl_s {
         return Err(ApiError::invalid(format!(
             "a window's key lives for its period: period must be at most {max_ttl_s} s \

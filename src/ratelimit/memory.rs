@@ -26,6 +26,85 @@ struct State {
     window_replies: HashMap<(Name, WindowKind, String), (String, WindowSeen, i128)>,
 }
 
+impl State {
+    /// A sliding-log check of `quantity` units on the log at `slot` (current: nothing past its
+    /// expiry), spending them if they fit.
+    fn sliding(
+        &mut self,
+        slot: &(Name, WindowKind),
+        window: &Window,
+        quantity: u64,
+        now: i128,
+    ) -> Result<WindowSeen, StoreError> {
+        let entry = self
+            .windows
+            .entry(slot.clone())
+            .or_insert_with(|| (Units::Log(VecDeque::new()), now));
+        let Units::Log(log) = &mut entry.0 else {
+            return Err(StoreError::Internal("a window changed kind".to_owned()));
+        };
+        while log.front().is_some_and(|t| *t <= now - window.period) {
+            log.pop_front();
+        }
+        let count = log.len() as u64;
+        let fits = window.fits(count, quantity);
+        let kth = (!fits && quantity <= window.limit).then(|| {
+            let k = (count + quantity - window.limit) as usize;
+            log.get(k.saturating_sub(1)).copied().unwrap_or(now)
+        });
+        let seen = WindowSeen {
+            now,
+            count,
+            kth,
+            newest: log.back().copied(),
+        };
+        if fits {
+            log.extend(std::iter::repeat_n(now, quantity as usize));
+        }
+        match log.back() {
+            Some(newest) => entry.1 = newest + window.period,
+            None => {
+                self.windows.remove(slot);
+            }
+        }
+        Ok(seen)
+    }
+
+    /// A fixed-window check of `quantity` units on the count at `slot`, spending them if they
+    /// fit.
+    fn fixed(
+        &mut self,
+        slot: (Name, WindowKind),
+        window: &Window,
+        quantity: u64,
+        now: i128,
+    ) -> WindowSeen {
+        let end = window.window_end(now);
+        let count = match self.windows.get(&slot) {
+            Some((Units::Count { count, end: e }, _)) if *e == end => *count,
+            _ => 0,
+        };
+        if quantity > 0 && window.fits(count, quantity) {
+            self.windows.insert(
+                slot,
+                (
+                    Units::Count {
+                        count: count + quantity,
+                        end,
+                    },
+                    end,
+                ),
+            );
+        }
+        WindowSeen {
+            now,
+            count,
+            kth: None,
+            newest: None,
+        }
+    }
+}
+
 /// A window limit's stored state.
 #[derive(Debug)]
 enum Units {
@@ -172,65 +251,8 @@ impl RateLimitStore for MemoryStore {
             s.windows.remove(&slot);
         }
         let seen = match window.kind {
-            WindowKind::Sliding => {
-                let entry = s
-                    .windows
-                    .entry(slot.clone())
-                    .or_insert_with(|| (Units::Log(VecDeque::new()), now));
-                let Units::Log(log) = &mut entry.0 else {
-                    return Err(StoreError::Internal("a window changed kind".to_owned()));
-                };
-                while log.front().is_some_and(|t| *t <= now - window.period) {
-                    log.pop_front();
-                }
-                let count = log.len() as u64;
-                let fits = window.fits(count, quantity);
-                let kth = (!fits && quantity <= window.limit).then(|| {
-                    let k = (count + quantity - window.limit) as usize;
-                    log.get(k.saturating_sub(1)).copied().unwrap_or(now)
-                });
-                let seen = WindowSeen {
-                    now,
-                    count,
-                    kth,
-                    newest: log.back().copied(),
-                };
-                if fits {
-                    log.extend(std::iter::repeat_n(now, quantity as usize));
-                }
-                match log.back() {
-                    Some(newest) => entry.1 = newest + window.period,
-                    None => {
-                        s.windows.remove(&slot);
-                    }
-                }
-                seen
-            }
-            WindowKind::Fixed => {
-                let end = window.window_end(now);
-                let count = match s.windows.get(&slot) {
-                    Some((Units::Count { count, end: e }, _)) if *e == end => *count,
-                    _ => 0,
-                };
-                if quantity > 0 && window.fits(count, quantity) {
-                    s.windows.insert(
-                        slot,
-                        (
-                            Units::Count {
-                                count: count + quantity,
-                                end,
-                            },
-                            end,
-                        ),
-                    );
-                }
-                WindowSeen {
-                    now,
-                    count,
-                    kth: None,
-                    newest: None,
-                }
-            }
+            WindowKind::Sliding => s.sliding(&slot, window, quantity, now)?,
+            WindowKind::Fixed => s.fixed(slot, window, quantity, now),
         };
         if let Some(idem) = idem {
             s.window_replies.insert(

@@ -990,9 +990,9 @@ async fn one_lock_script_run_answers_each_request_in_order() {
     use fred::prelude::*;
     const GRACE: i64 = 3_600_000;
     let (redis, client, acquire_sha) =
-        common::fred_on_private_redis(include_str!("../../src/locks/lock_acquire.lua")).await;
+        common::fred_on_private_redis(include_str!("../../src/locks/redis/lock_acquire.lua")).await;
     let release_sha: String = client
-        .script_load(include_str!("../../src/locks/lock_release.lua"))
+        .script_load(include_str!("../../src/locks/redis/lock_release.lua"))
         .await
         .unwrap();
     // b released with a low token, d with one ahead of the clock, g's lease over (its key

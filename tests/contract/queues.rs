@@ -1371,23 +1371,23 @@ async fn a_burst_on_one_queue_shares_script_runs() {
 #[tokio::test]
 async fn one_queue_script_run_answers_each_request_in_order() {
     use fred::prelude::*;
-    let common = include_str!("../../src/queues/queue_common.lua");
+    let common = include_str!("../../src/queues/redis/queue_common.lua");
     let (redis, client, enqueue_sha) = crate::common::fred_on_private_redis(&format!(
         "{common}{}",
-        include_str!("../../src/queues/queue_enqueue.lua")
+        include_str!("../../src/queues/redis/queue_enqueue.lua")
     ))
     .await;
     let claim_sha: String = client
         .script_load(format!(
             "{common}{}",
-            include_str!("../../src/queues/queue_claim.lua")
+            include_str!("../../src/queues/redis/queue_claim.lua")
         ))
         .await
         .unwrap();
     let ack_sha: String = client
         .script_load(format!(
             "{common}{}",
-            include_str!("../../src/queues/queue_ack.lua")
+            include_str!("../../src/queues/redis/queue_ack.lua")
         ))
         .await
         .unwrap();

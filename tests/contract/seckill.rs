@@ -207,7 +207,7 @@ async fn concurrent_sale_never_oversells(backend: Backend) {
 /// 200 distinct buyers at once on stock 50 of one voucher (issue 42): exactly 50 sold, one per
 /// buyer, every order listed once, in sale order; every other buyer is told `sold_out`. (The
 /// Redis backend sends the purchases of one voucher that a worker takes up in one turn as one
-/// script run, `src/seckill/redis.rs`: a reply given another purchase's place fails this.)
+/// script run, `src/seckill/redis/buy.rs`: a reply given another purchase's place fails this.)
 async fn a_burst_of_distinct_buyers_sells_the_stock_once(backend: Backend) {
     let gw = patient_gateway(backend).await;
     create(&gw, "burst", open(50, 1)).await;
@@ -755,7 +755,7 @@ async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
 #[tokio::test]
 async fn one_purchase_script_run_answers_each_purchase_in_order() {
     use fred::prelude::*;
-    let script = include_str!("../../src/seckill/seckill_buy.lua");
+    let script = include_str!("../../src/seckill/redis/seckill_buy.lua");
     let (redis, client, sha) = crate::common::fred_on_private_redis(script).await;
     let far = (Utc::now() + Duration::hours(1))
         .timestamp_millis()

@@ -9,7 +9,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
-use super::bytes_of;
+use super::wire::bytes_of;
 use crate::store::redis::script_after;
 use crate::store::redis::{map_err, RedisStore};
 use crate::store::slots::{Kept, Slot};

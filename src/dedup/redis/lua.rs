@@ -9,8 +9,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use super::params::stored;
-use super::LAYER_PIECE_BYTES;
-use super::{Batch, Step};
+use super::wire::{Batch, Step, LAYER_PIECE_BYTES};
 use crate::store::redis::{script_after, RedisStore};
 
 use crate::dedup::logic::{ItemHash, Params};

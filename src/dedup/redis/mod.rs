@@ -13,22 +13,22 @@
 //!
 //! No call holds Redis for long (docs/performance.md "Redis time per request"): a batch goes
 //! [`lua::items_per_call`] items per script (fewer for tighter error rates), and a layer bigger
-//! than [`LAYER_PIECE_BYTES`] is kept as piece keys `bf:{filter}:<i>:<n>`, built one per
+//! than [`wire::LAYER_PIECE_BYTES`] is kept as piece keys `bf:{filter}:<i>:<n>`, built one per
 //! call by `dedup_grow.lua` before a script may use it (the add script stops and says which
 //! layer it needs). The RedisBloom engine's `BF.RESERVE` allocates a filter in one call, which
 //! the module does itself.
 //!
-//! Here: the store trait and the keys. [`params`]: the engine detection, the remembered
-//! parameters, the retry and the shared metadata; [`lua`]: the Lua engine and its layers;
-//! [`native`]: the RedisBloom engine.
+//! Here: the store trait. [`params`]: the engine detection, the remembered parameters, the
+//! retry and the shared metadata; [`lua`]: the Lua engine and its layers; [`native`]: the
+//! RedisBloom engine; [`wire`]: the keys and the batch the others share.
 
 mod lua;
 mod native;
 mod params;
+mod wire;
 
 use fred::prelude::*;
 
-use crate::store::keys::Keys;
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::dedup::logic::Params;
@@ -36,31 +36,7 @@ use crate::dedup::{Added, DedupStore, Engine, FilterInfo, Policy, Reserved};
 use crate::store::error::StoreError;
 use crate::types::Name;
 use params::{stored, MetaReply, DEDUP};
-
-/// Most bytes of a layer one call allocates: a layer of tens of MiB in one SETBIT held Redis
-/// ~30 ms, and growing one string in steps reallocates (copies) it, so a bigger layer is kept
-/// as piece keys of this size, each built by one call of ~1 ms (`dedup_grow.lua`).
-const LAYER_PIECE_BYTES: u64 = 2 << 20;
-
-/// One attempt at an operation, given the parameters the gateway believed in.
-pub(super) enum Step<T> {
-    Done(T),
-    /// No such filter (and this call may not create it).
-    Absent,
-    /// The filter exists with these parameters and engine instead.
-    Stored(Params, Engine),
-}
-
-/// A batch to add or check, on a filter with the parameters the gateway believes it has.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Batch<'a> {
-    filter: &'a Name,
-    params: Params,
-    /// Adding: whether an absent filter may be created. `None`: checking.
-    may_create: Option<bool>,
-    items: &'a [String],
-    policy: Policy,
-}
+use wire::{Batch, Step};
 
 impl RedisStore {
     /// Adds or checks the batch on the filter's engine.
@@ -206,47 +182,5 @@ impl DedupStore for RedisStore {
             layers: layers as u32,
             engine,
         }))
-    }
-}
-
-/// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
-impl Keys {
-    /// A dedup filter's metadata hash: parameters, engine, layer and item counts.
-    pub(crate) fn dedup_meta(&self, filter: &Name) -> String {
-        format!("{}bf:{{{filter}}}", self.prefix)
-    }
-
-    /// Layer `i` (from 0) of a Lua-engine dedup filter: a plain bitmap.
-    pub(crate) fn dedup_layer(&self, filter: &Name, i: usize) -> String {
-        format!("{}bf:{{{filter}}}:{i}", self.prefix)
-    }
-
-    /// Piece `n` of a dedup layer too big for one key (`dedup_add.lua`), same hash tag.
-    pub(crate) fn dedup_layer_piece(&self, filter: &Name, i: usize, n: u64) -> String {
-        format!("{}bf:{{{filter}}}:{i}:{n}", self.prefix)
-    }
-
-    /// The RedisBloom filter behind a native-engine dedup filter.
-    pub(crate) fn dedup_native(&self, filter: &Name) -> String {
-        format!("{}bf:{{{filter}}}:rb", self.prefix)
-    }
-}
-
-#[cfg(test)]
-mod key_tests {
-    use super::*;
-    use crate::store::keys::assert_one_slot;
-    use crate::types::testing::name;
-
-    #[test]
-    fn a_filters_keys_share_a_slot() {
-        let (keys, f) = (Keys::new("gw:"), name("news:eu@1"));
-        let all = [
-            keys.dedup_meta(&f),
-            keys.dedup_layer(&f, 3),
-            keys.dedup_native(&f),
-        ];
-        assert_one_slot("news:eu@1", "gw:bf:{news:eu@1}", &all);
-        assert_eq!(all[1], "gw:bf:{news:eu@1}:3");
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use fred::prelude::*;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::{Batch, Step};
+use super::wire::{Batch, Step};
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::dedup::logic::Params;

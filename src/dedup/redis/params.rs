@@ -10,8 +10,7 @@ use fred::prelude::*;
 use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
-use super::Step;
-use super::LAYER_PIECE_BYTES;
+use super::wire::{Step, LAYER_PIECE_BYTES};
 use crate::store::redis::{map_err, RedisStore};
 use crate::store::slots::{Kept, Slot};
 

@@ -15,6 +15,7 @@ use utoipa_axum::routes;
 use super::super::{logic, made_id, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
 use crate::clients::{IdempotencyKey, Namespace};
+use crate::clock::Clock;
 use crate::error::responses::{Backend, BackendJson, NotFound};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{once_reply, ApiJson, ApiPath, NoQuery};
@@ -100,6 +101,21 @@ async fn enqueue(
     _: NoQuery,
     ApiJson(body): ApiJson<EnqueueBody>,
 ) -> Result<Response, ApiError> {
+    let (job, idem) = new_job(body, key, &state.settings.clock)?;
+    let max_jobs = state.settings.queue_max_jobs;
+    let once = state
+        .store
+        .queue_enqueue(&namespace.scope(&queue), &job, max_jobs, idem.as_ref())
+        .await?;
+    once_reply(once, |outcome| enqueued(&queue, max_jobs, outcome))
+}
+
+/// The job `body` asks for, checked, and its idempotency record under `key`.
+fn new_job(
+    body: EnqueueBody,
+    key: Option<String>,
+    clock: &Clock,
+) -> Result<(NewJob, Option<Idempotency>), ApiError> {
     let payload = body
         .payload
         .as_ref()
@@ -116,7 +132,7 @@ async fn enqueue(
                 })
         })
         .transpose()?;
-    let due = logic::due(body.delay_ms, run_at, state.settings.clock.now_ms())?;
+    let due = logic::due(body.delay_ms, run_at, clock.now_ms())?;
     let max_attempts = logic::max_attempts(body.max_attempts)?;
     let idem = key.map(|key| Idempotency {
         key,
@@ -141,7 +157,12 @@ async fn enqueue(
         due,
         max_attempts,
     };
-    let reply = |outcome: Enqueued| match outcome {
+    Ok((job, idem))
+}
+
+/// The reply to an enqueue to `queue`, whose cap is `max_jobs`.
+fn enqueued(queue: &Name, max_jobs: u64, outcome: Enqueued) -> Response {
+    match outcome {
         Enqueued::Created { id, run_at } => (
             StatusCode::CREATED,
             Json(JobRef {
@@ -159,24 +180,11 @@ async fn enqueue(
         .into_response(),
         Enqueued::Full => ApiError::Conflict {
             code: "queue_full",
-            detail: format!(
-                "queue {queue} holds {} jobs (GATEWAY_QUEUE_MAX_JOBS)",
-                state.settings.queue_max_jobs
-            ),
+            detail: format!("queue {queue} holds {max_jobs} jobs (GATEWAY_QUEUE_MAX_JOBS)"),
             extra: None,
         }
         .into_response(),
-    };
-    let once = state
-        .store
-        .queue_enqueue(
-            &namespace.scope(&queue),
-            &job,
-            state.settings.queue_max_jobs,
-            idem.as_ref(),
-        )
-        .await?;
-    once_reply(once, reply)
+    }
 }
 
 /// Cancel a job that is not in flight (waiting, delayed, lapsed or dead).

@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{not_found, OrderView, PageQuery};
+use super::common::{not_found, PageQuery};
+use super::orders::OrderView;
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{not_found, PageQuery};
+use super::common::{not_found, PageQuery};
 use crate::auth::Acting;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::not_found;
+use super::common::not_found;
 use crate::auth::Admin;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};

@@ -12,7 +12,7 @@ use fred::types::config::Server;
 use fred::types::{ClusterHash, CustomCommand};
 
 use super::replicas::{Durability, Replicas};
-use super::MakeClient;
+use super::slots::{masters, slot_of};
 
 /// Timeouts in a row after which a node counts as hung (down).
 const TIMEOUTS_DOWN: u32 = 3;
@@ -21,6 +21,11 @@ const REFRESH_EVERY: Duration = Duration::from_millis(100);
 /// How often a down node is pinged.
 const PROBE_EVERY: Duration = Duration::from_millis(200);
 const NO_OWNER: u16 = u16::MAX;
+
+/// Builds one fred client for one server (the store's settings: timeouts, one attempt,
+/// reconnect policy).
+pub(in crate::store::redis) type MakeClient =
+    Arc<dyn Fn(Config) -> Result<Client, Error> + Send + Sync>;
 
 /// The slot table and the refresh stamp sit behind std locks, not Tokio's: they are held only
 /// to read or swap a few fields, never across an `.await`.
@@ -68,11 +73,6 @@ fn down_error(addr: &str) -> Error {
 
 fn addr_of(s: &Server) -> String {
     format!("{}:{}", s.host, s.port)
-}
-
-/// The slot a command routes by: its first key's.
-fn slot_of(key: Option<&[u8]>) -> Option<u16> {
-    key.map(fred::util::redis_keyslot)
 }
 
 /// A node state as a metric: 1 serving, 0 down.
@@ -392,25 +392,7 @@ impl Cluster {
     }
 
     fn rebuild(&self, asked_host: &str, entries: &[Value]) -> bool {
-        let mut parsed: Vec<(u16, u16, String, u16)> = Vec::new();
-        for e in entries {
-            let Value::Array(parts) = e else { continue };
-            let (Some(a), Some(b), Some(Value::Array(master))) = (
-                parts.first().and_then(|v| v.as_i64()),
-                parts.get(1).and_then(|v| v.as_i64()),
-                parts.get(2),
-            ) else {
-                continue;
-            };
-            let host = match master.first().and_then(|v| v.as_string()) {
-                Some(host) if !host.is_empty() && host != "?" => host,
-                _ => asked_host.to_owned(),
-            };
-            let Some(port) = master.get(1).and_then(|v| v.as_i64()) else {
-                continue;
-            };
-            parsed.push((a as u16, b as u16, host, port as u16));
-        }
+        let parsed = masters(asked_host, entries);
         if parsed.is_empty() {
             return false;
         }

@@ -19,11 +19,13 @@
 //! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
 //!
 //! Here: the [`Route`] every command goes through; [`single`]: the standalone pools;
-//! [`cluster`]: the nodes, their health and the slot table.
+//! [`cluster`]: the nodes, their health and the slot table; [`slots`]: reading the slot table
+//! off `CLUSTER SLOTS`.
 
 mod cluster;
 pub(crate) mod replicas;
 mod single;
+mod slots;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,17 +37,11 @@ use fred::types::{ClusterHash, CustomCommand, MultipleKeys, MultipleValues};
 use crate::store::error::StoreError;
 use crate::store::stall;
 
+pub(super) use cluster::MakeClient;
 use cluster::{Cluster, Node};
 use replicas::{Durability, Replicas};
 use single::Single;
-pub(super) use single::{answers_without_tls, Failures};
-
-/// Builds one fred client for one server (the store's settings: timeouts, one attempt,
-/// reconnect policy).
-pub(super) type MakeClient = Arc<dyn Fn(Config) -> Result<Client, Error> + Send + Sync>;
-
-/// Builds a standalone pool of this many connections (the store's settings).
-pub(super) type MakePool = Arc<dyn Fn(usize) -> Result<Pool, Error> + Send + Sync>;
+pub(super) use single::{answers_without_tls, Failures, MakePool};
 
 #[derive(Clone)]
 pub(crate) enum Route {

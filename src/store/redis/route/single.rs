@@ -12,7 +12,9 @@ use fred::prelude::*;
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
 use super::replicas::Replicas;
-use super::MakePool;
+
+/// Builds a standalone pool of this many connections (the store's settings).
+pub(in crate::store::redis) type MakePool = Arc<dyn Fn(usize) -> Result<Pool, Error> + Send + Sync>;
 
 /// A standalone server: the pool made at start-up, and the pools worker threads attached
 /// (kept in a thread-local, so picking one takes no lock).
