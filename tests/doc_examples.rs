@@ -7,7 +7,8 @@
 //! Conventions (stated for authors in docs/design.md):
 //! - a command's shown output is the run of comment lines right under it that start with
 //!   `# {`, `# [` or a status (`# 201 {...}`, `# 204`), continued by `#   ` lines; text in
-//!   parentheses after a value is commentary. A command with no shown output must answer
+//!   parentheses after a value is commentary. A status is shown where it is not 200, so an
+//!   output shown alone must come from a 200. A command with no shown output must answer
 //!   below 400 on every `curl` it runs;
 //! - `...` in an output stands for anything: a string `"..."`, an array element (any run of
 //!   elements), a value, or an object's further members (`,...}`); the members in [`MASKED`]
@@ -16,7 +17,9 @@
 //!   each date (and month) in an output is moved by the days (months) from that day to today;
 //! - `<!-- example: env NAME=value -->` starts that document's gateway with the setting
 //!   (paths under `docs/` are the repository's); `<!-- example: skip — why -->` right above a
-//!   block keeps it from running, and is counted and reported.
+//!   block keeps it from running, and is counted and reported;
+//! - a page's outputs read as one run on its recorded day, and a `curl` whose output a pipe or
+//!   `$(…)` takes passes `-s` ([`disagreements`]: checked on the text, skipped blocks too).
 
 mod common;
 
@@ -87,6 +90,9 @@ struct Doc {
     examples: Vec<Example>,
     /// (line, reason) of each block marked not to run.
     skipped: Vec<(usize, String)>,
+    /// The commands of those blocks: not run, but their outputs must still agree with the
+    /// page's ([`disagreements`]).
+    unrun: Vec<Example>,
     /// Problems with the text itself (output under no command, a marker that does not parse).
     errors: Vec<String>,
 }
@@ -152,10 +158,12 @@ fn parse_doc(name: &str, text: &str) -> Doc {
                 .collect();
             let runs = info == "sh" && body.iter().any(|l| calls_curl(l));
             if runs {
+                let examples = read_block(name, &mut doc.errors, start + 1, &body);
                 if let Some((at, reason)) = skip_next.take() {
                     doc.skipped.push((at, reason));
+                    doc.unrun.extend(examples);
                 } else {
-                    read_block(&mut doc, start + 1, &body);
+                    doc.examples.extend(examples);
                 }
             }
             skip_next = None;
@@ -179,17 +187,14 @@ fn calls_curl(line: &str) -> bool {
 }
 
 /// The commands of one block (`first` is the line number of its first line).
-fn read_block(doc: &mut Doc, first: usize, body: &[&str]) {
+fn read_block(name: &str, errors: &mut Vec<String>, first: usize, body: &[&str]) -> Vec<Example> {
+    let mut examples = Vec::new();
     let mut i = 0;
     while i < body.len() {
         let line = body[i];
         if line.trim().is_empty() || line.starts_with('#') {
             if output_start(line).is_some() {
-                doc.errors.push(format!(
-                    "{}:{}: an output under no command",
-                    doc.name,
-                    first + i
-                ));
+                errors.push(format!("{name}:{}: an output under no command", first + i));
             }
             i += 1;
             continue;
@@ -226,12 +231,13 @@ fn read_block(doc: &mut Doc, first: usize, body: &[&str]) {
             }
             i += 1;
         }
-        doc.examples.push(Example {
+        examples.push(Example {
             line: at,
             command,
             shown,
         });
     }
+    examples
 }
 
 // ----- outputs as patterns -------------------------------------------------------------------
@@ -478,6 +484,254 @@ fn move_dates(text: &str, recorded: NaiveDate, today: NaiveDate) -> String {
     out
 }
 
+// ----- what a page's outputs say of each other -----------------------------------------------
+
+/// Why a page's examples contradict themselves, whatever the gateway answers: ids, tokens and
+/// instants are masked when the examples run, so only the text can be held to one run, and
+/// curl's progress meter goes to the terminal, where the run does not look.
+fn disagreements(doc: &Doc) -> Vec<String> {
+    let mut all: Vec<&Example> = doc.examples.iter().chain(&doc.unrun).collect();
+    all.sort_by_key(|e| e.line);
+    let mut out = Vec::new();
+    for e in &all {
+        for call in loud_curls(&e.command) {
+            out.push(format!(
+                "{}:{}: `{call}`: its output goes into a pipe or `$(…)`, so it needs `curl -s` \
+                 (else curl draws its progress meter on the reader's terminal)",
+                doc.name, e.line
+            ));
+        }
+    }
+    out.extend(times_disagree(doc, &all));
+    out
+}
+
+/// Each `curl` call of `command` (on one line) whose output a pipe or a `$(…)` takes and that
+/// does not pass `-s` (`--silent`).
+fn loud_curls(command: &str) -> Vec<String> {
+    let code = command
+        .lines()
+        .map(|l| l.split(" #").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("\\\n", " ");
+    let b = code.as_bytes();
+    let mut loud = Vec::new();
+    for i in 0..b.len() {
+        let starts = b[i..].starts_with(b"curl")
+            && (i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b'(' | b';' | b'|' | b'&'))
+            && b.get(i + 4).is_none_or(u8::is_ascii_whitespace);
+        if !starts {
+            continue;
+        }
+        let captured = code[..i].trim_end().ends_with("$(");
+        let (end, piped) = call_end(b, i);
+        let call = &code[i..end];
+        let silent = call.split_whitespace().any(|w| {
+            w == "--silent"
+                || (w.len() > 1
+                    && w.starts_with('-')
+                    && w[1..].bytes().all(|c| c.is_ascii_alphabetic())
+                    && w.contains('s'))
+        });
+        if (captured || piped) && !silent {
+            loud.push(call.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    loud
+}
+
+/// Where the shell command starting at `from` ends, and whether a pipe takes its output: at
+/// the first `|`, `;`, `&`, newline or `)` outside quotes and `$(…)`.
+fn call_end(b: &[u8], from: usize) -> (usize, bool) {
+    let (mut single, mut double, mut depth) = (false, false, 0usize);
+    let mut i = from;
+    while i < b.len() {
+        let c = b[i];
+        if single {
+            single = c != b'\'';
+            i += 1;
+            continue;
+        }
+        match c {
+            b'\\' => i += 1,
+            b'\'' if !double => single = true,
+            b'"' => double = !double,
+            b'$' if b.get(i + 1) == Some(&b'(') => {
+                depth += 1;
+                i += 1;
+            }
+            b')' if depth > 0 => depth -= 1,
+            // A redirection (`2>&1`), not a list.
+            b'&' if i > 0 && b[i - 1] == b'>' => {}
+            b'|' | b';' | b'&' | b'\n' | b')' if !double && depth == 0 => {
+                return (i, c == b'|' && b.get(i + 1) != Some(&b'|'));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (b.len(), false)
+}
+
+/// The ms of an order id, `<voucher_id>/<ms>-<seq>`: the id is its stream entry's, whose time
+/// the order's `created_at` is.
+fn order_ms(id: &str) -> Option<i64> {
+    let (_, entry) = id.rsplit_once('/')?;
+    let (ms, seq) = entry.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    (digits(ms) && digits(seq))
+        .then(|| ms.parse().ok())
+        .flatten()
+}
+
+/// The number a command sends under `key` in its JSON body, quoted or escaped as it is.
+fn sent_number(command: &str, key: &str) -> Option<i64> {
+    let (_, rest) = command
+        .split_once(&format!("{key}\\\""))
+        .or_else(|| command.split_once(&format!("\"{key}\"")))?;
+    let rest = rest.trim_start_matches(['\\', '"', ':', ' ']);
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn objects<'a>(p: &'a Pat, out: &mut Vec<&'a [(String, Pat)]>) {
+    match p {
+        Pat::Object(members, _) => {
+            out.push(members);
+            for (_, v) in members {
+                objects(v, out);
+            }
+        }
+        Pat::Array(items) => items.iter().for_each(|i| objects(i, out)),
+        _ => {}
+    }
+}
+
+fn member<'a>(members: &'a [(String, Pat)], name: &str) -> Option<&'a Value> {
+    members.iter().find_map(|(k, p)| match p {
+        Pat::Json(v) if k == name => Some(v),
+        _ => None,
+    })
+}
+
+fn at_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.format("%FT%T%.3fZ").to_string())
+}
+
+/// The instants a page's outputs carry, held to one run on the day the page says it was
+/// recorded: an order id's time is its `created_at`; a lock's token (the store's clock in µs
+/// when no earlier token of the name is ahead of it) is at or before the start of the lease
+/// it holds (`expires_at` less the `ttl_ms` sent); and the instants of the calls — an order's,
+/// a lease's start, an enqueue's (`run_at` less the `delay_ms` sent) — follow each other down
+/// the page, and none is before a job shown claimed was due. Queue receipts and job ids carry
+/// no time.
+fn times_disagree(doc: &Doc, examples: &[&Example]) -> Vec<String> {
+    let mut out = Vec::new();
+    // An id shown again (a listing, a replay, a renewal's token) says nothing new of the time.
+    let mut seen = std::collections::HashSet::new();
+    // The latest instant the page's calls have passed, what showed it, and where.
+    let mut latest: Option<(i64, String, usize)> = None;
+    for e in examples {
+        let Some(shown) = &e.shown else { continue };
+        // An output that does not parse is reported by the run.
+        let Ok(expected) = parse_expected(&shown.text) else {
+            continue;
+        };
+        let at = format!("{}:{}", doc.name, shown.line);
+        let ttl = sent_number(&e.command, "ttl_ms");
+        let delay = sent_number(&e.command, "delay_ms");
+        let mut objs = Vec::new();
+        for v in &expected.values {
+            objects(v, &mut objs);
+        }
+        for m in objs {
+            let instant = |name| {
+                member(m, name)
+                    .and_then(Value::as_str)
+                    .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+                    .map(|t| t.timestamp_millis())
+            };
+            // (instant, whether the call happened then rather than at or after it, what).
+            let mut calls: Vec<(i64, bool, String)> = Vec::new();
+            if let Some((id, ms)) = member(m, "order_id")
+                .and_then(Value::as_str)
+                .and_then(|id| Some((id, order_ms(id)?)))
+            {
+                if let Some(created) = instant("created_at").filter(|c| *c != ms) {
+                    out.push(format!(
+                        "{at}: order {id} was made at {} (its id's time), but its created_at \
+                         is {}",
+                        at_ms(ms),
+                        at_ms(created)
+                    ));
+                }
+                if seen.insert(id.to_owned()) {
+                    calls.push((ms, true, format!("order {id}")));
+                }
+            }
+            let expires = instant("expires_at");
+            if let Some(token) = member(m, "token").and_then(Value::as_i64) {
+                let ms = token / 1000;
+                let began = expires.map(|x| x - ttl.unwrap_or(0));
+                if let Some(b) = began.filter(|b| ms > *b) {
+                    out.push(format!(
+                        "{at}: token {token} is the clock at {}, after the lease it holds \
+                         began ({}: expires_at less the ttl_ms sent)",
+                        at_ms(ms),
+                        at_ms(b)
+                    ));
+                }
+                if seen.insert(format!("token {token}")) {
+                    calls.push((ms, false, format!("token {token}")));
+                }
+            }
+            if let (Some(x), Some(ttl)) = (expires, ttl) {
+                calls.push((
+                    x - ttl,
+                    true,
+                    "a lease's start (expires_at less ttl_ms)".into(),
+                ));
+            }
+            if let Some(run_at) = instant("run_at") {
+                if let Some(delay) = delay {
+                    calls.push((
+                        run_at - delay,
+                        true,
+                        "an enqueue (run_at less delay_ms)".into(),
+                    ));
+                } else if member(m, "receipt").is_some() {
+                    calls.push((run_at, false, "a claimed job's due time".into()));
+                }
+            }
+            for (t, exact, what) in calls {
+                let day = chrono::DateTime::from_timestamp_millis(t).map(|d| d.date_naive());
+                if let Some(recorded) = doc.recorded.filter(|r| day != Some(*r)) {
+                    out.push(format!(
+                        "{at}: {what} is at {}, but the page's examples were recorded on \
+                         {recorded}",
+                        at_ms(t)
+                    ));
+                }
+                match &latest {
+                    Some((l, lwhat, lline)) if exact && t < *l => out.push(format!(
+                        "{at}: {what} is at {}, before {lwhat} at line {lline} ({}): one run's \
+                         calls follow each other down the page",
+                        at_ms(t),
+                        at_ms(*l)
+                    )),
+                    Some((l, ..)) if *l >= t => {}
+                    _ => latest = Some((t, what, shown.line)),
+                }
+            }
+        }
+    }
+    out
+}
+
 // ----- running a document --------------------------------------------------------------------
 
 /// What one command did: its stdout, its calls' HTTP statuses, and curl's own complaints.
@@ -593,14 +847,13 @@ fn mismatch(
         .len()
         .checked_sub(expected.statuses.len())
         .map(|k| &ran.statuses[k..]);
-    let statuses_ok = if expected.statuses.is_empty() {
-        // A shown problem document is an error the example means to show.
-        let problem = actual.iter().any(|v| {
-            v.get("status")
-                .and_then(Value::as_u64)
-                .is_some_and(|s| s >= 400)
-        });
-        problem || ran.statuses.iter().all(|s| (1..400).contains(s))
+    // The documents show a status before an output exactly where it is not 200 (README's
+    // tour says so), so a reader takes an output shown alone for a 200. A command that calls
+    // nothing (`echo "$LOCK"`) shows what an earlier call answered, which that call checked.
+    let bare = expected.statuses.is_empty();
+    let statuses_ok = if bare {
+        ran.statuses.iter().all(|s| (1..400).contains(s))
+            && ran.statuses.last().is_none_or(|s| *s == 200)
     } else {
         tail == Some(expected.statuses.as_slice())
     };
@@ -612,7 +865,12 @@ fn mismatch(
             .all(|(p, v)| matches(p, v));
     (!(statuses_ok && values_ok)).then(|| {
         format!(
-            "expected (dates moved to today): {}\n    actual: statuses {:?}, output {}{}",
+            "{}expected (dates moved to today): {}\n    actual: statuses {:?}, output {}{}",
+            if bare && !statuses_ok {
+                "shows no status, so it must answer 200 (a status is shown where it is not); "
+            } else {
+                ""
+            },
             text.trim(),
             ran.statuses,
             ran.stdout.trim(),
@@ -710,6 +968,24 @@ async fn run_documents(redis: Option<String>) {
     );
 }
 
+/// Every page's examples read as one run, and their pipes and captures as a reader's terminal
+/// shows them; no gateway needed.
+#[test]
+fn examples_agree_with_themselves() {
+    let mut problems = Vec::new();
+    for path in documents() {
+        let name = path.strip_prefix(root()).unwrap().display().to_string();
+        let doc = parse_doc(&name, &std::fs::read_to_string(&path).unwrap());
+        problems.extend(disagreements(&doc));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} examples contradict their pages:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
 #[tokio::test]
 async fn examples_run_as_shown_on_the_embedded_backend() {
     run_documents(None).await;
@@ -789,4 +1065,136 @@ fn the_comparison_can_fail() {
     let quiet = &doc.examples[1];
     assert!(mismatch(quiet, &ran(vec![204], ""), None, today).is_none());
     assert!(mismatch(quiet, &ran(vec![200, 409], ""), None, today).is_some());
+
+    // An output shown without a status is a 200's: a 201 must say so.
+    let bare = parse_doc(
+        "b.md",
+        "```sh\ncurl -X PUT x\n# {\"a\":1}\necho \"$A\"\n# {\"a\":1}\n```\n",
+    );
+    let (put, echo) = (&bare.examples[0], &bare.examples[1]);
+    assert!(mismatch(put, &ran(vec![200], r#"{"a":1}"#), None, today).is_none());
+    let created = mismatch(put, &ran(vec![201], r#"{"a":1}"#), None, today);
+    assert!(created.is_some_and(|m| m.starts_with("shows no status, so it must answer 200")));
+    assert!(mismatch(echo, &ran(vec![], r#"{"a":1}"#), None, today).is_none());
+}
+
+/// The agreement checks catch what a reader caught: ids from another day than the dates beside
+/// them, a page whose calls go back in time, and captured or piped output without `curl -s`.
+#[test]
+fn the_agreement_checks_can_fail() {
+    let problems = |text: &str| {
+        let doc = parse_doc(
+            "d.md",
+            &format!("<!-- examples recorded on 2026-11-26 -->\n{text}"),
+        );
+        assert!(doc.errors.is_empty(), "{:?}", doc.errors);
+        disagreements(&doc)
+    };
+    let block = |lines: &[&str]| format!("```sh\n{}\n```\n", lines.join("\n"));
+
+    // An order id made a year before its created_at, as README's tour once showed.
+    let order = |id: &str, created: &str| {
+        block(&[
+            "curl -X POST localhost:8080/v1/seckill/vouchers/v1/orders -d '{\"user_id\":42}'",
+            &format!(
+                "# 201 {{\"order_id\":\"{id}\",\"voucher_id\":\"v1\",\"user_id\":42,\"created_at\":\"{created}\"}}"
+            ),
+        ])
+    };
+    let old = problems(&order("v1/1764126600123-0", "2026-11-26T03:10:00.123Z"));
+    assert_eq!(old.len(), 2, "{old:?}");
+    assert!(
+        old[0].contains("its created_at is 2026-11-26T03:10:00.123Z"),
+        "{old:?}"
+    );
+    assert!(old[1].contains("recorded on 2026-11-26"), "{old:?}");
+    assert!(problems(&order("v1/1795662600123-0", "2026-11-26T03:10:00.123Z")).is_empty());
+
+    // A token from three days before its lease, as README's tour once showed, and one from
+    // the lease's own millisecond.
+    let lock = |token: u64, expires: &str| {
+        block(&[
+            "curl -X POST localhost:8080/v1/locks/a -d '{\"owner\":\"w\",\"ttl_ms\":30000}'",
+            &format!(
+                "# {{\"name\":\"a\",\"owner\":\"w\",\"token\":{token},\"expires_at\":\"{expires}\"}}"
+            ),
+        ])
+    };
+    let old = problems(&lock(1_795_402_391_446_693, "2026-11-26T03:10:30.000Z"));
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert!(
+        old[0].contains("token 1795402391446693 is at 2026-11-23T"),
+        "{old:?}"
+    );
+    assert!(problems(&lock(1_795_662_600_000_417, "2026-11-26T03:10:30.000Z")).is_empty());
+    let late = problems(&lock(1_795_662_600_001_000, "2026-11-26T03:10:30.000Z"));
+    assert!(
+        late[0].contains("after the lease it holds began"),
+        "{late:?}"
+    );
+
+    // An enqueue after a claim that waited for a job, shown as if it came first.
+    let enqueue = |id: &str, run_at: &str, delay: u64| {
+        [
+            format!("curl -X POST localhost:8080/v1/queues/q/jobs -d '{{\"id\":\"{id}\",\"delay_ms\":{delay}}}'"),
+            format!("# 201 {{\"id\":\"{id}\",\"queue\":\"q\",\"run_at\":\"{run_at}\"}}"),
+        ]
+    };
+    let claim = [
+        "curl -s -X POST localhost:8080/v1/queues/q/claim -d '{\"wait_ms\":20000}'".to_owned(),
+        "# {\"jobs\":[{\"id\":\"a\",\"run_at\":\"2026-11-26T02:50:05.123Z\",\"receipt\":\"1.1\"}]}"
+            .to_owned(),
+    ];
+    let page = |reminder: &str| {
+        let lines: Vec<String> = enqueue("a", "2026-11-26T02:50:05.123Z", 2000)
+            .into_iter()
+            .chain(claim.clone())
+            .chain(enqueue("b", reminder, 3_600_000))
+            .collect();
+        problems(&block(
+            &lines.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+    };
+    let old = page("2026-11-26T03:50:03.123Z");
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert!(
+        old[0].contains("before a claimed job's due time at line 6"),
+        "{old:?}"
+    );
+    assert!(page("2026-11-26T03:50:05.200Z").is_empty());
+
+    // Skipped blocks are held to their page too.
+    let skipped = format!(
+        "{}<!-- example: skip — needs a ledger -->\n{}",
+        order("v1/1795662600123-0", "2026-11-26T03:10:00.123Z"),
+        block(&[
+            "curl localhost:8080/v1/seckill/vouchers/v1/dead-letters",
+            "# {\"dead_letters\":[{\"order_id\":\"v1/1763856000000-3\",\"created_at\":\"...\"}]}",
+        ])
+    );
+    let old = problems(&skipped);
+    assert_eq!(old.len(), 2, "{old:?}");
+    assert!(
+        old[0].starts_with("d.md:9: order v1/1763856000000-3 is at 2025-11-23"),
+        "{old:?}"
+    );
+
+    // What a pipe or `$(…)` takes must come without the progress meter.
+    let loud = |c: &str| loud_curls(c);
+    assert_eq!(
+        loud("LOCK=$(curl -X POST x -H 'a: b' \\\n  -d '{}')"),
+        vec!["curl -X POST x -H 'a: b' -d '{}'"]
+    );
+    assert_eq!(
+        loud("curl -X POST x \\\n  -d '{\"a\":1}' | jq .token").len(),
+        1
+    );
+    assert_eq!(loud("X=\"$(curl x)\"").len(), 1);
+    assert!(loud("LOCK=$(curl -s -X POST x -d '{}')").is_empty());
+    assert!(loud("curl -sS x | jq .").is_empty());
+    assert!(loud("curl --silent x | jq .").is_empty());
+    assert!(loud("curl -X PUT x -d \"{\\\"end\\\":\\\"$(date -d '+1 hour')\\\"}\"").is_empty());
+    assert!(loud("curl x || echo failed").is_empty());
+    assert!(loud("curl x; echo done | cat").is_empty());
+    assert!(loud("echo \"$LOCK\" | jq .token").is_empty());
 }

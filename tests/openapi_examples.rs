@@ -80,6 +80,53 @@ const CARRIED: &[Carried] = &[
     },
 ];
 
+/// Where Swagger UI shows a value no example can know, it says to paste it from the answer it
+/// comes from: the operation's description and the field's own both say so, since the example
+/// in the field only shows the form and sent as is is refused (409 `lock_lost`, 404 on an ack).
+#[test]
+fn carried_values_say_to_paste_them() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let sampler = Sampler {
+        doc: &doc,
+        now: Utc::now(),
+    };
+    let ops = operations(&doc);
+    let mut silent = Vec::new();
+    for c in CARRIED {
+        let op = ops.iter().find(|o| o.id == c.op).expect("an operation");
+        let field = match c.into {
+            Slot::Query(name) => op.spec["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == name)
+                .map(|p| p["description"].clone()),
+            Slot::Body(pointer) => {
+                let body = &op.spec["requestBody"]["content"]["application/json"]["schema"];
+                sampler.resolve(body)["properties"]
+                    .get(pointer.trim_start_matches('/'))
+                    .map(|f| sampler.resolve(f)["description"].clone())
+            }
+        };
+        let says = |text: Option<&Value>| {
+            text.and_then(Value::as_str)
+                .is_some_and(|t| t.contains("paste"))
+        };
+        if !says(op.spec.get("description")) {
+            silent.push(format!("{}: the operation's description", c.op));
+        }
+        if !says(field.as_ref()) {
+            silent.push(format!("{}: {:?}'s description", c.op, c.into));
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "these do not say to paste the value from the answer it comes from:\n{}",
+        silent.join("\n")
+    );
+}
+
 /// Operations that need another's example sent again just before them: the ack example
 /// finished the enqueue example's job, which the cancel example then cancels.
 const SEEDS: &[(&str, &str)] = &[("queuesCancel", "queuesEnqueue")];

@@ -79,8 +79,9 @@ struct AcquireLock {
 struct RenewLock {
     #[schema(value_type = String, example = "worker-7")]
     owner: Name,
-    /// The fencing token the acquisition returned.
-    #[schema(example = 1_763_725_414_000_001_u64)]
+    /// The fencing token your acquisition answered: paste it from that answer. The example
+    /// only shows the form (no lock holds it: sent as is, it answers 409 `lock_lost`).
+    #[schema(example = 1_795_402_770_000_001_u64)]
     token: u64,
     /// The new lease from now, 100–3,600,000 ms.
     #[schema(minimum = 100, maximum = 3_600_000, example = 30_000)]
@@ -94,8 +95,9 @@ struct ReleaseQuery {
     /// The holder.
     #[param(value_type = String, example = "worker-7")]
     owner: Name,
-    /// The fencing token of its acquisition.
-    #[param(example = 1_763_725_414_000_001_u64)]
+    /// The fencing token your acquisition answered: paste it from that answer. The example
+    /// only shows the form (no lock holds it: sent as is, it answers 409 `lock_lost`).
+    #[param(example = 1_795_402_770_000_001_u64)]
     token: u64,
 }
 
@@ -108,7 +110,9 @@ struct LockView {
     owner: Name,
     /// The fencing token: strictly increasing per name, never handed out twice. Pass it to
     /// the storage you protect, which refuses writes with an older token.
-    #[schema(example = 1_763_725_414_000_001_u64)]
+    // The clock in µs when the lease began: the ttl example (30 s) before expires_at's, as a
+    // real answer's are.
+    #[schema(example = 1_795_402_770_000_001_u64)]
     token: u64,
     /// When the lease ends (RFC 3339, ms, the store's clock).
     #[schema(format = DateTime, example = "2026-11-23T03:00:00.000Z")]
@@ -214,6 +218,9 @@ async fn acquire_lock(
 }
 
 /// Renew a lock still held by this owner and token.
+///
+/// `token` is the one your acquisition answered: in Swagger UI, paste it over the example's,
+/// which no lock holds (sent as is, 409 `lock_lost`).
 #[utoipa::path(
     post, path = "/v1/locks/{name}/renew", operation_id = "locksRenew",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily")),
@@ -243,6 +250,9 @@ async fn renew_lock(
 }
 
 /// Release a lock, only by its holder (compare-and-delete in one step).
+///
+/// `token` is the one your acquisition answered: in Swagger UI, paste it over the example's,
+/// which no lock holds (sent as is, 409 `lock_lost`).
 #[utoipa::path(
     delete, path = "/v1/locks/{name}", operation_id = "locksRelease",
     params(("name" = String, Path, description = concat!("Lock name: ", name_rule!()), example = "report:daily"), ReleaseQuery),

@@ -124,7 +124,9 @@ async fn claim(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct AckBody {
-    /// The receipt of the claim.
+    /// The receipt your claim answered for this job: paste it from that answer. The example
+    /// only shows the form (no claim was given it: sent as is, it answers 404 `not_found`, or
+    /// 409 `receipt_expired`).
     #[schema(example = "1.42")]
     receipt: String,
 }
@@ -135,6 +137,10 @@ struct AckBody {
 /// (the job may have gone to another claimer), or the job is gone (acked, cancelled). 404
 /// `not_found` when the queue holds no such job and never issued the receipt: the job never
 /// existed.
+///
+/// `receipt` is the one your claim answered for the job: in Swagger UI, enqueue the example
+/// job (`mail-42`), claim it, and paste the claim's receipt over the example's, which no claim
+/// was given (sent as is, 404 `not_found` or 409 `receipt_expired`).
 #[utoipa::path(
     post, path = "/v1/queues/{queue}/jobs/{id}/ack", operation_id = "queuesAck",
     params(
