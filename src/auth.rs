@@ -93,16 +93,23 @@ struct Claims {
 }
 
 impl UserTokens {
-    pub fn new(settings: &crate::config::JwtSettings) -> Result<Self, String> {
+    pub fn new(settings: &crate::config::JwtSettings) -> Result<Self, crate::config::Invalid> {
         use crate::config::JwtKey;
         use jsonwebtoken::{Algorithm, DecodingKey, Validation};
         let (key, algorithm) = match &settings.key {
-            JwtKey::Secret(secret) => (DecodingKey::from_secret(secret.as_bytes()), Algorithm::HS256),
+            JwtKey::Secret(secret) => (
+                DecodingKey::from_secret(secret.as_bytes()),
+                Algorithm::HS256,
+            ),
             JwtKey::PublicKeyPem(pem) => match DecodingKey::from_rsa_pem(pem) {
                 Ok(key) => (key, Algorithm::RS256),
                 Err(_) => (
                     DecodingKey::from_ec_pem(pem).map_err(|e| {
-                        format!("GATEWAY_JWT_PUBLIC_KEY_FILE: neither an RSA nor an EC public key ({e})")
+                        crate::config::Invalid::new(
+                            "GATEWAY_JWT_PUBLIC_KEY_FILE",
+                            format!("neither an RSA nor an EC public key ({e})"),
+                            "write the path of a PEM public key: RSA for RS256, EC P-256 for ES256",
+                        )
                     })?,
                     Algorithm::ES256,
                 ),

@@ -77,24 +77,50 @@ use crate::store::Store;
 /// Why the gateway cannot start: each names what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("configuration: {0}")]
-    Settings(String),
+    /// A setting refused once the file it names was read or its domain checked it: told in
+    /// the one form of every refusal (`invalid configuration: VARIABLE (--flag): …`).
+    #[error(transparent)]
+    Config(#[from] config::Invalid),
+    // Not `#[from]`: that makes the store error this one's source as well, and a chain
+    // printed whole (`{:#}`) then tells it twice.
     #[error("store: {0}")]
-    Store(#[from] StoreError),
-    #[error("GATEWAY_CLIENTS_FILE: {0}")]
-    Clients(String),
-    #[error("GATEWAY_POLICIES_FILE: {0}")]
-    Policies(String),
-    #[error("end-user JWTs: {0}")]
-    Jwt(String),
+    Store(StoreError),
     #[error("order ledger: {0}")]
     Ledger(String),
 }
 
-/// Opens the store and settles the admin token.
+impl From<StoreError> for StartError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Opens the store and settles the admin token. What a setting names (files, keys) is read
+/// before the store is opened, so that a refusal does not wait for an unreachable Redis.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
-    // Each domain's own checks of its settings, beyond their ranges (`config/validate.rs`).
-    dedup::check_settings(&settings).map_err(StartError::Settings)?;
+    // Each domain's own checks of its settings, beyond their ranges (`config/parse.rs`).
+    dedup::check_settings(&settings)?;
+    let global = clients::Limits {
+        burst: settings.global.max_burst,
+        count: settings.global.count_per_period,
+        period: settings.global.period,
+    };
+    let clients = Arc::new(match &settings.clients_file {
+        Some(file) => clients::Clients::load(file, global)?,
+        None => clients::Clients::none(global),
+    });
+    let bounds = policies::Bounds {
+        max_ttl_s: settings.ratelimit_max_ttl_s,
+    };
+    let clock = settings.clock.clone();
+    let policies = Arc::new(match &settings.policies_file {
+        Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)?,
+        None => policies::Policies::none(bounds, clock),
+    });
+    let user_tokens = match &settings.jwt {
+        Some(jwt) => Some(auth::UserTokens::new(jwt)?),
+        None => None,
+    };
     let store = Store::open(&settings).await?;
     let admin_token: Arc<str> = match &settings.admin_token {
         Some(token) => token.as_str().into(),
@@ -107,34 +133,12 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
             token.into()
         }
     };
-    let global = clients::Limits {
-        burst: settings.global.max_burst,
-        count: settings.global.count_per_period,
-        period: settings.global.period,
-    };
-    let clients = Arc::new(match &settings.clients_file {
-        Some(file) => clients::Clients::load(file, global).map_err(StartError::Clients)?,
-        None => clients::Clients::none(global),
-    });
     clients.watch();
     if let Some(tls) = &settings.tls {
         tls.watch();
     }
-    let bounds = policies::Bounds {
-        max_ttl_s: settings.ratelimit_max_ttl_s,
-    };
-    let clock = settings.clock.clone();
-    let policies = Arc::new(match &settings.policies_file {
-        Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)
-            .map_err(StartError::Policies)?,
-        None => policies::Policies::none(bounds, clock),
-    });
     policies.watch();
     tokio::spawn(policies.overrides().watching(store.clone()));
-    let user_tokens = match &settings.jwt {
-        Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
-        None => None,
-    };
     // The ingester is spawned here, where the store's type is concrete (`Ledger::start`).
     let ledger = ledger::Ledger::start(&settings, &store, |ingester| {
         tokio::spawn(ingester.run()).abort_handle()

@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use anyhow::Context;
-use redis_gateway::config::{Command, Config};
+use redis_gateway::config::{listen_refused, Command, Config};
+use redis_gateway::StartError;
 
 /// mimalloc rather than the system allocator: measured in issue 19 (perf, the UV add row),
 /// glibc's malloc and free were 15% of the gateway's CPU per request.
@@ -25,7 +26,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> anyhow::Result<()> {
-    let config = Config::load().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let config = Config::load()?;
     match config.command {
         Some(Command::Openapi) => {
             let document = redis_gateway::openapi::document_json();
@@ -49,12 +50,22 @@ fn run() -> anyhow::Result<()> {
         None => {}
     }
     let _telemetry = redis_gateway::telemetry::init(config.log_format);
-    let settings = config
-        .settings()
-        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let settings = config.settings()?;
     let listener = std::net::TcpListener::bind(settings.listen)
-        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        .map_err(|e| listen_refused(settings.listen, &e))?;
     // Before any connection can be accepted, connecting to the store included.
     redis_gateway::serve::bound_unsent(&listener);
-    redis_gateway::workers::run(listener, settings).context("gateway stopped with an error")
+    redis_gateway::workers::run(listener, settings).map_err(stopped)
+}
+
+/// A setting refused while the state was built (a file it names, a domain's check) is a
+/// refusal to start like any other, in the same form, not the gateway stopping.
+fn stopped(e: std::io::Error) -> anyhow::Error {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<StartError>())
+    {
+        Some(StartError::Config(invalid)) => invalid.clone().into(),
+        _ => anyhow::Error::new(e).context("gateway stopped with an error"),
+    }
 }

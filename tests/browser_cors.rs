@@ -118,7 +118,7 @@ async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
     let client = reqwest::Client::new();
     let defined = client
         .put(gateway.url(&format!("/v1/seckill/vouchers/{voucher}")))
-        .bearer_auth("t")
+        .bearer_auth(common::ADMIN_TOKEN)
         .json(&json!({"stock": 5, "begin": "2020-01-01T00:00:00Z", "end": "2099-01-01T00:00:00Z"}))
         .send()
         .await

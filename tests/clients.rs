@@ -114,6 +114,11 @@ async fn a_bad_clients_file_refuses_to_start() {
     let file = clients_file(&[]);
     std::fs::write(&file, "[[client]]\nid = \"x\"\nkey_sha256 = \"not hex\"\n").unwrap();
     s.clients_file = Some(file);
-    let err = redis_gateway::build_state(s).await.unwrap_err();
-    assert!(err.to_string().contains("64 hex"), "{err}");
+    let err = redis_gateway::build_state(s).await.unwrap_err().to_string();
+    assert!(
+        err.starts_with("invalid configuration: GATEWAY_CLIENTS_FILE (--clients-file): "),
+        "{err}"
+    );
+    assert!(err.contains("64 hex"), "{err}");
+    assert_eq!(err.matches("GATEWAY_CLIENTS_FILE").count(), 1, "{err}");
 }

@@ -48,7 +48,7 @@ const MASKED: [&str; 9] = [
 
 /// The admin token of the gateways started here, given to the examples as
 /// `$GATEWAY_ADMIN_TOKEN`.
-const ADMIN_TOKEN: &str = "t";
+const ADMIN_TOKEN: &str = common::ADMIN_TOKEN;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -521,7 +521,10 @@ async fn a_bad_file_refuses_to_start() {
         let settings = with_policies(Backend::Memory, 100, text);
         let err = redis_gateway::build_state(settings).await.unwrap_err();
         let err = err.to_string();
-        assert!(err.starts_with("GATEWAY_POLICIES_FILE: "), "{err}");
+        assert!(
+            err.starts_with("invalid configuration: GATEWAY_POLICIES_FILE (--policies-file): "),
+            "{err}"
+        );
         assert!(err.contains(want), "{err}");
     }
 }

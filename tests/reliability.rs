@@ -179,7 +179,7 @@ async fn sigterm_drains_in_flight_requests() {
         .env("REDIS_URL", redis.url())
         .env("GATEWAY_STORE_TIMEOUT_MS", "5000")
         .env("GATEWAY_GLOBAL_LIMIT", "off")
-        .env("GATEWAY_ADMIN_TOKEN", "x")
+        .env("GATEWAY_ADMIN_TOKEN", common::ADMIN_TOKEN)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

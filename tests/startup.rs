@@ -24,6 +24,47 @@ fn refused(env: &[(&str, &str)]) -> String {
     exit.stderr
 }
 
+/// `err` is one refusal in the one form, `error: invalid configuration: VAR (--flag): what
+/// is wrong; what to write`, naming `var` once and no parser's own text; what follows the
+/// setting.
+fn in_form<'e>(err: &'e str, var: &str, flag: &str) -> &'e str {
+    let line = err.trim_end();
+    assert_eq!(line.lines().count(), 1, "one line: {err}");
+    let rest = line
+        .strip_prefix(&format!("error: invalid configuration: {var} ({flag}): "))
+        .unwrap_or_else(|| panic!("not `invalid configuration: {var} ({flag}): …`: {err}"));
+    let (_, hint) = rest
+        .rsplit_once("; ")
+        .unwrap_or_else(|| panic!("no `; what to write`: {err}"));
+    assert!(
+        ["write", "set", "stop"].iter().any(|w| hint.contains(w)),
+        "the hint says what to write: {err}"
+    );
+    assert_eq!(line.matches(var).count(), 1, "{var} named twice: {err}");
+    for raw in [
+        "invalid digit",
+        "gateway stopped",
+        "store error",
+        "Url Error",
+    ] {
+        assert!(!line.contains(raw), "{raw:?} in {err}");
+    }
+    rest
+}
+
+/// The flag of `var` by the naming rule every setting follows (`GATEWAY_MAX_BATCH`:
+/// `--max-batch`), written out here rather than read from clap as the binary does.
+fn flag(var: &str) -> String {
+    let name = var.strip_prefix("GATEWAY_").unwrap_or(var);
+    format!("--{}", name.to_lowercase().replace('_', "-"))
+}
+
+/// The refusal of `env`, in the form, about `var`.
+fn refusal(env: &[(&str, &str)], var: &str, flag: &str) -> String {
+    let err = refused(env);
+    in_form(&err, var, flag).to_owned()
+}
+
 #[test]
 fn a_redis_url_needs_a_scheme_the_gateway_speaks() {
     for url in [
@@ -32,8 +73,7 @@ fn a_redis_url_needs_a_scheme_the_gateway_speaks() {
         "user:s3cret@localhost:6379",
         "valkey://127.0.0.1:6379",
     ] {
-        let err = refused(&[("REDIS_URL", url)]);
-        assert!(err.contains("REDIS_URL"), "{url}: {err}");
+        let err = refusal(&[("REDIS_URL", url)], "REDIS_URL", "--redis-url");
         for scheme in ["redis://", "rediss://", "redis-cluster://"] {
             assert!(err.contains(scheme), "{url}: {scheme} not named: {err}");
         }
@@ -47,36 +87,120 @@ fn a_redis_url_needs_a_scheme_the_gateway_speaks() {
 }
 
 #[test]
+fn a_redis_url_is_checked_before_it_reaches_the_client_library() {
+    for (url, what) in [
+        ("redis://:s3cret@127.0.0.1:99999", "port 99999 is not"),
+        ("redis://:s3cret@127.0.0.1:0", "port 0"),
+        ("redis://:s3cret@:6379", "no host"),
+        ("redis://:s3cret@127.0.0.1:6379/x", "database \"x\""),
+        (
+            "redis://:s3cret@127.0.0.1:6379?node=10.0.0.2:7000",
+            "Cluster seed",
+        ),
+        (
+            "redis-cluster://:s3cret@10.0.0.1:7000?node=10.0.0.2",
+            "node=10.0.0.2 is not",
+        ),
+        (
+            "redis-cluster://:s3cret@10.0.0.1:7000?node=h:99999",
+            "node=h:99999 is not",
+        ),
+    ] {
+        let err = refusal(&[("REDIS_URL", url)], "REDIS_URL", "--redis-url");
+        assert!(err.contains(what), "{url}: {err}");
+        assert!(!err.contains("s3cret"), "the password is repeated: {err}");
+        if what.contains("port") {
+            assert!(err.contains("within 1..=65535"), "what to write: {err}");
+        }
+    }
+    let err = refusal(
+        &[("DATABASE_URL", "postgres://u:s3cret@127.0.0.1:99999/db")],
+        "DATABASE_URL",
+        "--database-url",
+    );
+    assert!(err.contains("port 99999"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+}
+
+#[test]
 fn a_value_that_does_not_parse_names_the_variable_set() {
-    let err = refused(&[("GATEWAY_GLOBAL_BURST", "abc")]);
-    assert!(err.contains("GATEWAY_GLOBAL_BURST=abc"), "{err}");
-    assert!(err.contains("invalid digit"), "{err}");
-    let err = refused(&[("GATEWAY_LOG_FORMAT", "xml")]);
-    assert!(err.contains("GATEWAY_LOG_FORMAT=xml"), "{err}");
-    assert!(err.contains("text, json"), "the choices: {err}");
+    let err = refusal(
+        &[("GATEWAY_GLOBAL_BURST", "abc")],
+        "GATEWAY_GLOBAL_BURST",
+        "--global-burst",
+    );
+    assert_eq!(
+        err,
+        "must be a whole number ≥ 0, got \"abc\"; write e.g. 100 (the default)"
+    );
+    let err = refusal(
+        &[("GATEWAY_GLOBAL_BURST", "-5")],
+        "GATEWAY_GLOBAL_BURST",
+        "--global-burst",
+    );
+    assert!(
+        err.starts_with("must be a whole number ≥ 0, got \"-5\""),
+        "{err}"
+    );
+    let err = refusal(
+        &[("GATEWAY_MAX_BATCH", "-1")],
+        "GATEWAY_MAX_BATCH",
+        "--max-batch",
+    );
+    assert!(err.starts_with("must be a whole number ≥ 1"), "{err}");
+    let err = refusal(
+        &[("GATEWAY_LOG_FORMAT", "xml")],
+        "GATEWAY_LOG_FORMAT",
+        "--log-format",
+    );
+    assert!(
+        err.starts_with("must be text or json, got \"xml\""),
+        "{err}"
+    );
     // Given as a flag, the flag is what was wrong.
-    let exit = Binary::run(&[], &["--global-burst", "x"]);
+    let exit = Binary::run(&[("GATEWAY_GLOBAL_BURST", "5")], &["--global-burst", "x"]);
     assert!(!exit.status.success());
-    assert!(exit.stderr.contains("--global-burst x"), "{}", exit.stderr);
+    let err = in_form(&exit.stderr, "GATEWAY_GLOBAL_BURST", "--global-burst");
+    assert!(err.contains("got \"x\" from --global-burst"), "{err}");
 }
 
 #[test]
 fn each_invalid_setting_is_named_alone() {
+    // Zero where only a positive number makes sense.
     for var in [
         "GATEWAY_MAX_BATCH",
         "GATEWAY_BODY_LIMIT",
         "GATEWAY_REDIS_POOL_SIZE",
         "GATEWAY_GLOBAL_COUNT",
+        "GATEWAY_GLOBAL_PERIOD",
         "GATEWAY_HEADER_TIMEOUT_MS",
+        "GATEWAY_IDLE_TIMEOUT_MS",
+        "GATEWAY_WRITE_TIMEOUT_MS",
+        "GATEWAY_REQUEST_TIMEOUT_MS",
         "GATEWAY_STORE_TIMEOUT_MS",
+        "GATEWAY_MAX_CONNECTIONS",
+        "GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+        "GATEWAY_CHECKIN_RETENTION_DAYS",
         "GATEWAY_UV_RETENTION_DAYS",
+        "GATEWAY_GEO_RETENTION_DAYS",
+        "GATEWAY_DEDUP_RETENTION_DAYS",
+        "GATEWAY_GEO_MAX_PLACES",
         "GATEWAY_DEDUP_CAPACITY",
+        "GATEWAY_SECKILL_MAX_ORDERS",
+        "GATEWAY_QUEUE_MAX_JOBS",
         "GATEWAY_MAX_ITEM_BYTES",
+        "GATEWAY_RATELIMIT_MAX_TTL_S",
+        "GATEWAY_LEDGER_CLAIM_IDLE_MS",
         "GATEWAY_WORKERS",
         "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS",
     ] {
+        let flag = format!(
+            "--{}",
+            var["GATEWAY_".len()..].to_lowercase().replace('_', "-")
+        );
         let err = refused(&[(var, "0")]);
-        assert!(err.contains(&format!("{var}=0")), "{var}: {err}");
+        let what = in_form(&err, var, &flag);
+        assert!(what.contains("got \"0\""), "{var}: {err}");
         assert_eq!(
             err.matches("GATEWAY_").count(),
             1,
@@ -86,27 +210,170 @@ fn each_invalid_setting_is_named_alone() {
 }
 
 #[test]
-fn a_short_visitor_key_is_refused_without_being_repeated() {
-    let err = refused(&[("GATEWAY_UV_VISITOR_KEY", "guessable")]);
-    assert!(err.contains("GATEWAY_UV_VISITOR_KEY"), "{err}");
-    assert!(err.contains("at least 16 bytes"), "{err}");
-    assert!(!err.contains("guessable"), "the secret is repeated: {err}");
+fn each_kind_of_invalid_value_is_named_alone() {
+    // Out of range, not a number, an address, a zone, a CIDR, a prefix, a switch.
+    for (var, value, what) in [
+        ("GATEWAY_CHECKIN_RETENTION_DAYS", "3661", "from 1 to 3660"),
+        ("GATEWAY_UV_RETENTION_DAYS", "5000", "from 1 to 3660"),
+        ("GATEWAY_GEO_RETENTION_DAYS", "4294967296", "to 4294967295"),
+        ("GATEWAY_REQUEST_TIMEOUT_MS", "1.5", "whole number"),
+        ("GATEWAY_DEDUP_ERROR_RATE", "1", "above 0 and below 1"),
+        ("GATEWAY_DEDUP_ERROR_RATE", "1e-15", "at least"),
+        ("GATEWAY_DEDUP_CAPACITY", "1000000000", "MiB"),
+        ("GATEWAY_LISTEN", "localhost:8080", "an IP address and port"),
+        ("GATEWAY_TZ", "Mars/Olympus", "IANA time zone"),
+        (
+            "GATEWAY_TRUSTED_PROXIES",
+            "10.0.0.0/8,10.0.0.0/33",
+            "\"10.0.0.0/33\"",
+        ),
+        ("GATEWAY_KEY_PREFIX", "{gw}", "brace"),
+        ("GATEWAY_GLOBAL_FAIL", "maybe", "open or closed"),
+        ("GATEWAY_GLOBAL_LIMIT", "yes", "on, off or shadow"),
+        ("GATEWAY_ACCESS_LOG", "true", "on or off"),
+    ] {
+        let err = refused(&[(var, value)]);
+        let rest = in_form(&err, var, &flag(var));
+        assert!(rest.contains(what), "{var}={value}: {err}");
+        assert_eq!(err.matches("GATEWAY_").count(), 1, "{var}={value}: {err}");
+    }
+}
+
+#[test]
+fn a_cors_origin_is_written_as_browsers_send_it() {
+    for (origin, what, write) in [
+        (
+            "http://127.0.0.1:18500/",
+            "trailing slash",
+            "http://127.0.0.1:18500",
+        ),
+        ("localhost:3000", "no scheme", "http://localhost:3000"),
+        (
+            "https://App.example.com:443",
+            "as browsers send it",
+            "https://app.example.com",
+        ),
+        (
+            "http://app.example/index.html?x=1",
+            "a path",
+            "http://app.example",
+        ),
+    ] {
+        let err = refusal(
+            &[(
+                "GATEWAY_CORS_ORIGINS",
+                &format!("http://ok.example,{origin}"),
+            )],
+            "GATEWAY_CORS_ORIGINS",
+            "--cors-origins",
+        );
+        assert!(err.contains(what), "{origin}: {err}");
+        assert!(err.ends_with(&format!(": {write}")), "{origin}: {err}");
+    }
+    let err = refusal(
+        &[("GATEWAY_CORS_ORIGINS", "*,http://app.example")],
+        "GATEWAY_CORS_ORIGINS",
+        "--cors-origins",
+    );
+    assert!(err.contains("write * alone"), "{err}");
+}
+
+#[test]
+fn a_short_secret_is_refused_without_being_repeated() {
+    for (var, flag, value, at_least) in [
+        (
+            "GATEWAY_UV_VISITOR_KEY",
+            "--uv-visitor-key",
+            "guessable",
+            16,
+        ),
+        ("GATEWAY_ADMIN_TOKEN", "--admin-token", "t", 16),
+        (
+            "GATEWAY_ADMIN_TOKEN",
+            "--admin-token",
+            "guessable-token",
+            16,
+        ),
+        (
+            "GATEWAY_JWT_SECRET",
+            "--jwt-secret",
+            "guessable-but-not-32-b",
+            32,
+        ),
+    ] {
+        let err = refusal(&[(var, value)], var, flag);
+        assert!(
+            err.starts_with(&format!(
+                "must be at least {at_least} bytes, got {}",
+                value.len()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("openssl rand"), "what to write: {err}");
+        if value.len() > 1 {
+            assert!(!err.contains(value), "the secret is repeated: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_port_in_use_names_the_listen_setting() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let err = refusal(&[("GATEWAY_LISTEN", &addr)], "GATEWAY_LISTEN", "--listen");
+    assert!(
+        err.starts_with(&format!("cannot listen on {addr}: ")),
+        "{err}"
+    );
+    assert!(err.contains("another port"), "what to write: {err}");
+    drop(taken);
+}
+
+#[test]
+fn a_file_a_setting_names_is_refused_in_the_same_form() {
+    let dir = std::env::temp_dir().join(format!("startup-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.toml").display().to_string();
+    let garbage = dir.join("garbage.toml");
+    std::fs::write(&garbage, "[[client]]\nid = \"x\"\nkey_sha256 = \n").unwrap();
+    let garbage = garbage.display().to_string();
+    for (var, flag) in [
+        ("GATEWAY_CLIENTS_FILE", "--clients-file"),
+        ("GATEWAY_POLICIES_FILE", "--policies-file"),
+        ("GATEWAY_JWT_PUBLIC_KEY_FILE", "--jwt-public-key-file"),
+    ] {
+        let err = refusal(&[(var, &missing)], var, flag);
+        assert!(
+            err.starts_with(&format!("cannot read {missing}: No such file")),
+            "{err}"
+        );
+        let err = refusal(&[(var, &garbage)], var, flag);
+        assert!(err.contains("garbage.toml") || err.contains("key"), "{err}");
+    }
+    // Where the file is wrong, on one line.
+    let err = refusal(
+        &[("GATEWAY_CLIENTS_FILE", &garbage)],
+        "GATEWAY_CLIENTS_FILE",
+        "--clients-file",
+    );
+    assert!(err.contains("garbage.toml: line 3: "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn write_replicas_need_redis() {
     // The embedded backend has no replicas to wait for: refused in one line, not ignored.
-    let err = refused(&[("GATEWAY_WRITE_REPLICAS", "1")]);
-    assert!(err.contains("GATEWAY_WRITE_REPLICAS=1"), "{err}");
+    let err = refusal(
+        &[("GATEWAY_WRITE_REPLICAS", "1")],
+        "GATEWAY_WRITE_REPLICAS",
+        "--write-replicas",
+    );
+    assert!(err.starts_with("is 1, "), "{err}");
     assert!(err.contains("REDIS_URL"), "what to do: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
     let exit = Binary::run(&[], &["--write-replicas", "2"]);
     assert!(!exit.status.success());
-    assert!(
-        exit.stderr.contains("GATEWAY_WRITE_REPLICAS=2"),
-        "{}",
-        exit.stderr
-    );
+    let err = in_form(&exit.stderr, "GATEWAY_WRITE_REPLICAS", "--write-replicas");
+    assert!(err.starts_with("is 2, "), "{err}");
 }
 
 #[test]

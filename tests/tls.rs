@@ -310,13 +310,17 @@ fn each_bad_tls_setting_is_a_one_line_refusal() {
 
     let err = tls(&missing, &key_file);
     assert!(
-        err.contains(&format!("GATEWAY_TLS_CERT_FILE {missing}: ")),
+        err.contains(&format!(
+            "GATEWAY_TLS_CERT_FILE (--tls-cert-file): cannot read {missing}: "
+        )),
         "{err}"
     );
     assert!(err.contains("No such file"), "{err}");
     let err = tls(&cert_file, &missing);
     assert!(
-        err.contains(&format!("GATEWAY_TLS_KEY_FILE {missing}: ")),
+        err.contains(&format!(
+            "GATEWAY_TLS_KEY_FILE (--tls-key-file): cannot read {missing}: "
+        )),
         "{err}"
     );
 

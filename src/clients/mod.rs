@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::config::{read_file, toml_error, Invalid};
 use crate::types::{name_rule, Name};
 
 /// One registered client.
@@ -93,7 +94,7 @@ struct Entry {
 
 /// Parses a clients file; every problem is named with the client it belongs to.
 fn parse(text: &str, global: Limits) -> Result<Table, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let file: File = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     let mut table = Table::default();
     let mut ids = std::collections::HashSet::new();
     for (n, entry) in file.client.into_iter().enumerate() {
@@ -169,13 +170,21 @@ impl Clients {
         }
     }
 
-    /// Loads `file`; a file that cannot be read or parsed is an error (the gateway refuses to
-    /// start on it).
-    pub fn load(file: &Path, global: Limits) -> Result<Self, String> {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("GATEWAY_CLIENTS_FILE {}: {e}", file.display()))?;
-        let table = parse(&text, global)
-            .map_err(|e| format!("GATEWAY_CLIENTS_FILE {}: {e}", file.display()))?;
+    /// Loads `file`; a file that cannot be read or parsed is a refusal to start.
+    pub fn load(file: &Path, global: Limits) -> Result<Self, Invalid> {
+        const VAR: &str = "GATEWAY_CLIENTS_FILE";
+        let text = read_file(VAR, file, "TOML file of API clients")?;
+        let table = String::from_utf8(text)
+            .map_err(|_| "not UTF-8 text".to_owned())
+            .and_then(|text| parse(&text, global))
+            .map_err(|e| {
+                Invalid::new(
+                    VAR,
+                    format!("{}: {e}", file.display()),
+                    "write [[client]] tables with an id and key_sha256 (docs/api.md, \
+                     \"API clients file\"), or leave it unset",
+                )
+            })?;
         tracing::info!(clients = table.by_digest.len(), file = %file.display(), "API clients loaded");
         Ok(Self {
             table: RwLock::new(Arc::new(table)),

@@ -1,29 +1,31 @@
-//! Reading the command line and environment into [`Config`]: clap's own refusal names the
-//! flag (`--global-burst <GLOBAL_BURST>`) even when the value came from the environment,
-//! which sends someone who set `GATEWAY_GLOBAL_BURST=abc` looking for a flag they never
-//! passed; here such a refusal is told again naming the variable as well.
+//! Reading the command line and environment into [`Config`]. clap's own refusal names the
+//! flag (`--global-burst <GLOBAL_BURST>`) even when the value came from the environment, and
+//! gives the parser's text ("invalid digit found in string"); here such a refusal is told again
+//! in the one form of [`Invalid`]: the variable, its flag, the rule the value breaks, and what
+//! to write.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{CommandFactory, FromArgMatches};
+use clap::{Arg, CommandFactory, FromArgMatches};
 
-use super::Config;
+use super::parse::Rule;
+use super::{Config, Invalid};
 
 impl Config {
-    /// Parses the process's arguments and environment. `Err` carries a message naming the
-    /// setting a value could not be read for; `--help`, `--version` and other usage errors are
-    /// clap's (printed, then the process exits as clap does).
-    pub fn load() -> Result<Self, String> {
+    /// Parses the process's arguments and environment. `Err` is a value refused for one
+    /// setting; `--help`, `--version` and other usage errors are clap's (printed, then the
+    /// process exits as clap does).
+    pub fn load() -> Result<Self, Invalid> {
         let matches = match Self::command().try_get_matches() {
             Ok(m) => m,
             Err(e) => return Err(explain(&e).unwrap_or_else(|| e.exit())),
         };
-        Self::from_arg_matches(&matches).map_err(|e| e.to_string())
+        Ok(Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
     }
 }
 
-/// A refused value retold as `<VARIABLE>=<value> (--flag): <why>`, or `None` for an error
-/// that is not about one setting's value.
-fn explain(e: &clap::Error) -> Option<String> {
+/// A refused value retold as an [`Invalid`], or `None` for an error that is not about one
+/// setting's value.
+fn explain(e: &clap::Error) -> Option<Invalid> {
     if !matches!(
         e.kind(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue
@@ -42,25 +44,48 @@ fn explain(e: &clap::Error) -> Option<String> {
     let arg = command
         .get_arguments()
         .find(|a| a.get_long() == Some(long))?;
-    let why = match (e.kind(), e.get(ContextKind::ValidValue)) {
-        (ErrorKind::InvalidValue, Some(ContextValue::Strings(valid))) => {
-            format!("expected one of {}", valid.join(", "))
-        }
-        _ => std::error::Error::source(e)
-            .map_or_else(|| "invalid value".to_owned(), ToString::to_string),
+    let var = arg.get_env()?.to_str()?;
+    let rule = match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (ErrorKind::InvalidValue, Some(ContextValue::Strings(valid))) => match &valid[..] {
+            [rest @ .., last] if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => valid.join(", "),
+        },
+        _ => match std::error::Error::source(e) {
+            Some(source) => match source.downcast_ref::<Rule>() {
+                Some(Rule(rule)) => rule.clone(),
+                None => format!("readable ({source})"),
+            },
+            None => "readable".to_owned(),
+        },
     };
-    let var = arg.get_env().and_then(|v| v.to_str());
-    // The variable is named when it holds the refused value (the flag, when given, wins over
-    // it; then the flag is what was wrong). A hidden value (a password's) is never repeated.
-    let from_env = var.is_some_and(|v| std::env::var_os(v).is_some_and(|set| set == **value));
-    let shown_value = if arg.is_hide_env_values_set() {
-        "…"
+    // The flag wins over the variable when both are given: when the refused value is not the
+    // variable's, it is the flag that was wrong, and the line says so.
+    let from_env = std::env::var_os(var).is_some_and(|set| set == **value);
+    let got = if arg.is_hide_env_values_set() {
+        "a value not shown here".to_owned()
+    } else if from_env {
+        format!("{value:?}")
     } else {
-        value.as_str()
+        format!("{value:?} from --{long}")
     };
-    Some(match var {
-        Some(var) if from_env => format!("{var}={shown_value} (--{long}): {why}"),
-        Some(var) => format!("--{long} {shown_value} ({var}): {why}"),
-        None => format!("--{long} {shown_value}: {why}"),
-    })
+    Some(Invalid::new(
+        var,
+        format!("must be {rule}, got {got}"),
+        hint(arg, &rule),
+    ))
+}
+
+/// What to write: the default when there is one (always valid), else the rule.
+fn hint(arg: &Arg, rule: &str) -> String {
+    let default = arg
+        .get_default_values()
+        .iter()
+        .filter_map(|v| v.to_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    if default.is_empty() {
+        format!("write {rule}, or leave it unset")
+    } else {
+        format!("write e.g. {default} (the default)")
+    }
 }

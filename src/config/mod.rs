@@ -1,21 +1,32 @@
 //! Configuration: one clap struct, where every setting is both an environment variable and a
 //! flag (`--help` lists them with their defaults), turned into validated [`Settings`].
 //!
-//! Here: the clap struct ([`Config`], each setting's flag, variable, default and meaning) and
-//! its switches; `cli.rs`: reading it, refusals naming the variable; `validate.rs`: the checks;
-//! `settings.rs`: what the library runs on.
+//! Here: the clap struct ([`Config`], each setting's flag, variable, default, range and
+//! meaning); `switches.rs`: its sub-commands and switches; `parse.rs`: the value parsers and
+//! their ranges; `cli.rs`: reading it, a refused value told in the one form of `invalid.rs`
+//! ([`Invalid`]); `validate.rs`, `secrets.rs`, `urls.rs`: the checks of what parsed;
+//! `files.rs`: reading the files settings name; `settings.rs`: what the library runs on.
 
 mod cli;
+mod files;
+mod invalid;
+mod parse;
+mod secrets;
 mod settings;
+mod switches;
+mod urls;
 mod validate;
 
+pub use files::{read_file, toml_error};
+pub use invalid::{listen_refused, Invalid};
 pub use settings::{
     GlobalLimit, JwtKey, JwtSettings, Secret, Settings, StoreChoice, WriteReplicas,
 };
+pub use switches::{Command, FailPolicy, LimitMode, LogFormat, OnOff};
 
 use std::net::SocketAddr;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 
 /// Command line and environment of the `redis-gateway` binary.
 #[derive(Debug, Clone, Parser)]
@@ -29,7 +40,12 @@ pub struct Config {
     pub command: Option<Command>,
 
     /// Address to serve on.
-    #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "GATEWAY_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_parser = parse::address
+    )]
     pub listen: SocketAddr,
 
     /// Redis to use: redis://, rediss:// (TLS) or redis-cluster://host:port?node=host:port
@@ -48,11 +64,16 @@ pub struct Config {
     pub key_prefix: String,
 
     /// IANA time zone that defines "today".
-    #[arg(long, env = "GATEWAY_TZ", default_value = "UTC")]
+    #[arg(long, env = "GATEWAY_TZ", default_value = "UTC", value_parser = parse::zone)]
     pub tz: chrono_tz::Tz,
 
     /// Timeout of each store call in milliseconds; past it the request answers 503.
-    #[arg(long, env = "GATEWAY_STORE_TIMEOUT_MS", default_value_t = 1000)]
+    #[arg(
+        long,
+        env = "GATEWAY_STORE_TIMEOUT_MS",
+        default_value_t = 1000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub store_timeout_ms: u64,
 
     /// Global per-client rate limit on every request: on, off, or shadow (decide and send the
@@ -61,15 +82,30 @@ pub struct Config {
     pub global_limit: LimitMode,
 
     /// Global limiter: burst (GCRA max_burst).
-    #[arg(long, env = "GATEWAY_GLOBAL_BURST", default_value_t = 100)]
+    #[arg(
+        long,
+        env = "GATEWAY_GLOBAL_BURST",
+        default_value_t = 100,
+        value_parser = parse::at_least::<u64>(0)
+    )]
     pub global_burst: u64,
 
     /// Global limiter: requests per period.
-    #[arg(long, env = "GATEWAY_GLOBAL_COUNT", default_value_t = 50)]
+    #[arg(
+        long,
+        env = "GATEWAY_GLOBAL_COUNT",
+        default_value_t = 50,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub global_count: u64,
 
     /// Global limiter: period in seconds.
-    #[arg(long, env = "GATEWAY_GLOBAL_PERIOD", default_value_t = 1)]
+    #[arg(
+        long,
+        env = "GATEWAY_GLOBAL_PERIOD",
+        default_value_t = 1,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub global_period: u64,
 
     /// What the global limiter does when the store is down: open (serve) or closed (503).
@@ -95,36 +131,76 @@ pub struct Config {
     pub cors_origins: Vec<String>,
 
     /// Largest request body in bytes.
-    #[arg(long, env = "GATEWAY_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    #[arg(
+        long,
+        env = "GATEWAY_BODY_LIMIT",
+        default_value_t = 1024 * 1024,
+        value_parser = parse::at_least::<usize>(1)
+    )]
     pub body_limit: usize,
 
     /// Largest number of items in one batch.
-    #[arg(long, env = "GATEWAY_MAX_BATCH", default_value_t = 1000)]
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_BATCH",
+        default_value_t = 1000,
+        value_parser = parse::at_least::<usize>(1)
+    )]
     pub max_batch: usize,
 
     /// How many days check-ins are kept (older dates are refused with 422).
-    #[arg(long, env = "GATEWAY_CHECKIN_RETENTION_DAYS", default_value_t = 400)]
+    #[arg(
+        long,
+        env = "GATEWAY_CHECKIN_RETENTION_DAYS",
+        default_value_t = 400,
+        value_parser = parse::within::<u32>(1, 3660)
+    )]
     pub checkin_retention_days: u32,
 
     /// Longest time one request may take, in milliseconds (then 503).
-    #[arg(long, env = "GATEWAY_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_REQUEST_TIMEOUT_MS",
+        default_value_t = 10_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub request_timeout_ms: u64,
 
     /// A request's header must arrive whole within this many milliseconds (slow clients).
-    #[arg(long, env = "GATEWAY_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_HEADER_TIMEOUT_MS",
+        default_value_t = 10_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub header_timeout_ms: u64,
 
     /// A kept-alive connection with no traffic for this many milliseconds is closed.
-    #[arg(long, env = "GATEWAY_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_IDLE_TIMEOUT_MS",
+        default_value_t = 60_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub idle_timeout_ms: u64,
 
     /// A connection whose answers are not read for this many milliseconds is closed (its
     /// unread pipelined requests are not run; HTTP/2 streams stuck on a zero window too).
-    #[arg(long, env = "GATEWAY_WRITE_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_WRITE_TIMEOUT_MS",
+        default_value_t = 10_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub write_timeout_ms: u64,
 
     /// Connections served at once; more wait in the listen backlog.
-    #[arg(long, env = "GATEWAY_MAX_CONNECTIONS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_CONNECTIONS",
+        default_value_t = 10_000,
+        value_parser = parse::at_least::<usize>(1)
+    )]
     pub max_connections: usize,
 
     /// Connections one peer address (an IPv4 address, an IPv6 /64) may hold at once; a further
@@ -132,7 +208,8 @@ pub struct Config {
     #[arg(
         long,
         env = "GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
-        default_value_t = 256
+        default_value_t = 256,
+        value_parser = parse::at_least::<usize>(1)
     )]
     pub max_connections_per_address: usize,
 
@@ -163,7 +240,12 @@ pub struct Config {
 
     /// The longest a rate-limit check may make its key live, in seconds: a check whose full
     /// bucket (or window) lasts longer is 400.
-    #[arg(long, env = "GATEWAY_RATELIMIT_MAX_TTL_S", default_value_t = 86_400)]
+    #[arg(
+        long,
+        env = "GATEWAY_RATELIMIT_MAX_TTL_S",
+        default_value_t = 86_400,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub ratelimit_max_ttl_s: u64,
 
     /// Verify end-user JWTs signed with this HS256 secret on user routes. Unset (and no key
@@ -184,7 +266,12 @@ pub struct Config {
     pub jwt_audience: Option<String>,
 
     /// Clock leeway for end-user JWTs' `exp` and `nbf`, in seconds.
-    #[arg(long, env = "GATEWAY_JWT_LEEWAY_S", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "GATEWAY_JWT_LEEWAY_S",
+        default_value_t = 30,
+        value_parser = parse::at_least::<u64>(0)
+    )]
     pub jwt_leeway_s: u64,
 
     /// Log lines as `text` or `json` (one object per line).
@@ -202,25 +289,40 @@ pub struct Config {
     // threads between its socket, its handler and its Redis connection, and each connection
     // pipelines more commands per write (measured with bench/ab.py, UV add, 2 cores: +39%
     // req/s, -30% CPU per request).
-    #[arg(long, env = "GATEWAY_WORKERS")]
+    #[arg(long, env = "GATEWAY_WORKERS", value_parser = parse::at_least::<usize>(1))]
     pub workers: Option<usize>,
 
     /// Connections to Redis that serve requests (each auto-pipelines), split across the
     /// workers, at least one each.
     // 2, not more: fewer connections pipeline more commands per write (measured with
     // bench/ab.py: pool 2 served +14% rate-limit checks at lower p99 than pool 4 on 2 cores).
-    #[arg(long, env = "GATEWAY_REDIS_POOL_SIZE", default_value_t = 2)]
+    #[arg(
+        long,
+        env = "GATEWAY_REDIS_POOL_SIZE",
+        default_value_t = 2,
+        value_parser = parse::at_least::<usize>(1)
+    )]
     pub redis_pool_size: usize,
 
     /// Replicas of its master that must hold a lasting write (a purchase, a restock, a lock
     /// acquired or renewed, a job enqueued or acked) before it is answered with success (Redis
     /// `WAIT`). 0: answered once the master has it.
-    #[arg(long, env = "GATEWAY_WRITE_REPLICAS", default_value_t = 0)]
+    #[arg(
+        long,
+        env = "GATEWAY_WRITE_REPLICAS",
+        default_value_t = 0,
+        value_parser = parse::at_least::<u32>(0)
+    )]
     pub write_replicas: u32,
 
     /// How long a lasting write waits for its replicas, in milliseconds; past it the answer is
     /// 503 backend_unavailable.
-    #[arg(long, env = "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS", default_value_t = 500)]
+    #[arg(
+        long,
+        env = "GATEWAY_WRITE_REPLICAS_TIMEOUT_MS",
+        default_value_t = 500,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub write_replicas_timeout_ms: u64,
     /// Secret visitor ids are hashed with before they are counted (at least 16 bytes; every
     /// gateway on one store must be given the same). Unset: one is generated and kept in the
@@ -229,19 +331,39 @@ pub struct Config {
     pub uv_visitor_key: Option<String>,
 
     /// How many days per-day UV/PV keys are kept.
-    #[arg(long, env = "GATEWAY_UV_RETENTION_DAYS", default_value_t = 400)]
+    #[arg(
+        long,
+        env = "GATEWAY_UV_RETENTION_DAYS",
+        default_value_t = 400,
+        value_parser = parse::within::<u32>(1, 3660)
+    )]
     pub uv_retention_days: u32,
 
     /// Most places one geo layer holds; a write that would pass it is `409 layer_full`.
-    #[arg(long, env = "GATEWAY_GEO_MAX_PLACES", default_value_t = 100_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_GEO_MAX_PLACES",
+        default_value_t = 100_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub geo_max_places: u64,
 
     /// Days a geo layer is kept after its last write.
-    #[arg(long, env = "GATEWAY_GEO_RETENTION_DAYS", default_value_t = 400)]
+    #[arg(
+        long,
+        env = "GATEWAY_GEO_RETENTION_DAYS",
+        default_value_t = 400,
+        value_parser = parse::at_least::<u32>(1)
+    )]
     pub geo_retention_days: u32,
 
     /// Cap of each voucher's order stream; a voucher's stock may never exceed it.
-    #[arg(long, env = "GATEWAY_SECKILL_MAX_ORDERS", default_value_t = 1_000_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_SECKILL_MAX_ORDERS",
+        default_value_t = 1_000_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub seckill_max_orders: u64,
 
     /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
@@ -249,24 +371,49 @@ pub struct Config {
     // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
     // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: docs/performance.md
     // "Abuse budget"); the filter adds layers as it fills, keeping the error rate.
-    #[arg(long, env = "GATEWAY_DEDUP_CAPACITY", default_value_t = 500)]
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_CAPACITY",
+        default_value_t = 500,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub dedup_capacity: u64,
 
     /// Error rate of a dedup filter created on first use.
-    #[arg(long, env = "GATEWAY_DEDUP_ERROR_RATE", default_value_t = 0.01)]
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_ERROR_RATE",
+        default_value_t = 0.01,
+        value_parser = parse::rate
+    )]
     pub dedup_error_rate: f64,
 
     /// Days an idle dedup filter is kept.
-    #[arg(long, env = "GATEWAY_DEDUP_RETENTION_DAYS", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_RETENTION_DAYS",
+        default_value_t = 30,
+        value_parser = parse::at_least::<u32>(1)
+    )]
     pub dedup_retention_days: u32,
 
     /// Longest text item (visitor, dedup item) in bytes.
-    #[arg(long, env = "GATEWAY_MAX_ITEM_BYTES", default_value_t = 512)]
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_ITEM_BYTES",
+        default_value_t = 512,
+        value_parser = parse::at_least::<usize>(1)
+    )]
     pub max_item_bytes: usize,
 
     /// Most live jobs (waiting or in flight) one delayed queue holds; enqueueing into a full
     /// queue is 409 queue_full.
-    #[arg(long, env = "GATEWAY_QUEUE_MAX_JOBS", default_value_t = 100_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_QUEUE_MAX_JOBS",
+        default_value_t = 100_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub queue_max_jobs: u64,
 
     /// PostgreSQL of the order ledger (postgres://...). Unset: the ledger is off.
@@ -275,48 +422,11 @@ pub struct Config {
 
     /// Ledger: milliseconds an order entry may stay unacknowledged before another ingester
     /// takes it over (a crashed instance's, or a failed attempt's).
-    #[arg(long, env = "GATEWAY_LEDGER_CLAIM_IDLE_MS", default_value_t = 30_000)]
+    #[arg(
+        long,
+        env = "GATEWAY_LEDGER_CLAIM_IDLE_MS",
+        default_value_t = 30_000,
+        value_parser = parse::at_least::<u64>(1)
+    )]
     pub ledger_claim_idle_ms: u64,
-}
-
-/// Sub-commands of the binary.
-#[derive(Debug, Clone, Subcommand)]
-pub enum Command {
-    /// Print the OpenAPI document and exit.
-    Openapi,
-    /// Ask the gateway at GATEWAY_LISTEN for /healthz; exit 0 on 200, else 1 (container
-    /// health checks).
-    Healthcheck,
-}
-
-/// An on/off switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
-}
-
-/// The global limiter's mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LimitMode {
-    On,
-    Off,
-    /// Every decision made and its headers sent, nothing refused: for rolling the limiter out.
-    Shadow,
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-/// What the global limiter does when it cannot reach the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailPolicy {
-    /// Serve the request (and count it).
-    Open,
-    /// Refuse with 503.
-    Closed,
 }

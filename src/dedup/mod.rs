@@ -94,10 +94,29 @@ pub struct Policy {
 
 /// The configured default filter must be one the gateway can build (its first layer within
 /// bounds): refused at start-up, naming the settings.
-pub(crate) fn check_settings(settings: &crate::config::Settings) -> Result<(), String> {
+pub(crate) fn check_settings(
+    settings: &crate::config::Settings,
+) -> Result<(), crate::config::Invalid> {
+    use crate::config::Invalid;
+    // The rate first, with the smallest capacity, so that each refusal names the one setting
+    // at fault: a rate out of bounds is wrong at any capacity.
+    logic::Params::new(1, settings.dedup_error_rate).map_err(|e| {
+        Invalid::new(
+            "GATEWAY_DEDUP_ERROR_RATE",
+            e,
+            "write a rate from 1e-12 to below 1, e.g. 0.01 (the default)",
+        )
+    })?;
     logic::Params::new(settings.dedup_capacity, settings.dedup_error_rate)
         .map(drop)
-        .map_err(|e| format!("GATEWAY_DEDUP_CAPACITY / GATEWAY_DEDUP_ERROR_RATE: {e}"))
+        .map_err(|e| {
+            Invalid::new(
+                "GATEWAY_DEDUP_CAPACITY",
+                e,
+                "write a smaller first layer (a filter grows by layers as it fills), e.g. 500 \
+                 (the default)",
+            )
+        })
 }
 
 crate::store::store_trait! {

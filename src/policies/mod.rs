@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::clock::Clock;
+use crate::config::{read_file, toml_error, Invalid};
 use crate::gcra::Gcra;
 use crate::types::{name_rule, Name};
 
@@ -169,7 +170,7 @@ pub struct Bounds {
 
 /// Parses a policies file against the document's `operations`; every problem names its rule.
 pub fn parse(text: &str, operations: &Operations, bounds: Bounds) -> Result<Table, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let file: File = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     if file.policy.len() > MAX_POLICIES {
         return Err(format!("at most {MAX_POLICIES} policies"));
     }
@@ -329,10 +330,19 @@ impl Policies {
         operations: Operations,
         bounds: Bounds,
         clock: Clock,
-    ) -> Result<Self, String> {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let table =
-            parse(&text, &operations, bounds).map_err(|e| format!("{}: {e}", file.display()))?;
+    ) -> Result<Self, Invalid> {
+        const VAR: &str = "GATEWAY_POLICIES_FILE";
+        let text = read_file(VAR, file, "TOML file of limit policies")?;
+        let table = String::from_utf8(text)
+            .map_err(|_| "not UTF-8 text".to_owned())
+            .and_then(|text| parse(&text, &operations, bounds))
+            .map_err(|e| {
+                Invalid::new(
+                    VAR,
+                    format!("{}: {e}", file.display()),
+                    "write [[policy]] tables as docs/policies.md shows, or leave it unset",
+                )
+            })?;
         tracing::info!(policies = table.policies.len(), file = %file.display(), "limit policies loaded");
         Ok(Self {
             table: RwLock::new(Arc::new(table)),

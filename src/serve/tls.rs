@@ -3,7 +3,7 @@
 //! fred already links), ALPN offering `h2` and `http/1.1`, and the certificate reloaded when
 //! its files change ([`Tls::watch`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -14,6 +14,8 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
+
+use crate::config::{read_file, Invalid};
 
 /// How often the certificate files are checked for changes.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
@@ -27,10 +29,10 @@ pub struct Tls {
 }
 
 impl Tls {
-    /// Reads the certificate chain and key. `Err` is one line naming the setting at fault: a
-    /// file that cannot be read, one with no PEM certificate or key in it, or a key that does
-    /// not match the certificate.
-    pub fn load(cert: PathBuf, key: PathBuf) -> Result<Self, String> {
+    /// Reads the certificate chain and key. `Err` names the setting at fault: a file that
+    /// cannot be read, one with no PEM certificate or key in it, or a key that does not match
+    /// the certificate.
+    pub fn load(cert: PathBuf, key: PathBuf) -> Result<Self, Invalid> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let files = Files { cert, key };
         let pair = files.read(&provider)?;
@@ -41,7 +43,13 @@ impl Tls {
         });
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
+            .map_err(|e| {
+                Invalid::new(
+                    "GATEWAY_TLS_CERT_FILE",
+                    format!("no TLS version to serve it with: {e}"),
+                    "write the path of a certificate rustls can serve",
+                )
+            })?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -69,7 +77,8 @@ impl Tls {
             files,
             WATCH_EVERY,
             Arc::downgrade(&self.current),
-            |current: &Current| match current.files.read(&current.provider) {
+            |current: &Current| {
+                match current.files.read(&current.provider) {
                 Ok(pair) => {
                     *current.pair.write().unwrap_or_else(PoisonError::into_inner) = pair;
                     tracing::info!(
@@ -78,9 +87,11 @@ impl Tls {
                     );
                 }
                 Err(error) => tracing::warn!(
-                    %error,
+                    setting = error.var(),
+                    error = error.what(),
                     "TLS certificate files changed but cannot be used; still serving the previous certificate"
                 ),
+            }
             },
         );
     }
@@ -112,43 +123,60 @@ struct Files {
 }
 
 impl Files {
-    fn read(&self, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, String> {
-        let cert_file = format!("GATEWAY_TLS_CERT_FILE {}", self.cert.display());
-        let key_file = format!("GATEWAY_TLS_KEY_FILE {}", self.key.display());
-        let certs = read(&self.cert, &cert_file)?;
+    fn read(&self, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, Invalid> {
+        const CERT: &str = "GATEWAY_TLS_CERT_FILE";
+        const KEY: &str = "GATEWAY_TLS_KEY_FILE";
+        let (cert_file, key_file) = (self.cert.display(), self.key.display());
+        let certs = read_file(CERT, &self.cert, "PEM certificate chain")?;
+        let write_cert = "write the path of a PEM certificate chain, leaf first \
+                          (-----BEGIN CERTIFICATE-----)";
         let certs = CertificateDer::pem_slice_iter(&certs)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{cert_file}: not a PEM certificate chain: {e}"))?;
+            .map_err(|e| {
+                Invalid::new(
+                    CERT,
+                    format!("{cert_file} is not a PEM certificate chain: {e}"),
+                    write_cert,
+                )
+            })?;
         if certs.is_empty() {
-            return Err(format!(
-                "{cert_file}: no certificate in it (PEM, -----BEGIN CERTIFICATE-----)"
+            return Err(Invalid::new(
+                CERT,
+                format!("{cert_file} holds no certificate"),
+                write_cert,
             ));
         }
-        let key = read(&self.key, &key_file)?;
+        let key = read_file(KEY, &self.key, "PEM private key")?;
+        let write_key = "write the path of the certificate's PEM private key (PKCS#8, PKCS#1 \
+                         RSA or SEC1 EC)";
         let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| match e {
             pem::Error::NoItemsFound => {
-                format!("{key_file}: no private key in it (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)")
+                Invalid::new(KEY, format!("{key_file} holds no private key"), write_key)
             }
-            e => format!("{key_file}: not a PEM private key: {e}"),
+            e => Invalid::new(
+                KEY,
+                format!("{key_file} is not a PEM private key: {e}"),
+                write_key,
+            ),
         })?;
         let key = provider
             .key_provider
             .load_private_key(key)
-            .map_err(|e| format!("{key_file}: {e}"))?;
+            .map_err(|e| Invalid::new(KEY, format!("{key_file}: {e}"), write_key))?;
         let pair = CertifiedKey::new(certs, key);
         match pair.keys_match() {
             // Unknown: the key cannot say its public half; rustls's own loading accepts that.
             Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
                 Ok(Arc::new(pair))
             }
-            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => Err(
-                format!("{key_file} does not match the certificate in {cert_file}"),
-            ),
-            Err(e) => Err(format!("{cert_file}: {e}")),
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+                Err(Invalid::new(
+                    KEY,
+                    format!("{key_file} does not match the certificate in {cert_file}"),
+                    "write the path of the private key the certificate was issued for",
+                ))
+            }
+            Err(e) => Err(Invalid::new(CERT, format!("{cert_file}: {e}"), write_cert)),
         }
     }
-}
-
-fn read(path: &Path, setting: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{setting}: {e}"))
 }

@@ -165,7 +165,7 @@ pub fn command(env: &[(&str, &str)]) -> (Command, u16) {
         .env_remove("RUST_LOG")
         .env_remove("RUST_BACKTRACE")
         .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
-        .env("GATEWAY_ADMIN_TOKEN", "t")
+        .env("GATEWAY_ADMIN_TOKEN", super::ADMIN_TOKEN)
         .env("GATEWAY_UV_VISITOR_KEY", super::UV_VISITOR_KEY);
     for (k, v) in env {
         cmd.env(k, v);
