@@ -172,7 +172,8 @@ async fn sigterm_drains_in_flight_requests() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_redis-gateway"))
+    let mut gateway = common::process::tied(env!("CARGO_BIN_EXE_redis-gateway"));
+    gateway
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
@@ -181,9 +182,8 @@ async fn sigterm_drains_in_flight_requests() {
         .env("GATEWAY_GLOBAL_LIMIT", "off")
         .env("GATEWAY_ADMIN_TOKEN", "x")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the gateway binary");
+        .stderr(std::process::Stdio::null());
+    let mut child = common::process::spawn(gateway).expect("start the gateway binary");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
