@@ -95,3 +95,67 @@ fn a_dropped_server_ends_even_when_hung() {
     drop(gateway);
     assert!(ended(pid), "the gateway {pid} outlived its owner");
 }
+
+/// The most pauses on the wall clock the suite may hold. Each one is time every run spends
+/// whatever the machine, or a verdict that depends on its load: one more must replace
+/// another, or wait on a condition instead (`common::poll`), or on a clock the test moves.
+const MOST_SLEEPS: usize = 63;
+
+/// Files whose pauses are counted but not yet required to say why (being reworked
+/// elsewhere).
+const NOT_YET_SAYING_WHY: [&str; 1] = ["readiness.rs"];
+
+/// Every `sleep(` in `tests/`: (file, line number, whether the comment above it says why real
+/// time is needed).
+fn sleeps(dir: &std::path::Path, out: &mut Vec<(String, usize, bool)>) {
+    let needle = concat!("sleep", "(");
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        if path.is_dir() {
+            sleeps(&path, out);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.contains(needle) || line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The comment block right above it.
+            let says_why = lines[..i]
+                .iter()
+                .rev()
+                .map(|l| l.trim_start())
+                .take_while(|l| l.starts_with("//"))
+                .any(|l| l.to_lowercase().contains("real time"));
+            let name = path.strip_prefix(dir.parent().unwrap()).unwrap();
+            out.push((name.display().to_string(), i + 1, says_why));
+        }
+    }
+}
+
+#[test]
+fn the_suite_sleeps_little_and_says_why() {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut found = Vec::new();
+    sleeps(&tests, &mut found);
+    assert!(found.len() > 1, "the check finds the pauses: {found:?}");
+    let silent: Vec<String> = found
+        .iter()
+        .filter(|(file, _, why)| !why && !NOT_YET_SAYING_WHY.iter().any(|f| file.ends_with(f)))
+        .map(|(file, line, _)| format!("{file}:{line}"))
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "pauses on the wall clock without a `// Real time: why` comment above: {silent:?}"
+    );
+    assert!(
+        found.len() <= MOST_SLEEPS,
+        "{} pauses on the wall clock in tests/, at most {MOST_SLEEPS}: wait on a condition \
+         (tests/common/poll.rs) or a clock the test moves instead",
+        found.len()
+    );
+}

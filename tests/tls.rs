@@ -246,6 +246,7 @@ async fn a_changed_certificate_is_reloaded_and_a_bad_one_is_not() {
     // certificate never reloaded.
     tokio::time::timeout(Duration::from_secs(30), async {
         while served(gw.addr(), &trusted).await != der(&second) {
+            // Real time: the gateway's own file watcher picks up the new certificate.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     })

@@ -129,6 +129,15 @@ impl Binary {
         self.child.id()
     }
 
+    /// Stops the process (`SIGTERM`, which writes out every pending log line) and returns
+    /// every stdout line not yet taken: all it ever wrote, with no wait for a flush.
+    pub fn lines_at_exit(&mut self) -> Vec<String> {
+        self.sigterm();
+        assert!(self.wait_exit(Duration::from_secs(10)).success());
+        // The reader thread ends at the end of the output, closing the channel.
+        self.lines.iter().collect()
+    }
+
     /// The stdout lines written so far and not yet taken.
     pub fn lines_so_far(&self) -> Vec<String> {
         self.lines.try_iter().collect()

@@ -374,6 +374,7 @@ impl Gateway {
         if self.clock.is_manual() {
             self.clock.advance(d);
         } else {
+            // Real time: a Redis store's clock is Redis's own, which no test moves.
             tokio::time::sleep(d).await;
         }
     }

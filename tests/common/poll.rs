@@ -53,3 +53,12 @@ where
         None => panic!("not within {within:?}: {what}"),
     }
 }
+
+/// [`eventually`] for a condition read without waiting (a task finished, a count reached).
+pub async fn eventually_holds(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    eventually(within, what, || {
+        let held = done();
+        async move { held.then_some(()) }
+    })
+    .await;
+}
