@@ -86,6 +86,7 @@ async fn quiet_before_close(gw: &Gateway, requests: u32, pause: Duration) -> Dur
     let mut sock = TcpStream::connect(gw.addr).await.unwrap();
     for i in 0..requests {
         if i > 0 {
+            // Real time: the gap between requests is measured against the gateway's real timers.
             tokio::time::sleep(pause).await;
         }
         sock.write_all(REQUEST).await.unwrap();
@@ -175,6 +176,7 @@ async fn one_address_cannot_take_every_connection() {
             break;
         }
         assert!(attempt < 20, "the closed connection's place is never freed");
+        // Real time: the kernel and the gateway's accept loop free the closed connection's place.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -332,6 +334,7 @@ async fn connections_past_the_cap_wait_for_a_free_slot() {
         .is_some());
     let second = TcpStream::connect(gw.addr).await.unwrap();
     // Give the server the chance to take the second connection into its last slot.
+    // Real time: for the gateway to take the second connection from a real socket; nothing shows it.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let mut third = TcpStream::connect(gw.addr).await.unwrap();
@@ -363,6 +366,7 @@ async fn the_header_timeout_does_not_cut_idle_connections() {
             .unwrap();
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         // Idle for several header timeouts, then the next request on the same connection.
+        // Real time: idle across several of the gateway's real header timeouts.
         tokio::time::sleep(Duration::from_millis(800)).await;
     }
     // And a request started but never finished is still cut at the header timeout.

@@ -354,6 +354,7 @@ async fn every_queried_metric_is_exposed() {
             Instant::now() < deadline,
             "the ledger never wrote the order: {ready}"
         );
+        // Real time: the gateway's ledger ingester writing to a real PostgreSQL.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // The ledger's gauges are measured every second: wait for them rather than a fixed sleep.
@@ -363,6 +364,7 @@ async fn every_queried_metric_is_exposed() {
             break text;
         }
         assert!(Instant::now() < deadline, "no ledger gauges: {text}");
+        // Real time: the ledger's backlog gauges are measured on the gateway's own timer.
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
 

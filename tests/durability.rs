@@ -334,6 +334,7 @@ async fn failover_after_paused_writes(replicas: u32) {
                 Instant::now() < deadline,
                 "/readyz never said degraded: {ready}"
             );
+            // Real time: /readyz probes a real stalled replica on the gateway's own timer.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let metrics = gw.text("/metrics").await;
@@ -359,6 +360,7 @@ async fn failover_after_paused_writes(replicas: u32) {
             break;
         }
         assert!(Instant::now() < deadline, "the replica was not promoted");
+        // Real time: real Redis Cluster nodes promoting the replica.
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Back to N healthy replicas: the dead master comes back as the new master's replica.
@@ -375,6 +377,7 @@ async fn failover_after_paused_writes(replicas: u32) {
                 Instant::now() < deadline,
                 "the old master did not rejoin as a replica"
             );
+            // Real time: the restarted node rejoining as a replica.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -389,6 +392,7 @@ async fn failover_after_paused_writes(replicas: u32) {
             Instant::now() < deadline,
             "the voucher's slots never served again: {v}"
         );
+        // Real time: the gateway's real client finding the promoted master.
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
 
@@ -476,6 +480,7 @@ async fn failover_after_paused_writes(replicas: u32) {
                 "{} retry never succeeded: {body}",
                 a.kind
             );
+            // Real time: a real redis-server resuming, and the client reconnecting to it.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -510,6 +515,7 @@ fn master_with_replica() -> (RedisProcess, RedisProcess) {
         .is_some_and(|i| i.contains("state=online"))
     {
         assert!(Instant::now() < deadline, "the replica did not sync");
+        // Real time: a real replica syncing.
         std::thread::sleep(Duration::from_millis(50));
     }
     // Online is not yet acknowledging: wait until a write on one connection is confirmed.
@@ -518,6 +524,7 @@ fn master_with_replica() -> (RedisProcess, RedisProcess) {
             Instant::now() < deadline,
             "the replica does not acknowledge"
         );
+        // Real time: a real replica acknowledging.
         std::thread::sleep(Duration::from_millis(50));
     }
     (master, replica)
@@ -601,6 +608,7 @@ async fn a_wait_does_not_stall_other_requests() {
     };
     let read = async {
         // Sent once the purchase's write is surely done and its wait under way.
+        // Real time: the purchase waits on a real replica's acknowledgement (WAIT).
         tokio::time::sleep(WAIT / 3).await;
         let mut done = Vec::new();
         for _ in 0..5 {
@@ -637,6 +645,7 @@ async fn a_wait_does_not_stall_other_requests() {
             Instant::now() < deadline,
             "the retry never succeeded: {body}"
         );
+        // Real time: a real redis-server resuming, and the client reconnecting to it.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (_, orders) = gw.get("/v1/seckill/vouchers/w/orders").await;
@@ -680,6 +689,7 @@ async fn a_renewal_waits_for_its_replica() {
         }
         assert_eq!(status, 503, "{body}");
         assert!(Instant::now() < deadline, "never renewed: {body}");
+        // Real time: a real replica resuming; the gateway renews on its own timer.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

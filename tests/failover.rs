@@ -138,11 +138,13 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
                     let body: serde_json::Value = r.json().await.unwrap_or_default();
                     ready.lock().unwrap().push((at, status, body));
                 }
+                // Real time: /readyz is sampled through a real failover.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
     };
 
+    // Real time: the load runs against the healthy cluster before the master is lost.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let pid = cluster.node(victim).pid();
     let fault = Instant::now();
@@ -160,6 +162,7 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
             if owner.is_some_and(|o| o != victim) {
                 break Instant::now();
             }
+            // Real time: real Redis Cluster nodes electing a new master.
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     })
@@ -187,11 +190,13 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
             .iter()
             .any(|s| doomed[s.name] && s.start >= promoted && (200..300).contains(&s.status))
         {
+            // Real time: the gateway's real client finding the promoted master.
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     })
     .await
     .expect("the failed master's keys never served again after the promotion");
+    // Real time: the load goes on against the healed cluster.
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -274,6 +279,7 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
                 break sold;
             }
             assert!(Instant::now() < deadline, "{n}: {status} {v}");
+            // Real time: real Redis Cluster nodes settling after the failover.
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         assert!(

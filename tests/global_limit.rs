@@ -637,6 +637,7 @@ async fn fail_closed_answers_503_when_redis_is_down() {
         if last == 200 {
             break;
         }
+        // Real time: a real redis-server restarting, and the client reconnecting to it.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(last, 200);

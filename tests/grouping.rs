@@ -193,14 +193,8 @@ fn script_runs_all(cluster: &RedisCluster) -> u64 {
 }
 
 /// Waits (up to 20 s, or fails) until `done` holds.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what}"));
+async fn until(what: &str, done: impl FnMut() -> bool) {
+    common::poll::eventually_holds(Duration::from_secs(20), what, done).await;
 }
 
 /// Pattern subscriptions on `redis`: one per gateway instance listening for announcements.
@@ -241,6 +235,7 @@ async fn listening(
         pattern_subscriptions(redis) == 1
     })
     .await;
+    // Real time: for that look, which leaves no trace to wait on, to be over.
     tokio::time::sleep(Duration::from_millis(300)).await;
     (b, waiting)
 }

@@ -551,6 +551,7 @@ async fn pings_do_not_keep_an_idle_connection_open() {
     let answered = Instant::now();
     let pinging = tokio::spawn(async move {
         while pings.ping(h2::Ping::opaque()).await.is_ok() {
+            // Real time: pings spread over the real seconds of the gateway's drain.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
@@ -583,6 +584,7 @@ async fn graceful_shutdown_finishes_streams_in_flight() {
     assert_eq!(healthz(&client, gw.addr()).await, 200);
 
     gw.sigterm();
+    // Real time: for the child process to begin draining on SIGTERM; nothing shows it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let refused = send(&client, request("GET", gw.addr(), "/healthz"), None).await;
     assert!(refused.is_err(), "a new stream after GOAWAY: {refused:?}");

@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use futures::future::join_all;
@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
+use common::poll::eventually;
 use common::postgres::Postgres;
 use common::{settings, shared_redis, Backend, Gateway};
 use redis_gateway::config::Settings;
@@ -59,16 +60,12 @@ async fn pool(url: &str) -> PgPool {
 
 /// Polls `/readyz` until `pred` holds for the ledger object; returns it.
 async fn ledger_until(gw: &Gateway, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        let ledger = ready["ledger"].clone();
-        if pred(&ledger) {
-            return ledger;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {ledger}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the ledger {what}");
+    eventually(CATCH_UP, &what, || async {
+        let ledger = gw.get("/readyz").await.1["ledger"].clone();
+        pred(&ledger).then_some(ledger)
+    })
+    .await
 }
 
 async fn admin_get(gw: &Gateway, path: &str) -> (u16, Value) {
@@ -115,21 +112,14 @@ async fn ledger_ids(db: &PgPool, voucher: &str) -> Vec<String> {
 /// Waits until the ledger holds `want` orders of `voucher` and the gateway reports no lag and
 /// nothing pending; then returns the ids.
 async fn caught_up(gw: &Gateway, db: &PgPool, voucher: &str, want: usize) -> Vec<String> {
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
+    let what = format!("the ledger holds {want} orders of {voucher}, nothing behind");
+    eventually(CATCH_UP, &what, || async {
         let ids = ledger_ids(db, voucher).await;
         let (_, ready) = gw.get("/readyz").await;
         let ledger = &ready["ledger"];
-        if ids.len() >= want && ledger["lag"] == 0 && ledger["pending"] == 0 {
-            return ids;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "ledger did not catch up: {} of {want} rows, {ledger}",
-            ids.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (ids.len() >= want && ledger["lag"] == 0 && ledger["pending"] == 0).then_some(ids)
+    })
+    .await
 }
 
 /// Sells out a 50-unit voucher with 400 concurrent attempts spread over `gateways`.
@@ -386,6 +376,7 @@ async fn outage_then_read_only_dead_letters_nothing() {
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["orders"].as_array().unwrap().len(), 30);
     assert!(page["orders"][29]["ingested"] != true, "{page}");
+    // Real time: the gateway's claim cycles, on its own timers.
     tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["lag"], 20, "{ready}");
@@ -399,6 +390,7 @@ async fn outage_then_read_only_dead_letters_nothing() {
         assert_eq!(status, 201, "{body}");
         won.insert(body["order_id"].as_str().unwrap().to_owned());
     }
+    // Real time: the gateway's claim cycles, on its own timers.
     tokio::time::sleep(OVER_FIVE_CLAIM_CYCLES).await;
     let ledger = ledger_until(&gw, "counting the read-only backlog", |l| l["lag"] == 25).await;
     assert_eq!(ledger["state"], "failing", "{ledger}");
@@ -461,15 +453,10 @@ async fn refused_orders_are_dead_lettered() {
             good.insert(body["order_id"].as_str().unwrap().to_owned());
         }
     }
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["dead_lettered"] == 1 && ready["ledger"]["pending"] == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never dead-lettered: {ready}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    ledger_until(&gw, "dead-letters one order", |l| {
+        l["dead_lettered"] == 1 && l["pending"] == 0
+    })
+    .await;
     let ids: HashSet<String> = ledger_ids(&db, "dl").await.into_iter().collect();
     good.insert("dl/1-0".to_owned());
     assert_eq!(ids, good);
@@ -555,22 +542,11 @@ async fn as_admin(pg: &Postgres, db: &str, sql: &str) {
 /// Waits until `/readyz` shows the ledger `failing` with `reason`, holding at least `behind`
 /// orders as lag or pending; returns that ledger object.
 async fn failing_with(gw: &Gateway, reason: &str, behind: u64) -> Value {
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        let (_, ready) = gw.get("/readyz").await;
-        let l = ready["ledger"].clone();
-        if l["state"] == "failing"
-            && l["reason"] == reason
-            && l["lag"].as_u64().unwrap_or(0) >= behind
-        {
-            return l;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never failing with {reason}: {l}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("fails with {reason}, {behind} behind");
+    ledger_until(gw, &what, |l| {
+        l["state"] == "failing" && l["reason"] == reason && l["lag"].as_u64().unwrap_or(0) >= behind
+    })
+    .await
 }
 
 /// A database that answers but refuses every insert — read-only (a promoted replica, a
@@ -603,7 +579,8 @@ async fn a_read_only_or_broken_database_never_dead_letters_good_orders() {
     }
     let l = failing_with(&gw, "read_only", 10).await;
     assert_eq!(l["dead_lettered"], 0);
-    // Far more than MAX_DELIVERIES claim rounds (claim idle 300 ms).
+    // Real time: far more than MAX_DELIVERIES claim rounds (claim idle 300 ms) on the
+    // gateway's own timers, its back-off between them growing to 5 s.
     tokio::time::sleep(Duration::from_secs(8)).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
@@ -627,6 +604,7 @@ async fn a_read_only_or_broken_database_never_dead_letters_good_orders() {
         assert_eq!(buy(&gw, "ro", u).await.0, 201);
     }
     failing_with(&gw, "undefined_table", 3).await;
+    // Real time: as above, many claim rounds on the gateway's own timers.
     tokio::time::sleep(Duration::from_secs(8)).await;
     sqlx::query("ALTER TABLE seckill_orders_moved RENAME TO seckill_orders")
         .execute(&db)

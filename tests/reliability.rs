@@ -18,24 +18,12 @@ fn settings_on(redis: &RedisProcess) -> redis_gateway::config::Settings {
 
 /// Polls `path` until it answers 200; the issue allows 10 s for recovery.
 async fn wait_for_200(gw: &Gateway, path: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let status = gw
-            .client
-            .get(gw.url(path))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-            .unwrap_or(0);
-        if status == 200 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{path} did not recover within 10 s (last status {status})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let recovered = format!("{path} recovers");
+    common::poll::eventually(Duration::from_secs(10), &recovered, || async {
+        let r = gw.client.get(gw.url(path)).send().await.ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,18 +53,12 @@ async fn outage_is_503_and_recovery_needs_no_restart() {
     // `/readyz` probes the store at most once a second (docs/operations.md "Probes"): the outage
     // shows there within about that. Not timed: the bound, over ten times that, only catches
     // a probe answer that never goes stale.
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let (status, body) = gw.get("/readyz").await;
-            if status == 503 {
-                assert_eq!(body["code"], "backend_unavailable");
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let body = common::poll::eventually(Duration::from_secs(20), "/readyz says 503", || async {
+        let (status, body) = gw.get("/readyz").await;
+        (status == 503).then_some(body)
     })
-    .await
-    .expect("/readyz still 200 long into the outage");
+    .await;
+    assert_eq!(body["code"], "backend_unavailable");
     assert_eq!(
         gw.get("/healthz").await.0,
         200,
@@ -123,31 +105,20 @@ async fn starts_while_redis_is_down_and_becomes_ready() {
         std::future::pending(),
     ));
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Ok(r) = client.get(format!("http://{addr}/readyz")).send().await {
-            break r.status().as_u16();
-        }
-        assert!(Instant::now() < deadline, "gateway did not start serving");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = common::poll::eventually(Duration::from_secs(10), "the gateway serves", || {
+        let readyz = client.get(format!("http://{addr}/readyz")).send();
+        async move { Some(readyz.await.ok()?.status().as_u16()) }
+    })
+    .await;
     assert_eq!(status, 503, "not ready while Redis is down");
     assert!(!server.is_finished(), "the gateway keeps running");
 
     redis.restart();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = client
-            .post(format!("http://{addr}/v1/checkins/5"))
-            .send()
-            .await
-            .unwrap();
-        if r.status() == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "did not recover within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::poll::eventually(Duration::from_secs(10), "a check-in after recovery", || {
+        let checkin = client.post(format!("http://{addr}/v1/checkins/5")).send();
+        async move { (checkin.await.unwrap().status() == 200).then_some(()) }
+    })
+    .await;
     server.abort();
 }
 
@@ -172,7 +143,8 @@ async fn sigterm_drains_in_flight_requests() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_redis-gateway"))
+    let mut gateway = common::process::tied(env!("CARGO_BIN_EXE_redis-gateway"));
+    gateway
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
@@ -181,28 +153,18 @@ async fn sigterm_drains_in_flight_requests() {
         .env("GATEWAY_GLOBAL_LIMIT", "off")
         .env("GATEWAY_ADMIN_TOKEN", common::ADMIN_TOKEN)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the gateway binary");
+        .stderr(std::process::Stdio::null());
+    let mut child = common::process::spawn(gateway).expect("start the gateway binary");
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while client
-        .get(format!("{base}/readyz"))
-        .send()
-        .await
-        .map(|r| r.status() != 200)
-        .unwrap_or(true)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "gateway binary did not become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::poll::eventually(Duration::from_secs(20), "the binary is ready", || {
+        let readyz = client.get(format!("{base}/readyz")).send();
+        async move { (readyz.await.ok()?.status() == 200).then_some(()) }
+    })
+    .await;
 
     // Block Redis for a moment so the requests below are genuinely in flight at SIGTERM.
     let mut sleeper = std::process::Command::new("redis-cli")
@@ -210,6 +172,7 @@ async fn sigterm_drains_in_flight_requests() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // Real time: for the DEBUG SLEEP to begin; a Redis inside it cannot say so.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let requests: Vec<_> = (0..50)
         .map(|i| {
@@ -217,6 +180,7 @@ async fn sigterm_drains_in_flight_requests() {
             tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) })
         })
         .collect();
+    // Real time: for the requests to reach the child process and wait on the sleeping Redis.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -228,17 +192,12 @@ async fn sigterm_drains_in_flight_requests() {
         assert_eq!(r.await.unwrap().expect("in-flight request completes"), 200);
     }
     let _ = sleeper.wait();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "gateway did not exit after draining"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let mut status = None;
+    common::poll::until_blocking(Duration::from_secs(15), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    let status = status.expect("gateway exits after draining");
     assert!(status.success(), "clean exit after SIGTERM: {status}");
     assert!(
         client.get(format!("{base}/healthz")).send().await.is_err(),
@@ -298,15 +257,12 @@ async fn a_purchase_lost_in_a_stall_is_retried_once_with_its_key() {
         "the outcome is unknown: {body}"
     );
     // The retry, once Redis answers again.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let (status, order) = loop {
-        let (status, body) = buy().await;
-        if status != 503 {
-            break (status, body);
-        }
-        assert!(Instant::now() < deadline, "Redis never came back: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (status, order) =
+        common::poll::eventually(Duration::from_secs(10), "Redis comes back", || async {
+            let (status, body) = buy().await;
+            (status != 503).then_some((status, body))
+        })
+        .await;
     assert_eq!(status, 201, "{order}");
     let (_, mine) = gw.get("/v1/seckill/vouchers/stall/orders/7").await;
     assert_eq!(
@@ -421,19 +377,12 @@ async fn a_stall_answers_within_one_store_timeout_through_the_limiter() {
 
     // Redis answers again: so does the gateway, without a restart.
     for (gw, path, body) in &requests {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let (status, reply) = gw.post(path, body.clone()).await;
-            if status == 200 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{path} not served 10 s after the stall: {status} {reply}"
-            );
-            // Real time: a real redis-server resuming, and the client reconnecting to it.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // A real redis-server resuming, and the client reconnecting to it.
+        let served = format!("{path} served after the stall");
+        common::poll::eventually(Duration::from_secs(10), &served, || async {
+            (gw.post(path, body.clone()).await.0 == 200).then_some(())
+        })
+        .await;
     }
 }
 

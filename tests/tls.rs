@@ -246,6 +246,7 @@ async fn a_changed_certificate_is_reloaded_and_a_bad_one_is_not() {
     // certificate never reloaded.
     tokio::time::timeout(Duration::from_secs(30), async {
         while served(gw.addr(), &trusted).await != der(&second) {
+            // Real time: the gateway's own file watcher picks up the new certificate.
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     })
@@ -339,18 +340,20 @@ fn each_bad_tls_setting_is_a_one_line_refusal() {
     assert!(err.contains("does not match the certificate"), "{err}");
 
     // The good pair starts (and is stopped at once).
-    let (mut cmd, _) = common::binary::command(&[
+    let (mut cmd, port) = common::binary::command(&[
         ("GATEWAY_TLS_CERT_FILE", &cert_file),
         ("GATEWAY_TLS_KEY_FILE", &key_file),
     ]);
-    let mut child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = common::process::spawn(cmd).unwrap();
+    // Refused, it exits; accepted, it listens: whichever comes first.
+    let listening = common::poll::until_blocking(Duration::from_secs(20), || {
+        child.try_wait().unwrap().is_some()
+            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
     assert!(
-        child.try_wait().unwrap().is_none(),
+        listening && child.try_wait().unwrap().is_none(),
         "the good pair is refused"
     );
     let _ = child.kill();

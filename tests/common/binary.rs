@@ -18,7 +18,7 @@ impl Binary {
     pub fn start(env: &[(&str, &str)]) -> Self {
         let (mut cmd, port) = command(env);
         cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
+        let mut child = super::process::spawn(cmd).unwrap();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         // Read on a thread of its own: a full pipe would block the binary's logging.
@@ -36,26 +36,33 @@ impl Binary {
     /// exit status, stdout and stderr.
     pub fn run(env: &[(&str, &str)], args: &[&str]) -> Exit {
         let (mut cmd, _) = command(env);
-        let mut child = cmd
-            .args(args)
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("the binary did not exit within 10 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            .stderr(Stdio::piped());
+        let mut child = super::process::spawn(cmd).unwrap();
+        // Read while it runs: output larger than a pipe's buffer would block it.
+        let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let read = |mut r: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = r.read_to_string(&mut text);
+                text
+            })
+        };
+        let (stdout, stderr) = (read(Box::new(out)), read(Box::new(err)));
+        let exited = super::poll::until_blocking(Duration::from_secs(10), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+            panic!("the binary did not exit within 10 s");
         }
-        let out = child.wait_with_output().unwrap();
+        let status = child.wait().unwrap();
         Exit {
-            status: out.status,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            status,
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
         }
     }
 
@@ -75,16 +82,11 @@ impl Binary {
 
     /// Waits until `/readyz` answers 200.
     pub async fn wait_ready(&self) {
-        for _ in 0..400 {
-            if reqwest::get(self.url("/readyz"))
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the binary did not become ready");
+        super::poll::eventually(Duration::from_secs(20), "the binary is ready", || async {
+            let r = reqwest::get(self.url("/readyz")).await.ok()?;
+            (r.status() == 200).then_some(())
+        })
+        .await;
     }
 
     /// The next stdout line satisfying `pred`, within 10 s.
@@ -115,18 +117,25 @@ impl Binary {
 
     /// The exit status, within `within`.
     pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "no exit within {within:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut status = None;
+        super::poll::until_blocking(within, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        status.unwrap_or_else(|| panic!("no exit within {within:?}"))
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Stops the process (`SIGTERM`, which writes out every pending log line) and returns
+    /// every stdout line not yet taken: all it ever wrote, with no wait for a flush.
+    pub fn lines_at_exit(&mut self) -> Vec<String> {
+        self.sigterm();
+        assert!(self.wait_exit(Duration::from_secs(10)).success());
+        // The reader thread ends at the end of the output, closing the channel.
+        self.lines.iter().collect()
     }
 
     /// The stdout lines written so far and not yet taken.
@@ -153,14 +162,15 @@ pub struct Exit {
 }
 
 /// The binary on a free port, on the embedded store with its defaults, `RUST_LOG` unset and
-/// admin token `t`; `env` adds to or overrides that.
+/// admin token `t`; `env` adds to or overrides that. Start it with `super::process::spawn`,
+/// so it ends with the test process.
 pub fn command(env: &[(&str, &str)]) -> (Command, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-gateway"));
+    let mut cmd = super::process::tied(env!("CARGO_BIN_EXE_redis-gateway"));
     cmd.env_remove("REDIS_URL")
         .env_remove("RUST_LOG")
         .env_remove("RUST_BACKTRACE")

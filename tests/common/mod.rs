@@ -1,13 +1,15 @@
 //! Test harness: real `redis-server` processes (standalone and a 3-master Cluster) started on
 //! free ports, and the gateway served in-process over real HTTP.
 //!
-//! Every Redis process is started under a small shell watchdog that kills it (and removes its
-//! directory) as soon as the test binary exits — passing, failing or killed — so nothing is
-//! left behind even though the shared servers live in statics that are never dropped.
+//! Every server is tied to the test process ([`process`]): killed when its owner drops it, and
+//! by the kernel when the test binary ends however it ends, even though the shared servers
+//! live in statics that are never dropped.
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod poll;
 pub mod postgres;
+pub mod process;
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, TcpListener};
@@ -15,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis_gateway::clock::Clock;
 use redis_gateway::config::{Settings, StoreChoice};
@@ -74,6 +76,8 @@ fn free_port(also_bus: bool) -> u16 {
 
 fn scratch_dir(name: &str) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| process::sweep_dead_scratch(&std::env::temp_dir()));
     let dir = std::env::temp_dir().join(format!(
         "gw-test-{}-{}-{name}",
         std::process::id(),
@@ -83,13 +87,13 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// One `redis-server` process under a watchdog tied to this test process.
+/// One `redis-server` process tied to this test process.
 #[derive(Debug)]
 pub struct RedisProcess {
     pub port: u16,
     dir: PathBuf,
     extra: Vec<String>,
-    watchdog: Option<Child>,
+    server: Option<Child>,
 }
 
 impl RedisProcess {
@@ -101,7 +105,7 @@ impl RedisProcess {
                 port,
                 dir: scratch_dir(&port.to_string()),
                 extra: extra.iter().map(|s| (*s).to_owned()).collect(),
-                watchdog: None,
+                server: None,
             };
             p.spawn();
             if p.wait_ready(Duration::from_secs(10)) {
@@ -113,53 +117,26 @@ impl RedisProcess {
     }
 
     fn spawn(&mut self) {
-        let mut args = vec![
-            "--port".to_owned(),
-            self.port.to_string(),
-            "--bind".to_owned(),
-            "127.0.0.1".to_owned(),
-            "--save".to_owned(),
-            "''".to_owned(),
-            "--appendonly".to_owned(),
-            "no".to_owned(),
-            "--dir".to_owned(),
-            self.dir.display().to_string(),
-        ];
-        args.extend(self.extra.iter().cloned());
-        let script = format!(
-            "redis-server {args} >{dir}/log 2>&1 & child=$!\n\
-             trap 'kill $child 2>/dev/null' TERM INT\n\
-             while kill -0 {test} 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.2; done\n\
-             kill $child 2>/dev/null; wait $child 2>/dev/null\n\
-             kill -0 {test} 2>/dev/null || rm -rf {dir}",
-            args = args.join(" "),
-            dir = self.dir.display(),
-            test = std::process::id(),
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
+        let log = std::fs::File::create(self.dir.join("log")).expect("create the server log");
+        let mut cmd = process::tied("redis-server");
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            // In the foreground, so the process started is the server that is killed.
+            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sh");
-        self.watchdog = Some(child);
+            .stdout(log.try_clone().expect("the server log"))
+            .stderr(log);
+        self.server = Some(process::spawn(cmd).expect("spawn redis-server"));
     }
 
     fn wait_ready(&self, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            // Ours, not whatever else answers on the port: its `dir` is this server's own.
-            if self
-                .cli(&["config", "get", "dir"])
+        // Ours, not whatever else answers on the port: its `dir` is this server's own.
+        poll::until_blocking(within, || {
+            self.cli(&["config", "get", "dir"])
                 .is_some_and(|o| o.lines().nth(1).map(PathBuf::from) == self.real_dir())
-            {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+        })
     }
 
     fn real_dir(&self) -> Option<PathBuf> {
@@ -181,12 +158,12 @@ impl RedisProcess {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// Stops the server (the watchdog exits with it).
+    /// Stops the server at once, as a crash would: `SIGKILL`, which also ends one that is
+    /// hung (`SIGSTOP`ped) or busy, where `SHUTDOWN` would wait or never be read.
     pub fn stop(&mut self) {
-        let _ = self.cli(&["shutdown", "nosave"]);
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = w.kill();
-            let _ = w.wait();
+        if let Some(mut server) = self.server.take() {
+            let _ = server.kill();
+            let _ = server.wait();
         }
     }
 
@@ -252,18 +229,13 @@ impl RedisCluster {
             })
             .collect();
         create_cluster(&nodes, 0);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let ok = nodes.iter().all(|n| {
+        let ok = poll::until_blocking(Duration::from_secs(30), || {
+            nodes.iter().all(|n| {
                 n.cli(&["cluster", "info"])
                     .is_some_and(|i| i.contains("cluster_state:ok"))
-            });
-            if ok {
-                break;
-            }
-            assert!(Instant::now() < deadline, "cluster did not become ok");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            })
+        });
+        assert!(ok, "cluster did not become ok");
         Self { nodes }
     }
 
@@ -389,15 +361,11 @@ impl Gateway {
     }
 
     async fn wait_ready(&self) {
-        for _ in 0..200 {
-            if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
-                if r.status().is_success() {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("gateway did not become ready");
+        poll::eventually(Duration::from_secs(10), "the gateway is ready", || async {
+            let r = self.client.get(self.url("/readyz")).send().await.ok()?;
+            r.status().is_success().then_some(())
+        })
+        .await;
     }
 
     /// Lets `d` of store time pass: the memory store's clock moves on at once, a Redis store's
@@ -406,6 +374,7 @@ impl Gateway {
         if self.clock.is_manual() {
             self.clock.advance(d);
         } else {
+            // Real time: a Redis store's clock is Redis's own, which no test moves.
             tokio::time::sleep(d).await;
         }
     }
@@ -612,9 +581,8 @@ impl FailoverCluster {
             .collect();
         create_cluster(&nodes, 1);
         let c = Self { nodes };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let ok = c.nodes.iter().all(|n| {
+        let ok = poll::until_blocking(Duration::from_secs(30), || {
+            c.nodes.iter().all(|n| {
                 n.cli(&["cluster", "info"])
                     .is_some_and(|i| i.contains("cluster_state:ok"))
             }) && c.masters().len() == 3
@@ -627,13 +595,9 @@ impl FailoverCluster {
                     .filter_map(|n| n.cli(&["info", "replication"]))
                     .filter(|i| i.contains("master_link_status:up"))
                     .count()
-                    == 3;
-            if ok {
-                break;
-            }
-            assert!(Instant::now() < deadline, "cluster did not become ok");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+                    == 3
+        });
+        assert!(ok, "cluster did not become ok");
         c
     }
 

@@ -1,5 +1,6 @@
 //! A private PostgreSQL for tests, from Debian's `postgresql` package (`initdb` + `postgres` on
-//! a free port, trust authentication, no fsync), under a watchdog like the Redis servers.
+//! a free port, trust authentication, no fsync), tied to the test process like the Redis
+//! servers (`super::process`).
 //!
 //! PostgreSQL refuses to run as root, and these tests often do (containers, CI): then every
 //! PostgreSQL command runs as the `postgres` user through `runuser`, and the data directory is
@@ -7,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{free_port, scratch_dir};
+use super::{free_port, process, scratch_dir};
 
 /// Where `initdb` and friends live: `/usr/lib/postgresql/<newest>/bin`, else `PATH`.
 fn bin_dir() -> Option<PathBuf> {
@@ -40,7 +41,7 @@ pub struct Postgres {
     dir: PathBuf,
     bin: PathBuf,
     as_postgres: bool,
-    watchdog: Option<Child>,
+    server: Option<Child>,
 }
 
 impl Postgres {
@@ -63,7 +64,7 @@ impl Postgres {
             dir,
             bin,
             as_postgres,
-            watchdog: None,
+            server: None,
         };
         if as_postgres {
             let ok = Command::new("chown")
@@ -106,58 +107,50 @@ impl Postgres {
     }
 
     fn spawn(&mut self) {
-        let server = format!(
-            "{bin} -D {data} -p {port} -k {dir} -c listen_addresses=127.0.0.1 -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off",
-            bin = self.bin.join("postgres").display(),
-            data = self.data().display(),
-            port = self.port,
-            dir = self.dir.display(),
-        );
-        // Polls /proc rather than `kill -0`: as the postgres user it may not signal the test.
-        let script = format!(
-            "{server} >{dir}/log 2>&1 & child=$!\n\
-             trap 'kill -INT $child 2>/dev/null' TERM INT\n\
-             while [ -d /proc/{test} ] && kill -0 $child 2>/dev/null; do sleep 0.2; done\n\
-             kill -INT $child 2>/dev/null; wait $child 2>/dev/null\n\
-             [ -d /proc/{test} ] || rm -rf {dir}",
-            dir = self.dir.display(),
-            test = std::process::id(),
-        );
+        let postgres = self.bin.join("postgres");
         let mut cmd = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--", "sh", "-c", &script]);
+            // `runuser` changes user, which clears a parent-death signal: it gets one (from
+            // `tied`) and so does the server it starts as `postgres`, whose parent it stays.
+            let mut c = process::tied("runuser");
+            c.args([
+                "-u",
+                "postgres",
+                "--",
+                "setpriv",
+                "--pdeathsig",
+                "KILL",
+                "--",
+            ])
+            .arg(postgres);
             c
         } else {
-            let mut c = Command::new("sh");
-            c.args(["-c", &script]);
-            c
+            process::tied(postgres)
         };
-        let child = cmd
+        let log = std::fs::File::create(self.dir.join("log")).expect("create the server log");
+        cmd.arg("-D")
+            .arg(self.data())
+            .args(["-p", &self.port.to_string(), "-k"])
+            .arg(&self.dir)
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn postgres");
-        self.watchdog = Some(child);
+            .stdout(log.try_clone().expect("the server log"))
+            .stderr(log);
+        self.server = Some(process::spawn(cmd).expect("spawn postgres"));
         self.wait_ready();
     }
 
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            let ok = self
-                .command("pg_isready")
+        let ready = super::poll::until_blocking(Duration::from_secs(30), || {
+            self.command("pg_isready")
                 .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
                 .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+                .is_ok_and(|s| s.success())
+        });
+        if !ready {
+            let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+            panic!("PostgreSQL did not start:\n{log}");
         }
-        let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
-        panic!("PostgreSQL did not start:\n{log}");
     }
 
     /// Connection URL of database `db`.
@@ -175,8 +168,11 @@ impl Postgres {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        if let Some(mut w) = self.watchdog.take() {
-            let _ = w.wait();
+        // Killed whether or not `pg_ctl` could stop it: a server left running is the failure
+        // this guards against.
+        if let Some(mut server) = self.server.take() {
+            let _ = server.kill();
+            let _ = server.wait();
         }
     }
 
@@ -187,6 +183,14 @@ impl Postgres {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The server's (postmaster's) process id, from its lock file.
+    pub fn pid(&self) -> u32 {
+        std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse().ok())
+            .expect("postmaster.pid")
     }
 }
 

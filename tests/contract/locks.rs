@@ -177,6 +177,7 @@ async fn fifty_concurrent_acquirers_never_overlap(backend: Backend) {
                     other => panic!("{other}: {body}"),
                 }
             };
+            // Real time: a holder's hold must have a length for overlaps to show.
             tokio::time::sleep(Duration::from_millis(2)).await;
             let held_until = Instant::now();
             assert_eq!(release(&gw, &name, &owner, tok).await.0, 204);
@@ -335,6 +336,7 @@ async fn a_waiting_acquirer_is_woken_by_the_release(backend: Backend) {
         let name = name.clone();
         tokio::spawn(async move { acquire(&gw, &name, "bob", 60_000, 10_000).await })
     };
+    // Real time: for the waiter to reach the gateway and wait; nothing shows it.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(release(&gw, &name, "alice", token(&a)).await.0, 204);
     let (status, b) = waiter.await.unwrap();
@@ -344,15 +346,13 @@ async fn a_waiting_acquirer_is_woken_by_the_release(backend: Backend) {
     if backend == Backend::Redis {
         // Nobody waits any more: the gateway drops its subscription to the lock's channel.
         let channel = format!("{prefix}lk:{{{name}}}:released");
-        let mut subscribers = String::new();
-        for _ in 0..100 {
-            subscribers = redis_cli(backend, &["pubsub", "shardnumsub", &channel]).unwrap();
-            if subscribers.ends_with("\n0") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(subscribers.ends_with("\n0"), "{subscribers}");
+        let unsubscribed = format!("nobody subscribes to {channel}");
+        crate::common::poll::eventually_holds(Duration::from_secs(10), &unsubscribed, || {
+            redis_cli(backend, &["pubsub", "shardnumsub", &channel])
+                .unwrap()
+                .ends_with("\n0")
+        })
+        .await;
     }
 }
 
@@ -379,6 +379,7 @@ async fn two_gateways_share_locks(backend: Backend) {
         let name = name.clone();
         tokio::spawn(async move { acquire(&gw2, &name, "bob", 60_000, 10_000).await })
     };
+    // Real time: for the waiter to reach the gateway and wait; nothing shows it.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(release(&gw1, &name, "alice", token(&a)).await.0, 204);
     let (status, b) = waiter.await.unwrap();
@@ -502,15 +503,12 @@ async fn tokens_keep_increasing_across_a_redis_restart() {
 
     redis.stop();
     redis.restart();
-    let mut state = Value::Null;
-    for _ in 0..100 {
+    let state = crate::common::poll::until(Duration::from_secs(10), || async {
         let (status, body) = gw.get("/v1/locks/persisted").await;
-        if status == 200 {
-            state = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (status == 200).then_some(body)
+    })
+    .await
+    .unwrap_or_default();
     assert_eq!(state["owner"], "bob", "the holder came back: {state}");
     assert_eq!(release(&gw, "persisted", "bob", token(&b)).await.0, 204);
     let (status, c) = acquire(&gw, "persisted", "carol", 600_000, 0).await;
@@ -544,15 +542,11 @@ async fn redis_outage_is_503_then_recovers() {
         );
     }
     redis.restart();
-    let mut recovered = false;
-    for _ in 0..100 {
-        if acquire(&gw, "down", "carol", 60_000, 0).await.0 == 200 {
-            recovered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(recovered, "locks work again once Redis is back");
+    let back = "locks work again once Redis is back";
+    crate::common::poll::eventually(Duration::from_secs(10), back, || async {
+        (acquire(&gw, "down", "carol", 60_000, 0).await.0 == 200).then_some(())
+    })
+    .await;
 }
 
 /// At most `MAX_WAITING_ACQUISITIONS` acquisitions wait on one lock in one instance: one more
@@ -569,7 +563,7 @@ async fn acquisitions_past_the_waiting_cap_answer_at_once(backend: Backend) {
             tokio::spawn(async move { acquire(&gw, &name, &format!("w{i}"), 60_000, 10_000).await })
         })
         .collect();
-    // Let them all arrive and sit down.
+    // Real time: for the acquisitions to reach the gateway and sit down; nothing shows it.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let (status, body) = acquire(&gw, &name, "late", 60_000, 10_000).await;
@@ -591,16 +585,12 @@ async fn acquisitions_past_the_waiting_cap_answer_at_once(backend: Backend) {
     );
     // Those seated are still served: the release hands the lock to one of them.
     assert_eq!(release(&gw, &name, "alice", token(&a)).await.0, 204);
-    let served = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(w) = waiting.iter().position(|w| w.is_finished()) {
-                return w;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let served = "a waiting acquisition gets the lock";
+    let served = crate::common::poll::eventually(Duration::from_secs(10), served, || {
+        let finished = waiting.iter().position(|w| w.is_finished());
+        async move { finished }
     })
-    .await
-    .expect("a waiting acquisition got the lock");
+    .await;
     for (i, w) in waiting.into_iter().enumerate() {
         if i == served {
             let (status, body) = w.await.unwrap();
@@ -701,13 +691,11 @@ impl Private {
     }
 
     async fn until_refused(&self, n: i64) {
-        tokio::time::timeout(Duration::from_secs(20), async {
-            while self.refused() < n {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        let tried = "the acquisitions tried";
+        crate::common::poll::eventually_holds(Duration::from_secs(20), tried, || {
+            self.refused() >= n
         })
-        .await
-        .expect("the acquisitions tried");
+        .await;
     }
 
     /// Settings for gateways on this store; instances made from one value share its keys.
@@ -740,7 +728,7 @@ async fn waiting_acquisitions(
         })
         .collect();
     store.until_refused(before + 2 * n as i64).await;
-    // Time to go to sleep after those attempts.
+    // Real time: the gateway's acquisitions go to sleep after their attempts, which nothing shows.
     tokio::time::sleep(Duration::from_millis(200)).await;
     waiting
 }
@@ -750,13 +738,9 @@ fn answered(waiting: &[Waiting]) -> usize {
 }
 
 async fn until_answered(waiting: &[Waiting], n: usize) {
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while answered(waiting) < n {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("acquisitions answered");
+    let what = "acquisitions answered";
+    crate::common::poll::eventually_holds(Duration::from_secs(10), what, || answered(waiting) >= n)
+        .await;
 }
 
 /// The holder among the answered acquisitions (taken out of `waiting`).
@@ -783,7 +767,7 @@ async fn one_release_wakes_one_of_many_waiting_acquisitions(backend: Backend) {
     let before = store.refused();
     assert_eq!(release(&gw, name, "alice", token(&a)).await.0, 204);
     until_answered(&waiting, 1).await;
-    // Time for any other acquisition that was woken to try.
+    // Real time: any other acquisition woken tries within it; the test counts those tries after.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let first = store.refused() - before;
     assert_eq!(answered(&waiting), 1, "one acquisition answered");
@@ -844,6 +828,7 @@ async fn a_release_wakes_one_waiting_acquisition_per_instance() {
     assert_eq!(release(&gw_b, name, "alice", token(&a)).await.0, 204);
     let mut all: Vec<Waiting> = on_a.into_iter().chain(on_b).collect();
     until_answered(&all, 1).await;
+    // Real time: any other acquisition woken tries within it; the test counts those tries after.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let refused = store.refused() - before;
     eprintln!("two instances, 10 acquisitions waiting on each: {refused} refused attempts after one release");

@@ -310,6 +310,7 @@ async fn long_poll_wakes_on_enqueue(backend: Backend) {
     };
     let bound = claim_on("lp-empty", 4000);
     let waiter = claim_on("lp", 20000);
+    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     enqueue(&gw, "lp", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
@@ -708,7 +709,7 @@ async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
     s.request_timeout = Duration::from_secs(40);
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Gateway::with_settings(s).await;
-    // Let both subscribers settle.
+    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let claim_on = |queue: &'static str, wait_ms: u64| {
         let a = a.clone();
@@ -716,6 +717,7 @@ async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
     };
     let bound = claim_on("shared-empty", 4000);
     let waiter = claim_on("shared", 20000);
+    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     enqueue(&b, "shared", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
@@ -905,6 +907,7 @@ async fn an_enqueue_refreshes_the_queue_expiry_only_when_it_must() {
     within(7 * DAY_MS, "enqueues that refreshed nothing");
 
     // Every job in flight: the claim's run deletes `due`; the next enqueue makes it again.
+    // Real time: the jobs' 1 s delays run on Redis's own clock.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 3);
     present(&["flight", "meta", "pay", "ctr"]);
@@ -971,7 +974,7 @@ async fn claims_past_the_waiting_cap_answer_at_once(backend: Backend) {
             tokio::spawn(async move { claim(&gw, "capped", json!({"wait_ms": 20000})).await })
         })
         .collect();
-    // Let them all arrive and sit down.
+    // Real time: for the claims to reach the gateway and sit down; nothing shows it.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let extra = tokio::time::timeout(
@@ -990,16 +993,12 @@ async fn claims_past_the_waiting_cap_answer_at_once(backend: Backend) {
     );
     // The waiting claims are still served: a job goes to one of them.
     enqueue(&gw, "capped", json!({"id": "j", "payload": 1})).await;
-    let served = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(w) = waiting.iter().position(|w| w.is_finished()) {
-                return w;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let served = "a waiting claim gets the job";
+    let served = crate::common::poll::eventually(Duration::from_secs(10), served, || {
+        let finished = waiting.iter().position(|w| w.is_finished());
+        async move { finished }
     })
-    .await
-    .expect("a waiting claim got the job");
+    .await;
     for (i, w) in waiting.into_iter().enumerate() {
         if i == served {
             assert_eq!(w.await.unwrap().len(), 1);
@@ -1040,13 +1039,9 @@ impl Private {
     }
 
     async fn until_runs(&self, n: u64) {
-        tokio::time::timeout(Duration::from_secs(20), async {
-            while self.runs() < n {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the claims looked");
+        let looked = "the claims looked";
+        crate::common::poll::eventually_holds(Duration::from_secs(20), looked, || self.runs() >= n)
+            .await;
     }
 
     /// Settings for gateways on this store; instances made from one value share its keys.
@@ -1073,20 +1068,18 @@ async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usiz
         }));
         store.until_runs(before + 1).await;
     }
-    // Time to go to sleep after that look.
+    // Real time: the gateway's claims go to sleep after their look, which nothing shows.
     tokio::time::sleep(Duration::from_millis(200)).await;
     waiting
 }
 
 async fn until_answered(waiting: &[Waiting], n: usize) {
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while waiting.iter().filter(|w| w.is_finished()).count() < n {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let what = "claims answered";
+    crate::common::poll::eventually_holds(Duration::from_secs(10), what, || {
+        waiting.iter().filter(|w| w.is_finished()).count() >= n
     })
-    .await
-    .expect("claims answered");
-    // Time for any other claim that was woken to look.
+    .await;
+    // Real time: any other claim woken looks within it; the test counts those looks after.
     tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
@@ -1155,7 +1148,7 @@ async fn an_enqueue_wakes_one_waiting_claim_per_instance() {
     let s = store.settings();
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Arc::new(Gateway::with_settings(s).await);
-    // Let both subscribers settle.
+    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     // Loads the scripts, so that each run below is one run.
     enqueue(&b, "two", json!({"payload": 0})).await;

@@ -727,6 +727,7 @@ async fn redis_outage_is_503_then_recovers() {
             recovered = true;
             break;
         }
+        // Real time: a real redis-server restarting, and the client reconnecting to it.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(recovered, "the gateway serves again once Redis is back");
