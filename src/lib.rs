@@ -16,7 +16,8 @@
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
-//! - [`build_state`]: the composition root, the one place that picks a backend
+//! - [`build_state`]: the composition root, the one place that picks a backend; it never waits
+//!   for the store ([`startup`]: the API serves once the store is reached)
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
 //!   `ledger`): each a folder with its core, its HTTP layer and its backends; a store method
 //!   is declared once with `store_trait!` (in `store`), which writes the forwarding from
@@ -54,6 +55,7 @@ mod reload;
 pub mod seckill;
 pub mod serve;
 pub mod shutdown;
+pub mod startup;
 pub mod state;
 pub mod store;
 pub mod telemetry;
@@ -91,7 +93,8 @@ pub enum StartError {
     Ledger(String),
 }
 
-/// Opens the store and settles the admin token.
+/// Opens the store, starts reaching it in the background ([`startup`]) and settles the admin
+/// token. Never waits for the store: the caller serves at once.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     // Each domain's own checks of its settings, beyond their ranges (`config/validate.rs`).
     dedup::check_settings(&settings).map_err(StartError::Settings)?;
@@ -131,6 +134,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     });
     policies.watch();
     policies.overrides().watch(store.clone());
+    let startup = startup::Startup::begin(&store, policies.overrides().clone());
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,
@@ -151,6 +155,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         clients,
         policies,
         ready_probe: readiness::ReadyProbe::default(),
+        startup,
     }))
 }
 
@@ -159,12 +164,14 @@ pub fn app(state: AppState) -> Router {
     telemetry::metrics();
     let (api, ops, mut document) = openapi::split();
     openapi::with_policies(&mut document, &state.policies.current());
+    let operations = document.paths.paths.keys().cloned().collect();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let terms = openapi::route_terms();
-    let api = middleware::stack(api, &state, middleware::Routes::Api, terms);
+    let routes = middleware::Routes::Api(Arc::new(operations));
+    let api = middleware::stack(api, &state, routes, terms);
     let ops = middleware::stack(ops, &state, middleware::Routes::Ops, terms);
     api.merge(ops).with_state(state)
 }

@@ -13,12 +13,13 @@
 //! 5. request timeout ([`timeout`]: 503, or 408 for a body that stopped arriving; 414 for a
 //!    request target over 16 KiB) and the body-size limit
 //! 6. on the API routes only ([`Routes::Api`]; `app` stacks the ops routes without them, so
-//!    `/healthz`, `/readyz` and `/metrics` are never limited): the caller's client from
-//!    `X-Api-Key` and its identity ([`ClientKey`]: the client, else the address) by
-//!    `clients::IdentifyLayer`, then the global limiter ([`ratelimit`]), which also answers
-//!    the identify layer's refusals once it has charged the address for them. Inside CORS, so
-//!    429s carry CORS headers and preflights are not counted; inside the timeout, so a slow
-//!    store or a stalled body cannot hold a request past it.
+//!    `/healthz`, `/readyz` and `/metrics` are never limited): while the store has not been
+//!    reached since start-up, an operation's 503 `backend_unavailable` at once ([`startup`]);
+//!    the caller's client from `X-Api-Key` and its identity ([`ClientKey`]: the client, else
+//!    the address) by `clients::IdentifyLayer`, then the global limiter ([`ratelimit`]), which
+//!    also answers the identify layer's refusals once it has charged the address for them.
+//!    Inside CORS, so 429s and 503s carry CORS headers and preflights are not counted; inside
+//!    the timeout, so a slow store or a stalled body cannot hold a request past it.
 
 mod client;
 mod compress;
@@ -27,6 +28,7 @@ mod maybe;
 mod observe;
 mod problems;
 pub mod ratelimit;
+mod startup;
 mod timeout;
 
 use std::time::Duration;
@@ -38,6 +40,7 @@ use std::time::Duration;
 /// chosen keys, only cost time: foldhash, seeded per process, hashes them in a fraction of it
 /// (three to six lookups per request, issue 19).
 pub use client::ClientKey;
+pub use startup::Operations;
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -54,11 +57,12 @@ use crate::clients::IdentifyLayer;
 use crate::state::AppState;
 use maybe::Maybe;
 
-/// Which routes a stack is for: the API routes are identified and limited, the ops routes
-/// (`/healthz`, `/readyz`, `/metrics`) never are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which routes a stack is for: the API routes are identified and limited, and their
+/// operations (route templates) wait for the store at start-up; the ops routes (`/healthz`,
+/// `/readyz`, `/metrics`) never are.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routes {
-    Api,
+    Api(Operations),
     Ops,
 }
 
@@ -74,7 +78,11 @@ pub fn stack(
     terms: &'static costs::Terms,
 ) -> Router<AppState> {
     let settings = &state.settings;
-    let api = routes == Routes::Api;
+    let operations = match routes {
+        Routes::Api(operations) => Some(operations),
+        Routes::Ops => None,
+    };
+    let api = operations.is_some();
     router.layer(
         ServiceBuilder::new()
             .layer(observe::ObserveLayer {
@@ -88,6 +96,13 @@ pub fn stack(
                 terms,
             })
             .layer(DefaultBodyLimit::max(settings.body_limit))
+            // Before anyone is charged: a request refused for a store not yet there cost nothing.
+            .layer(Maybe(operations.map(|operations| {
+                startup::StartupGateLayer {
+                    state: state.clone(),
+                    operations,
+                }
+            })))
             // The client is known before anyone is charged for it.
             .layer(Maybe(api.then(|| {
                 IdentifyLayer::new(

@@ -1,0 +1,66 @@
+//! Serving before the store answers (docs/operations.md "Probes"). The gateway listens from
+//! its first milliseconds whatever the store does: `/healthz` answers 200 at once, so a
+//! liveness probe never restarts a gateway that only waits for Redis. Until the store has been
+//! reached once, and what every request reads from it is loaded (the runtime limit
+//! overrides), the API answers 503 `backend_unavailable` with `Retry-After` without trying the
+//! store, and `/readyz` 503 with the reason — neither waits on a connection that is not there.
+//! From then on, outages are the store calls' own business (a 503 at once per call).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::policies::overrides::Overrides;
+use crate::store::{Store, StoreError};
+
+/// Whether the store has been reached since start-up; reaching it runs in a task of its own.
+#[derive(Debug)]
+pub struct Startup {
+    reached: Arc<AtomicBool>,
+    /// Ended with the state that owns it: a gateway stopped before Redis ever answered
+    /// (in-process, in tests) must not keep trying.
+    task: Option<tokio::task::AbortHandle>,
+}
+
+impl Startup {
+    /// Starts reaching `store` in the background; the memory store is reached already.
+    /// `overrides` are read once it answers, before the first request is let through: a deny
+    /// or a tighter budget set at runtime holds from the first request on.
+    pub(crate) fn begin(store: &Store, overrides: Arc<Overrides>) -> Self {
+        if let Store::Memory(_) = store {
+            return Self {
+                reached: Arc::new(AtomicBool::new(true)),
+                task: None,
+            };
+        }
+        let reached = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn({
+            let (reached, store) = (reached.clone(), store.clone());
+            async move {
+                store.reached().await;
+                overrides.refresh(&store).await;
+                reached.store(true, Ordering::Release);
+            }
+        });
+        Self {
+            reached,
+            task: Some(task.abort_handle()),
+        }
+    }
+
+    /// `Ok` once the store has been reached, else why not yet, at once.
+    pub fn check(&self, store: &Store) -> Result<(), StoreError> {
+        if self.reached.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(store.unreached())
+        }
+    }
+}
+
+impl Drop for Startup {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
