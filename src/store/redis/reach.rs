@@ -24,6 +24,7 @@ impl RedisStore {
     /// `GATEWAY_WRITE_REPLICAS`, for at most the first-connection wait), a Cluster once its
     /// slot table is read and its masters are connected (for at most that wait). A Redis that
     /// does not answer within the wait is said once in the log, with why; fred keeps retrying.
+    /// Then a `GATEWAY_WRITE_REPLICAS` some master cannot meet is said, in the background.
     pub(crate) async fn reached(&self) {
         let wait = self.subscriber().1;
         match &self.pool {
@@ -46,7 +47,9 @@ impl RedisStore {
             Route::Cluster(c) => c.start(wait).await,
         }
         tracing::info!(cluster = self.cluster, "connected to Redis");
-        self.warn_few_replicas().await;
+        // A task of its own: the API need not wait for a log line.
+        let store = self.clone();
+        tokio::spawn(async move { store.warn_few_replicas().await });
     }
 
     /// Why the store is not reached yet, as a 503 and `/readyz` give it: the reason of the
