@@ -134,7 +134,11 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     });
     policies.watch();
     policies.overrides().watch(store.clone());
-    let startup = startup::Startup::begin(&store, policies.overrides().clone());
+    // Read once the store answers, before the API lets a request through.
+    let (overrides, reached) = (policies.overrides().clone(), store.clone());
+    let startup = startup::Startup::begin(&store, async move {
+        overrides.refresh(&reached).await;
+    });
     let user_tokens = match &settings.jwt {
         Some(jwt) => Some(auth::UserTokens::new(jwt).map_err(StartError::Jwt)?),
         None => None,

@@ -6,10 +6,10 @@
 //! store, and `/readyz` 503 with the reason — neither waits on a connection that is not there.
 //! From then on, outages are the store calls' own business (a 503 at once per call).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::policies::overrides::Overrides;
 use crate::store::{Store, StoreError};
 
 /// Whether the store has been reached since start-up; reaching it runs in a task of its own.
@@ -22,10 +22,11 @@ pub struct Startup {
 }
 
 impl Startup {
-    /// Starts reaching `store` in the background; the memory store is reached already.
-    /// `overrides` are read once it answers, before the first request is let through: a deny
-    /// or a tighter budget set at runtime holds from the first request on.
-    pub(crate) fn begin(store: &Store, overrides: Arc<Overrides>) -> Self {
+    /// Starts reaching `store` in the background; the memory store is reached already. `then`
+    /// runs once it answers, before the first request is let through: what every request reads
+    /// from the store (the limit overrides, so that a deny or a tighter budget set at run time
+    /// holds from the first request on).
+    pub(crate) fn begin(store: &Store, then: impl Future<Output = ()> + Send + 'static) -> Self {
         if let Store::Memory(_) = store {
             return Self {
                 reached: Arc::new(AtomicBool::new(true)),
@@ -37,7 +38,7 @@ impl Startup {
             let (reached, store) = (reached.clone(), store.clone());
             async move {
                 store.reached().await;
-                overrides.refresh(&store).await;
+                then.await;
                 reached.store(true, Ordering::Release);
             }
         });
