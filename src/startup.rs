@@ -4,7 +4,8 @@
 //! reached once, and what every request reads from it is loaded (the runtime limit
 //! overrides), the API answers 503 `backend_unavailable` with `Retry-After` without trying the
 //! store, and `/readyz` 503 with the reason — neither waits on a connection that is not there.
-//! From then on, outages are the store calls' own business (a 503 at once per call).
+//! From then on an outage is answered as any other (docs/operations.md "Redis"): the gate
+//! never closes again.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
