@@ -16,7 +16,8 @@
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
-//! - [`build_state`]: the composition root, the one place that picks a backend
+//! - [`build_state`]: the composition root, the one place that picks a backend; it never waits
+//!   for the store ([`startup`]: the API serves once the store is reached)
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
 //!   `ledger`): each a folder with its core, its HTTP layer and its backends; a store method
 //!   is declared once with `store_trait!` (in `store`), which writes the forwarding from
@@ -54,6 +55,7 @@ mod reload;
 pub mod seckill;
 pub mod serve;
 pub mod shutdown;
+pub mod startup;
 pub mod state;
 pub mod store;
 pub mod telemetry;
@@ -95,8 +97,9 @@ impl From<StoreError> for StartError {
     }
 }
 
-/// Opens the store and settles the admin token. What a setting names (files, keys) is read
-/// before the store is opened, so that a refusal does not wait for an unreachable Redis.
+/// Opens the store, starts reaching it in the background ([`startup`]) and settles the admin
+/// token. Never waits for the store: the caller serves at once. What a setting names (files,
+/// keys) is read before the store is opened, so that a refusal does not wait for Redis either.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     // Each domain's own checks of its settings, beyond their ranges (`config/parse.rs`).
     dedup::check_settings(&settings)?;
@@ -139,6 +142,11 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     }
     policies.watch();
     tokio::spawn(policies.overrides().watching(store.clone()));
+    // Read once the store answers, before the API lets a request through.
+    let (overrides, reached) = (policies.overrides().clone(), store.clone());
+    let startup = startup::Startup::begin(&store, async move {
+        overrides.refresh(&reached).await;
+    });
     // The ingester is spawned here, where the store's type is concrete (`Ledger::start`).
     let ledger = ledger::Ledger::start(&settings, &store, |ingester| {
         tokio::spawn(ingester.run()).abort_handle()
@@ -155,6 +163,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         clients,
         policies,
         ready_probe: readiness::ReadyProbe::default(),
+        startup,
     }))
 }
 
@@ -163,12 +172,14 @@ pub fn app(state: AppState) -> Router {
     telemetry::metrics();
     let (api, ops, mut document) = openapi::split();
     openapi::with_policies(&mut document, &state.policies.current());
+    let operations = document.paths.paths.keys().cloned().collect();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) });
     // The limiter wraps the API routes (and their fallback) only: ops routes stay exempt.
     let terms = openapi::route_terms();
-    // Innermost on the API routes: the caller's client and identity, then the global limiter,
+    // Innermost on the API routes: the gate that answers 503 until the store has been reached
+    // (before anyone is charged), the caller's client and identity, then the global limiter,
     // which also answers the identify layer's refusals once it has charged the address.
     let settings = &state.settings;
     let identify = clients::IdentifyLayer::new(
@@ -178,7 +189,14 @@ pub fn app(state: AppState) -> Router {
         settings.global.enabled,
     );
     let limit = middleware::Maybe(policies::global_limit(&state, terms));
-    let edge = tower::ServiceBuilder::new().layer(identify).layer(limit);
+    let gate = middleware::StartupGateLayer {
+        state: state.clone(),
+        operations: Arc::new(operations),
+    };
+    let edge = tower::ServiceBuilder::new()
+        .layer(gate)
+        .layer(identify)
+        .layer(limit);
     let api = middleware::stack(api, settings, terms, edge);
     let ops = middleware::stack(ops, settings, terms, tower::layer::util::Identity::new());
     api.merge(ops).with_state(state)

@@ -74,7 +74,7 @@ pub struct Ready {
     )
 )]
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
-    let info = state.ready_probe.check(&state.store).await?;
+    let info = probe(&state).await?;
     Ok(Json(Ready {
         backend: info.store.backend,
         redis_version: info.store.redis_version,
@@ -85,6 +85,14 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         degraded: state.store.degraded(),
         write_replicas: info.store.write_replicas,
     }))
+}
+
+/// The shared store probe, once the store has been reached since start-up; before that, why
+/// not at once, with no probe: its failure would be repeated for a second after the store
+/// first answers, keeping a gateway that could serve out of its load balancer.
+async fn probe(state: &AppState) -> Result<crate::readiness::Ready, crate::store::StoreError> {
+    state.startup.check(&state.store)?;
+    state.ready_probe.check(&state.store).await
 }
 
 const CPU_GAUGE: &str = "# TYPE process_cpu_seconds_total gauge";
@@ -101,7 +109,7 @@ const CPU_COUNTER: &str = "# TYPE process_cpu_seconds_total counter";
     responses((status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"))
 )]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    match state.ready_probe.check(&state.store).await {
+    match probe(&state).await {
         Ok(info) => {
             metrics::gauge!("gateway_store_up").set(1.0);
             metrics::gauge!("gateway_info", "backend" => info.store.backend, "bloom_engine" => info.bloom_engine).set(1.0);

@@ -52,6 +52,8 @@ pub struct Shared {
     pub policies: Arc<crate::policies::Policies>,
     /// The store probe `/readyz` and `/metrics` share (at most one a second).
     pub ready_probe: crate::readiness::ReadyProbe,
+    /// Whether the store has been reached since start-up (until then the API answers 503).
+    pub startup: crate::startup::Startup,
 }
 
 impl Shared {

@@ -1,8 +1,9 @@
 //! How the binary runs: one single-threaded Tokio runtime per worker thread
 //! (`GATEWAY_WORKERS`, default one per core), all accepting on the one listening socket, each
-//! with its own Redis connections; and the process's own thread, which owns what is shared —
-//! the state built once ([`crate::build_state`]), its background tasks (client file watch, order
-//! ledger, queue announcements, memory purge) and the shutdown signal.
+//! with its own Redis connections (used once they are up; the shared pool's until then); and
+//! the process's own thread, which owns what is shared — the state built once
+//! ([`crate::build_state`]), its background tasks (reaching the store at start-up, client file
+//! watch, order ledger, queue announcements, memory purge) and the shutdown signal.
 //!
 //! Why not Tokio's work-stealing runtime: there a request's socket, its handler and the Redis
 //! connection it uses are driven by whichever thread is free, so most requests cross threads
@@ -34,11 +35,13 @@ pub fn run(listener: std::net::TcpListener, settings: Settings) -> std::io::Resu
 async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::io::Result<()> {
     let workers = settings.workers.max(1);
     let pool_size = (settings.redis_pool_size / workers).max(1);
-    let wait = settings.store_timeout.max(Duration::from_secs(2));
-    // The recorder first: building the state connects the store, and a Cluster sets its nodes'
-    // `gateway_redis_node_up` gauges then, which a recorder installed later would never see.
-    // Its upkeep task belongs to this thread, not to a worker.
+    // The recorder first: building the state starts connecting the store, and a Cluster sets
+    // its nodes' `gateway_redis_node_up` gauges then, which a recorder installed later would
+    // never see. Its upkeep task belongs to this thread, not to a worker.
     crate::telemetry::metrics();
+    // Never waits for the store (`crate::startup`): its connections, like those a worker
+    // attaches below, are made while the workers already serve, so a Redis that is down or
+    // slow at start leaves `/healthz` answering, not a silent port.
     let state = crate::build_state(settings)
         .await
         .map_err(std::io::Error::other)?;
@@ -72,7 +75,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
                     .build()
                     .and_then(|rt| {
                         rt.block_on(async move {
-                            if let Err(e) = state.store.attach_worker(pool_size, wait).await {
+                            if let Err(e) = state.store.attach_worker(pool_size) {
                                 tracing::warn!(error = %e, "worker keeps the shared Redis pool");
                             }
                             tokio::spawn(timer_floor(shortest_timer));

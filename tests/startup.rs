@@ -7,10 +7,11 @@ mod common;
 
 use std::io::Read;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use common::binary::{self, Binary};
 use common::RedisProcess;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Runs the binary with `env` and expects it to refuse to start; its stderr.
 fn refused(env: &[(&str, &str)]) -> String {
@@ -400,19 +401,19 @@ fn openapi_to_a_closed_pipe_exits_quietly() {
     assert!(document.len() > 64 * 1024, "too small to fill a pipe");
 }
 
-/// Starts the binary on `url`, expects its start-up line to give `reason`, and `/readyz` to
-/// answer 503 with the same `reason`.
+/// Starts the binary on `url`, expects it to serve first, then its line about Redis to give
+/// `reason`, and `/readyz` to answer 503 with the same `reason`.
 async fn unusable(url: &str, reason: &str) {
     let gw = Binary::start(&[
         ("REDIS_URL", url),
         ("GATEWAY_LOG_FORMAT", "json"),
         ("GATEWAY_STORE_TIMEOUT_MS", "500"),
     ]);
+    gw.line(|l| l.contains("serving on"));
     let line = gw.line(|l| l.contains("Redis is not reachable yet"));
     let entry: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(entry["level"], "WARN", "{line}");
     assert_eq!(entry["reason"], reason, "{url}: {line}");
-    gw.line(|l| l.contains("serving on"));
     let r = reqwest::get(gw.url("/readyz")).await.unwrap();
     assert_eq!(r.status(), 503, "{url}");
     let body: Value = r.json().await.unwrap();
@@ -473,4 +474,111 @@ async fn a_server_that_never_answers_is_a_timeout() {
     let port = silent.local_addr().unwrap().port();
     unusable(&format!("redis://127.0.0.1:{port}"), "timeout").await;
     drop(silent);
+}
+
+/// A Redis that is down at start leaves the gateway answering (docs/operations.md "Probes"):
+/// `/healthz` 200, `/readyz` 503 with why (and no address), an API operation 503
+/// `backend_unavailable` with `Retry-After` — each long before the 20 s store timeout, which a
+/// gateway that waited for Redis before serving would have spent first (twice: its shared pool,
+/// then its workers'). Once Redis starts, the API serves without a restart.
+///
+/// Real time and a real process throughout: what is tested is when the binary's port answers
+/// while another process (Redis) is absent, and fred reconnecting on its own back-off once it
+/// is there. The bounds are generous on purpose; only a gateway that waits for the store
+/// before answering (20 s here) comes near them.
+#[tokio::test]
+async fn answers_at_once_while_redis_is_down_at_start() {
+    const BOUND: Duration = Duration::from_secs(10);
+    let mut redis = RedisProcess::start(&[], false);
+    redis.stop();
+    let spawned = Instant::now();
+    let gw = Binary::start(&[
+        ("REDIS_URL", &redis.url()),
+        ("GATEWAY_STORE_TIMEOUT_MS", "20000"),
+        ("GATEWAY_WORKERS", "2"),
+    ]);
+    // A port bound but not served holds a request rather than refusing it.
+    let client = reqwest::Client::builder().timeout(BOUND).build().unwrap();
+    let healthz = loop {
+        if let Ok(r) = client.get(gw.url("/healthz")).send().await {
+            break r;
+        }
+        assert!(spawned.elapsed() < BOUND, "the port answered nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    eprintln!(
+        "/healthz answered {:?} after the spawn, Redis down",
+        spawned.elapsed()
+    );
+    assert_eq!(healthz.status(), 200);
+
+    // Why, once fred's first attempt was refused (at once: nothing listens on the port).
+    let ready = loop {
+        let r = client.get(gw.url("/readyz")).send().await.unwrap();
+        assert_eq!(r.status(), 503);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "backend_unavailable", "{body}");
+        if body["reason"] == "connection_refused" || spawned.elapsed() > BOUND {
+            break body;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(ready["reason"], "connection_refused", "{ready}");
+    let shown = ready.to_string();
+    for raw in ["127.0.0.1", &redis.port.to_string()] {
+        assert!(!shown.contains(raw), "/readyz shows {raw}: {shown}");
+    }
+
+    let asked = Instant::now();
+    let r = client
+        .post(gw.url("/v1/uv/home"))
+        .json(&json!({"visitor": "v1"}))
+        .send()
+        .await
+        .unwrap();
+    let took = asked.elapsed();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "backend_unavailable", "{body}");
+    assert_eq!(body["reason"], "connection_refused", "{body}");
+    assert!(
+        took < BOUND,
+        "the API waited {took:?} for a store that is not there"
+    );
+    // The documentation needs no store.
+    let docs = client.get(gw.url("/openapi.json")).send().await.unwrap();
+    assert_eq!(docs.status(), 200);
+    assert!(
+        gw.lines_so_far()
+            .iter()
+            .all(|l| !l.contains("not reachable")),
+        "all of the above was answered within the first-connection wait"
+    );
+
+    redis.restart();
+    // fred retries at most 2 s apart; the bound only catches a gateway that never serves.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = client
+            .post(gw.url("/v1/uv/home"))
+            .json(&json!({"visitor": "v1"}))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            break;
+        }
+        assert_eq!(r.status(), 503);
+        assert!(
+            Instant::now() < deadline,
+            "the API never served after Redis started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        client.get(gw.url("/readyz")).send().await.unwrap().status(),
+        200
+    );
 }

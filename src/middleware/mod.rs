@@ -16,13 +16,17 @@
 //!    identity and the global limiter, the ops routes nothing, so `/healthz`, `/readyz` and
 //!    `/metrics` are never limited). Inside CORS, so 429s carry CORS headers and preflights are
 //!    not counted; inside the timeout, so a slow store or a stalled body cannot hold a request
-//!    past it. This module names none of them: it takes them as one [`Layer`].
+//!    past it. This module names none of them: it takes them as one [`Layer`]. Outermost of
+//!    those on the API routes, [`StartupGateLayer`]: while the store has not been reached
+//!    since start-up, an operation's 503 `backend_unavailable` at once, before anyone is
+//!    charged; 429s and 503s carry CORS headers.
 
 mod compress;
 pub mod costs;
 mod maybe;
 mod observe;
 mod problems;
+mod startup;
 mod timeout;
 
 use std::time::Duration;
@@ -50,6 +54,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 pub use maybe::Maybe;
 pub use observe::LimiterNote;
+pub use startup::{Operations, StartupGateLayer};
 
 use crate::config::Settings;
 

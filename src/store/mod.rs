@@ -208,8 +208,9 @@ pub(crate) async fn observed<T>(
 }
 
 impl Store {
-    /// Builds the backend `settings` ask for. Redis being down is not an error here: the
-    /// gateway starts, reports not ready, and serves once the client reconnects.
+    /// Builds the backend `settings` ask for and, for Redis, starts connecting without waiting
+    /// for it ([`Store::reached`]): Redis being down is not an error here, the gateway starts,
+    /// reports not ready, and serves once the client connects.
     pub async fn open(settings: &Settings) -> Result<Self, StoreError> {
         match &settings.store {
             StoreChoice::Memory => Ok(Self::Memory(memory::MemoryStore::new(settings))),
@@ -219,16 +220,28 @@ impl Store {
         }
     }
 
-    /// Gives the calling worker thread its own Redis connections (`workers.rs`); the memory
-    /// store is one shared value and needs none.
-    pub async fn attach_worker(
-        &self,
-        size: usize,
-        wait: std::time::Duration,
-    ) -> Result<(), StoreError> {
+    /// Returns once the store answers, however long that takes (the memory store: at once).
+    pub async fn reached(&self) {
+        match self {
+            Self::Memory(_) => {}
+            Self::Redis(s) => s.reached().await,
+        }
+    }
+
+    /// Why the store is not reached yet (a reason `/readyz` and a 503 can give).
+    pub fn unreached(&self) -> StoreError {
+        match self {
+            Self::Memory(_) => StoreError::Unavailable("the store is starting".to_owned()),
+            Self::Redis(s) => s.unreached(),
+        }
+    }
+
+    /// Gives the calling worker thread its own Redis connections (`workers.rs`), used once
+    /// they are up; the memory store is one shared value and needs none. Never waits.
+    pub fn attach_worker(&self, size: usize) -> Result<(), StoreError> {
         match self {
             Self::Memory(_) => Ok(()),
-            Self::Redis(s) => s.attach_worker(size, wait).await,
+            Self::Redis(s) => s.attach_worker(size),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The Redis backend (fred): standalone, TLS or Cluster from `REDIS_URL`, one auto-pipelining
-//! pool built once, a per-command timeout, exponential reconnects. `fred` types never leave
-//! this module tree: errors become [`StoreError`] here.
+//! pool built once, a per-command timeout, exponential reconnects, connections made in the
+//! background ([`reach`]). `fred` types never leave this module tree: errors become
+//! [`StoreError`] here.
 
 /// A script made of a shared head (`queue_common.lua`, `gcra_common.lua`, `dedup_common.lua`,
 /// `checkin_common.lua`: the functions a family of scripts shares, since Redis scripts cannot
@@ -18,6 +19,7 @@ macro_rules! script_after {
 
 pub(crate) use script_after;
 
+mod reach;
 pub(crate) mod route;
 
 use std::sync::Arc;
@@ -46,15 +48,17 @@ pub struct RedisStore {
 struct Inner {
     /// Each domain's state in this store (its group commits, subscribers, caches).
     slots: Slots,
-    /// What a subscriber connects with, and how long it waits for Redis.
+    /// What a subscriber connects with, and how long it waits for Redis (the first
+    /// connection too, before the log says Redis is not reachable yet).
     subscriber: (Config, Duration),
     /// `GATEWAY_WRITE_REPLICAS` and its timeout.
     write_replicas: WriteReplicas,
 }
 
 impl RedisStore {
-    /// Builds the pool and starts connecting. Waits up to the store timeout for the first
-    /// connection; if Redis is down the gateway still starts, and fred keeps reconnecting.
+    /// Builds the pool and starts connecting, without waiting for a connection ([`reach`]:
+    /// [`RedisStore::reached`] says when Redis answers). Fails only for a `REDIS_URL` fred
+    /// cannot use.
     pub async fn connect(url: &str, settings: &Settings) -> Result<Self, StoreError> {
         let mut config =
             Config::from_url(url).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
@@ -62,7 +66,6 @@ impl RedisStore {
         // come up not-ready and recover, not crash-loop.
         config.fail_fast = false;
         let cluster = config.server.is_clustered();
-        let tls = config.tls.is_some();
         let subscriber_config = config.clone();
         let timeout = settings.store_timeout;
         let policy = ReconnectPolicy::new_exponential(0, 50, 2_000, 2);
@@ -87,7 +90,6 @@ impl RedisStore {
             .set_policy(policy.clone());
             b
         };
-        let wait = timeout.max(Duration::from_secs(2));
         let durability = (settings.write_replicas.replicas > 0).then(|| Durability {
             setting: settings.write_replicas,
             prefix: settings.key_prefix.as_str().into(),
@@ -98,11 +100,7 @@ impl RedisStore {
             // client stalls every command while any one node is unreachable (issue 21).
             let make: route::MakeClient = Arc::new(move |config: Config| builder(config).build());
             let c = route::Route::cluster(config, make, timeout, durability);
-            if c.start(wait).await {
-                tracing::info!(cluster, "connected to Redis");
-            } else {
-                tracing::warn!("Redis is not reachable yet; retrying in the background");
-            }
+            c.seed();
             route::Route::Cluster(c)
         } else {
             let addr = config
@@ -116,16 +114,7 @@ impl RedisStore {
             let pool = make(settings.redis_pool_size)
                 .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
             let failures = route::Failures::of(&pool);
-            match connect_pool(&pool, &failures, wait).await {
-                None => tracing::info!(cluster, "connected to Redis"),
-                Some(e) if e.kind() == &ErrorKind::Timeout && tls => {
-                    if route::answers_without_tls(&subscriber_config, wait).await {
-                        failures.plain_server();
-                    }
-                    warn_unreachable(&failures.last(&pool).unwrap_or(e));
-                }
-                Some(e) => warn_unreachable(&e),
-            }
+            pool.connect();
             // A connection of its own for the waits: `WAIT` blocks the connection it is sent
             // on (`route/replicas.rs`).
             let replicas = match durability {
@@ -135,12 +124,9 @@ impl RedisStore {
                 ),
                 None => None,
             };
-            if let Some(r) = &replicas {
-                r.connected(wait).await;
-            }
             route::Route::single(pool, make, failures, addr, replicas)
         };
-        let store = Self {
+        Ok(Self {
             pool,
             keys: Keys::new(&settings.key_prefix),
             cluster,
@@ -149,29 +135,7 @@ impl RedisStore {
                 subscriber: (subscriber_config, timeout.max(Duration::from_secs(2))),
                 write_replicas: settings.write_replicas,
             }),
-        };
-        store.warn_few_replicas().await;
-        Ok(store)
-    }
-
-    /// Gives the calling thread's runtime its own pool of `size` connections (standalone
-    /// Redis; a Cluster keeps its per-master clients), which this thread's commands then use:
-    /// each worker of `workers.rs` talks to Redis over connections driven by its own runtime.
-    pub async fn attach_worker(&self, size: usize, wait: Duration) -> Result<(), StoreError> {
-        let route::Route::Single(single) = &self.pool else {
-            return Ok(());
-        };
-        let pool = single
-            .make_pool(size.max(1))
-            .map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
-        if let Some(e) = connect_pool(&pool, &route::Failures::of(&pool), wait).await {
-            // Said once, at start-up, when the shared pool cannot connect either.
-            if single.connect_failure().is_none() {
-                warn_unreachable(&e);
-            }
-        }
-        single.attach(pool);
-        Ok(())
+        })
     }
 
     pub fn backend(&self) -> &'static str {
@@ -296,24 +260,6 @@ impl WeakRedisStore {
             cluster: self.cluster,
             inner: self.inner.upgrade()?,
         })
-    }
-}
-
-/// Starts `pool` connecting and waits up to `wait` for it: `None` once connected, else why
-/// not yet (fred keeps retrying in the background). `failures` must listen to `pool` already:
-/// with `fail_fast` off, `wait_for_connect` only ever times out, so the attempts' own errors
-/// are the only place that says why (a refused port and a refused password both looked like
-/// "timed out").
-async fn connect_pool(pool: &Pool, failures: &route::Failures, wait: Duration) -> Option<Error> {
-    pool.connect();
-    match tokio::time::timeout(wait, pool.wait_for_connect()).await {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e),
-        Err(_) => Some(
-            failures
-                .last(pool)
-                .unwrap_or_else(|| Error::new(ErrorKind::Timeout, "no answer in time")),
-        ),
     }
 }
 

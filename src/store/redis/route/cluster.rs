@@ -218,40 +218,39 @@ impl Cluster {
         }))
     }
 
-    /// Connects to the seeds and reads the slot table once (waiting up to `wait`).
-    pub(in crate::store::redis) async fn start(self: &Arc<Self>, wait: Duration) -> bool {
-        {
-            let mut topo = self.topo.write().unwrap();
-            for s in &self.seeds {
-                if let Ok(n) = self.new_node(&s.host, s.port) {
-                    topo.nodes.insert(addr_of(s), n);
-                }
+    /// Starts connecting to the seeds.
+    pub(in crate::store::redis) fn seed(&self) {
+        let mut topo = self.topo.write().unwrap();
+        for s in &self.seeds {
+            if let Ok(n) = self.new_node(&s.host, s.port) {
+                topo.nodes.insert(addr_of(s), n);
             }
         }
+    }
+
+    /// Returns once the slot table is read, however long that takes (saying so in the log
+    /// after `wait`), and every master is connected (a node still connecting counts as down),
+    /// waited for until `wait` is over, at least half a second.
+    pub(in crate::store::redis) async fn start(self: &Arc<Self>, wait: Duration) {
         let deadline = Instant::now() + wait;
-        loop {
-            if self.clone().refresh_now().await {
-                // Every master connected before the first request (a node still connecting
-                // counts as down).
-                let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
-                let left = deadline.saturating_duration_since(Instant::now());
-                let left = left.max(Duration::from_millis(500));
-                let all =
-                    futures::future::join_all(owners.iter().map(|n| n.client.wait_for_connect()));
-                let _ = tokio::time::timeout(left, all).await;
-                // Their wait connections too (`GATEWAY_WRITE_REPLICAS`).
-                let waits = owners.iter().filter_map(|n| n.replicas.as_ref());
-                futures::future::join_all(waits.map(|r| r.connected(left))).await;
-                for n in &owners {
-                    gauge(&n.addr, n.usable());
-                }
-                return true;
-            }
-            if Instant::now() >= deadline {
-                self.refresh();
-                return false;
+        let mut said = false;
+        while !self.clone().refresh_now().await {
+            if !said && Instant::now() >= deadline {
+                said = true;
+                tracing::warn!("Redis is not reachable yet; retrying in the background");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let owners: Vec<Arc<Node>> = self.topo.read().unwrap().owners.clone();
+        let all = futures::future::join_all(owners.iter().map(|n| n.client.wait_for_connect()));
+        let left = deadline.saturating_duration_since(Instant::now());
+        let left = left.max(Duration::from_millis(500));
+        let _ = tokio::time::timeout(left, all).await;
+        // Their wait connections too (`GATEWAY_WRITE_REPLICAS`).
+        let waits = owners.iter().filter_map(|n| n.replicas.as_ref());
+        futures::future::join_all(waits.map(|r| r.connected(left))).await;
+        for n in &owners {
+            gauge(&n.addr, n.usable());
         }
     }
 

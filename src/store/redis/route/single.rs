@@ -27,7 +27,7 @@ pub(crate) struct Single {
     /// `host:port`, as `/readyz` names the master.
     pub(super) addr: String,
     /// The wait connection (`GATEWAY_WRITE_REPLICAS` > 0 only).
-    pub(super) replicas: Option<Arc<Replicas>>,
+    pub(in crate::store::redis) replicas: Option<Arc<Replicas>>,
 }
 
 thread_local! {
@@ -59,6 +59,15 @@ impl Single {
     /// ended in (`None` before any has failed).
     pub(in crate::store::redis) fn connect_failure(&self) -> Option<Error> {
         self.failures.last(&self.shared)
+    }
+
+    /// The pool made at start-up, and what listens to its attempts to connect.
+    pub(in crate::store::redis) fn shared(&self) -> &Pool {
+        &self.shared
+    }
+
+    pub(in crate::store::redis) fn failures(&self) -> &Failures {
+        &self.failures
     }
 
     pub(in crate::store::redis) fn make_pool(&self, size: usize) -> Result<Pool, Error> {
