@@ -1,4 +1,4 @@
-"""The sale burst (issue 42 item 3): a voucher with stock 1,000 and 200 connections of distinct
+"""The sale burst: a voucher with stock 1,000 and 200 connections of distinct
 buyers buying until it is sold out, on a single Redis and on a 3-master Redis Cluster, each with
 its own gateway (and, when PostgreSQL is installed, the order ledger on).
 
@@ -302,7 +302,7 @@ def report(results, note):
              "`sold` {0} and `stock` 0, its orders listing holds {0:,} orders of {0:,} distinct "
              "buyers — the purchases answered 201, each once — and the ledger the same {0:,} "
              "order ids. "
-             "Latency runs from a request's write to its answer's last byte, on the client. Goal (issue 42): p99 of the "
+             "Latency runs from a request's write to its answer's last byte, on the client. Goal: p99 of the "
              "201s ≤ {2:g} ms.".format(STOCK, CONNECTIONS, P99_GOAL_MS), "",
              "| store | bursts | sold / listed, each burst | ledger | 201 p50 / p99 / max ms "
              "(every burst's 201s together) | p99 of each burst | burst length (median) |",

@@ -47,8 +47,8 @@ QUEUE_PAYLOAD = '{"to":"user@example.com","template":"welcome","locale":"en"}'
 # Rows. `raw` is the redis-benchmark command; `{sha:x}` is the SHA of bench/lua/x.lua.
 # `keyspace` is redis-benchmark's -r (each __rand_int__ becomes a 12-digit number below it).
 # The raw side is information: what the same Redis work costs sent bare. The throughput
-# targets against it (issue 8's) are retired; a row's goals today are against its peer or the
-# floor (bench/peers.py), and `p99_ms` (issue 19's cheap rows) here.
+# targets against it are retired; a row's goals today are against its peer or the
+# floor (bench/peers.py), and `p99_ms` (the cheap rows) here.
 
 ROWS = [
     dict(id="checkin", label="check-in `POST /v1/checkins/{user}`", scenario="checkin",
@@ -62,7 +62,7 @@ ROWS = [
     # The UV add again, over HTTP/2 (h2c) with h2load: fewer connections, many streams each,
     # as a load balancer or a mobile client multiplexes. Every request carries the same
     # visitor (h2load sends one body), so Redis's PFADD changes nothing after the first.
-    # Its goal (issue 39): no more gateway CPU per request than the HTTP/1.1 UV row.
+    # Its goal: no more gateway CPU per request than the HTTP/1.1 UV row.
     dict(id="uv_h2", label="UV add over h2 (h2load, 10 connections × 20 streams)",
          scenario="uv", h2_streams=20, conns=10,
          probe=("POST", "/v1/uv/bench", {"visitor": "probe"}), expect=200,
@@ -611,7 +611,7 @@ class Bench:
             if rows:
                 log("no cheap endpoint measured: skipping the 200-connection row")
             return
-        # The global layer is measured in bench/peers.py, alternated with it off (issue 42).
+        # The global layer is measured in bench/peers.py, alternated with it off.
         best = max(cheap, key=lambda r: r["gw"]["rps"])
         row = best["row"]
         cliff = dict(row, cliff=True, p99_ms=None)  # its own goal: no cliff

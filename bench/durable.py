@@ -1,4 +1,4 @@
-"""What `GATEWAY_WRITE_REPLICAS=1` costs (issue 41, docs/operations.md "Durable writes"), in the
+"""What `GATEWAY_WRITE_REPLICAS=1` costs (docs/operations.md "Durable writes"), in the
 same run on the same private Redis, given one replica for this part only (so the main table
 is measured without replication, as before):
 
@@ -28,7 +28,7 @@ ROWS = [
          scenario="seckill_soldout", waits=False),
 ]
 
-GOAL = 0.8  # issue 41: N=1 throughput at 50 connections, as a share of N=0's
+GOAL = 0.8  # N=1 throughput at 50 connections, as a share of N=0's
 
 
 def waits(redis):
@@ -141,7 +141,7 @@ def replica_run(bench, redis, port, row, args):
 
 
 def goals(results):
-    """[(text, ok)]: issue 41's goal for each row whose answer waits for the replica."""
+    """[(text, ok)]: the goal for each row whose answer waits for the replica."""
     out = []
     for res in results:
         if res["row"]["waits"]:

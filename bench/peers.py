@@ -1,4 +1,4 @@
-"""The gateway against its yardsticks, in the same run on the same private Redis (issues 19, 42):
+"""The gateway against its yardsticks, in the same run on the same private Redis:
 
 - webdis (Debian's package), the HTTP-to-Redis peer users would otherwise pick, doing the same
   Redis work its own way: a UV add as `GET /PFADD/key/visitor`, a purchase as the gateway's
@@ -26,10 +26,10 @@ import driver
 
 # id, label, wrk scenario of the gateway and the floor (`webdis`: webdis's own scenario), the
 # variants measured, and the goals: `cpu_goal`, the gateway's server CPU per request at most
-# this many times the floor's (issue 19, restated by issue 42 for the flash-sale rows);
+# this many times the floor's (the flash-sale rows too);
 # `webdis_goal`, the gateway's throughput at least this many times webdis's; `global_goal`,
-# the throughput with the global layer on at least this share of it off (issue 42 item 4);
-# `p99_ms`, the gateway's p99 (issue 19's cheap rows).
+# the throughput with the global layer on at least this share of it off;
+# `p99_ms`, the gateway's p99 (the cheap rows).
 ROWS = [
     dict(id="healthz", label="`GET /healthz`", scenario="healthz",
          variants=["gateway", "floor"], cpu_goal=1.3, p99_ms=5.0),
@@ -41,7 +41,7 @@ ROWS = [
          variants=["gateway", "floor"], cpu_goal=1.3, p99_ms=5.0),
     dict(id="ratelimit", label="rate-limit `POST /v1/ratelimit/check`", scenario="ratelimit",
          variants=["gateway", "floor"], cpu_goal=1.3, p99_ms=5.0),
-    # The flash-sale rows (issue 42): every answer a sale, an acquisition, a new job.
+    # The flash-sale rows: every answer a sale, an acquisition, a new job.
     dict(id="seckill", label="seckill purchase (201), one hot voucher, distinct buyers",
          scenario="seckill", webdis="webdis_seckill", webdis_sha="seckill",
          variants=["gateway", "gateway, global layer on", "floor", "webdis"],

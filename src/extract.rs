@@ -17,7 +17,7 @@ pub struct ApiJson<T>(pub T);
 /// A body that parses is read with plain `serde_json`; anything else goes to `axum::Json`,
 /// whose answer (415, 400, 422 naming the failing field) is kept word for word. `axum::Json`
 /// alone parses every body through `serde_path_to_error` and a MIME parser, a few percent of a
-/// page view's instructions spent on the path of errors that did not happen (issue 19).
+/// page view's instructions spent on the path of errors that did not happen.
 impl<T, S> FromRequest<S> for ApiJson<T>
 where
     T: DeserializeOwned,

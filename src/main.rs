@@ -8,7 +8,7 @@ use anyhow::Context;
 use redis_gateway::config::{listen_refused, Command, Config};
 use redis_gateway::StartError;
 
-/// mimalloc rather than the system allocator: measured in issue 19 (perf, the UV add row),
+/// mimalloc rather than the system allocator: measured (perf, the UV add row),
 /// glibc's malloc and free were 15% of the gateway's CPU per request.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

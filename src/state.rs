@@ -13,7 +13,7 @@ use crate::types::Day;
 
 /// Cheap to clone: one shared allocation. axum clones the state into every handler and
 /// middleware that takes it, several times per request; cloning each field's handle instead
-/// cost an atomic per field per clone (issue 19).
+/// cost an atomic per field per clone.
 #[derive(Debug, Clone)]
 pub struct AppState(Arc<Shared>);
 

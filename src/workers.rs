@@ -113,7 +113,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
 /// parks. A worker that parked with no short timer pending — every request answered, only the
 /// connections' idle timers left — then wrote the `eventfd` for each store call's timeout until
 /// it parked again: one system call and one spurious `epoll_wait` return per request (gdb on
-/// `mio`'s waker, issue 19). With this timer pending, the planned wake is never further away
+/// `mio`'s waker). With this timer pending, the planned wake is never further away
 /// than its period, which is shorter than any per-request timer; it costs a wake-up per period.
 async fn timer_floor(shortest: Duration) {
     let period = (shortest / 2).max(Duration::from_millis(5));

@@ -38,7 +38,7 @@ const TEST_PERIOD: u64 = 100_000;
 /// Requests in flight: enough to fill Redis, few enough that a merge queued behind others on
 /// a loaded 2-core machine stays inside the store timeout.
 const IN_FLIGHT: usize = 4;
-/// The goal of issue 15, per client-hour.
+/// The abuse budget's goal, per client-hour (docs/performance.md "Abuse budget").
 const MIB_PER_HOUR_CAP: f64 = 256.0;
 const DAY: u64 = 86_400;
 

@@ -418,6 +418,48 @@ fn every_domain_has_its_backends_in_its_folder() {
     }
 }
 
+/// Comments say why, not which issue: the tracker's numbers mean nothing to a reader of the
+/// repository. Every source and test file, comments included.
+#[test]
+fn no_comment_cites_an_issue_number() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if cites_issue(line) {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "say the reason instead:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Whether `line` names an issue by its number: the word, then digits.
+fn cites_issue(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("issue").any(|(i, _)| {
+        let rest = lower[i + "issue".len()..].trim_start_matches('s');
+        rest.strip_prefix(' ')
+            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+#[test]
+fn an_issue_number_is_caught() {
+    // Spelled apart, so this file does not cite one itself.
+    assert!(cites_issue(&format!("// fewer boxes ({} 19).", "issue")));
+    assert!(cites_issue(&format!("//! {} 21 and 42", "Issues")));
+    assert!(!cites_issue("// an issue of load, 19 times"));
+}
+
 /// The store's error is a leaf: the domains' traits name it, so it names nothing of the crate.
 #[test]
 fn the_store_error_is_a_leaf() {

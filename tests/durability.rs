@@ -1,4 +1,4 @@
-//! Issue 41, acknowledged means durable (`GATEWAY_WRITE_REPLICAS`, docs/operations.md
+//! Acknowledged means durable (`GATEWAY_WRITE_REPLICAS`, docs/operations.md
 //! "Durable writes"): with N=1 a purchase, a lock acquisition or an enqueue is answered with
 //! success only once a replica holds it, so a failover right after cannot lose it; with N=0
 //! the same failover loses acknowledged writes (the test shows it does, so it can fail).

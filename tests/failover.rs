@@ -1,4 +1,4 @@
-//! Issue 21: one failing Redis master stops only its own slots, and fast. A real Cluster of 3
+//! One failing Redis master stops only its own slots, and fast. A real Cluster of 3
 //! masters + 3 replicas per test; 12 kept-alive clients mix purchases, rate-limit checks and UV
 //! adds over 24 names spread across every master while one master is killed (`SIGKILL`) or
 //! hung (`SIGSTOP`).

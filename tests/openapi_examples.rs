@@ -1,5 +1,5 @@
 //! Every operation of the OpenAPI document answers 2xx to the request Swagger UI's "Try it out"
-//! sends by default (issue 38): the examples a newcomer is handed work as they stand, on any day.
+//! sends by default: the examples a newcomer is handed work as they stand, on any day.
 //!
 //! The test reads the document as a fresh gateway serves it to Swagger UI (`/openapi.json`),
 //! builds each operation's default request by Swagger UI's rules ([`Sampler::param`] for
@@ -193,7 +193,7 @@ async fn walk(gw: &Gateway) {
     };
     let ops = operations(&doc);
     let ids: Vec<&str> = ops.iter().map(|o| o.id.as_str()).collect();
-    // The examples issue 38 found refused are walked (so the walk is not vacuous), and every
+    // The examples a newcomer once found refused are walked (so the walk is not vacuous), and every
     // name in the tables above is still an operation (a renamed one would skip its rule).
     let named = RUNS_AFTER
         .iter()

@@ -1,4 +1,4 @@
-//! Bounded work per request (docs/api.md "Clients and abuse", issue 15): no accepted request holds
+//! Bounded work per request (docs/api.md "Clients and abuse"): no accepted request holds
 //! Redis for more than about 5 ms, even at the largest inputs the API accepts.
 //!
 //! A private `redis-server` is loaded to the documented caps (geo layers at
@@ -1172,7 +1172,7 @@ async fn uv_counts_equal_pfcount() {
 }
 
 /// Redis's time for one grouped queue script run, in µs: what a burst's run may hold Redis
-/// for (issue 42). Budgeted well under [`BUDGET_US`]: a run carries up to 64 requests.
+/// for. Budgeted well under [`BUDGET_US`]: a run carries up to 64 requests.
 const GROUPED_BUDGET_US: u64 = 1_000;
 
 /// The grouped queue scripts stay under a millisecond per run at their bounds: 64 concurrent

@@ -1,6 +1,6 @@
 //! Commands reach Redis byte for byte through the patched RESP2 encoder (`vendor/redis-protocol`,
 //! vendor/README.md), and replies come back whole through the decoder (the release's since its
-//! patch was dropped, issue 37): the lengths of strings and arrays around each power of ten,
+//! patch was dropped): the lengths of strings and arrays around each power of ten,
 //! integers of every sign and width, empty, null and large values, against a real Redis.
 
 mod common;

@@ -3,7 +3,7 @@
 //! Written around `CompressionLayer` rather than using it bare: it wraps every response body,
 //! and most clients of a JSON API (wrk, curl, many mobile HTTP stacks) send no
 //! `Accept-Encoding`, so that work bought nothing for them (measured with bench/ab.py on
-//! `GET /healthz`; issue 19). A request without the header goes straight to the inner service.
+//! `GET /healthz`). A request without the header goes straight to the inner service.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
@@ -42,7 +42,7 @@ impl<S, P: Predicate> Layer<S> for AskedCompressionLayer<P> {
 
 /// One inner service, wrapped in `Compression` only for a request that asks. Holding a
 /// `Compression` of it beside it made the stack hold every layer below twice, and axum clones
-/// a route's whole stack for each request (callgrind, issue 19).
+/// a route's whole stack for each request (callgrind).
 #[derive(Clone)]
 pub struct AskedCompression<S, P> {
     inner: S,

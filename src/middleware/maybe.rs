@@ -2,7 +2,7 @@
 //!
 //! Written here because tower's `Either` turns every error into a `BoxError`, which an axum
 //! router does not take (its layers must not fail); each separate `Router::layer` call instead
-//! boxed the route once more and cloned that box on every request (issue 19).
+//! boxed the route once more and cloned that box on every request.
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};

@@ -22,7 +22,7 @@ use crate::telemetry::access;
 /// token, else a new UUID) on the request and its response, the request span, and
 /// [`record`]. Written by hand instead of tower-http's request-id, propagate and trace layers
 /// plus an axum `from_fn`: each of those wrapped or boxed the request's future once more, and
-/// together they were a third of `GET /healthz`'s CPU (bench/ab.py, issue 19).
+/// together they were a third of `GET /healthz`'s CPU (bench/ab.py).
 /// Who the global limiter charged and what it decided, left in the response's extensions for
 /// the access log (the limiter is the policies' layer; this module only reads the note).
 #[derive(Debug, Clone)]
@@ -106,7 +106,7 @@ where
         };
         // The inner service is called here, not inside the future: the future then owns
         // only the inner's future, where it owned a clone of the whole inner stack (each
-        // request cloned every layer below and the boxed route; issue 19).
+        // request cloned every layer below and the boxed route).
         let pending = {
             let _inside = span.enter();
             self.inner.call(req)
@@ -203,7 +203,7 @@ where
 
 /// The metric handles of one route template and method, resolved once. Through the `metrics!`
 /// macros every request built and hashed a labelled key and allocated its label strings;
-/// a handle records straight into its series (issue 19). Bounded like the labels: route
+/// a handle records straight into its series. Bounded like the labels: route
 /// templates × standard methods × status codes.
 struct RouteMetrics {
     route: Arc<str>,

@@ -13,7 +13,7 @@ use crate::error::{problem_response, ApiError};
 /// Rewrites error responses produced outside our handlers (axum's 405, the request timeout's
 /// 503, ...) into problem+json, keeping their other headers (`Allow`, `Retry-After`). Called by
 /// `observe::record` on every response rather than as a middleware of its own: one
-/// `from_fn` layer fewer boxes each request's future once less (issue 19).
+/// `from_fn` layer fewer boxes each request's future once less.
 ///
 /// The error lines name the request themselves: the request span is only recorded when
 /// `RUST_LOG` asks for DEBUG or traces are exported (see `middleware::request_span`).

@@ -15,7 +15,7 @@
 //! Written here rather than with tower-http's `TimeoutLayer`, which takes one duration for
 //! every route and cannot tell a stalled client from a slow server, and as a service rather
 //! than an axum `from_fn`, which boxed every request's future and cloned the boxed inner route
-//! once more (issue 19).
+//! once more.
 
 use std::convert::Infallible;
 use std::pin::Pin;

@@ -304,7 +304,7 @@ impl hyper::rt::Timer for HeaderTimer {
 /// request — and polls it each time reading the head is left pending. Until a byte has come,
 /// nothing is armed: the connection is idle (the idle watch's business), and the byte's
 /// arrival wakes the connection, and so this poll, through the socket. A timer registered and
-/// dropped per request was ~5% of a `GET /healthz`'s instructions (callgrind, issue 19).
+/// dropped per request was ~5% of a `GET /healthz`'s instructions (callgrind).
 #[derive(Debug)]
 struct HeaderSleep {
     armed: Option<Pin<Box<tokio::time::Sleep>>>,

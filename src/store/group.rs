@@ -1,7 +1,7 @@
 //! Group commit for store calls: the requests for one key that a worker thread takes up in one
 //! turn of its event loop go to the store together, in one call, and each gets its own answer
 //! back. A busy key costs one round trip and one script run per batch instead of one per
-//! request (issue 19: the global limiter's bucket, a page's UV add).
+//! request (the global limiter's bucket, a page's UV add).
 //!
 //! Batches form per worker thread and are not held back while an earlier one is in flight:
 //! each worker runs its own single-threaded runtime with its own Redis connections

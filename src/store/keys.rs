@@ -25,7 +25,7 @@ impl Keys {
 
     /// The prefix and `parts`, in one allocation of the exact size. The keys a cheap request
     /// names are built this way rather than with `format!`, which cost about 1,000 instructions
-    /// a key (three keys were 4% of a check-in in callgrind; issue 19).
+    /// a key (three keys were 4% of a check-in in callgrind).
     pub(crate) fn join(&self, parts: &[&str]) -> String {
         let len = self.prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>();
         let mut key = String::with_capacity(len);

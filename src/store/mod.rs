@@ -98,7 +98,7 @@ macro_rules! dispatch {
         // Boxed: a backend call's future is large (the Redis client's state, ~15 KB for a UV
         // add), and unboxed it sat inside every future around it — the handler's, the
         // router's — each moved whole into the next box (memmove was 4-8% of the gateway's CPU
-        // in perf; issue 19).
+        // in perf).
         let call = Box::pin(async move {
             match $self {
                 $crate::store::Store::Memory($s) => $call,

@@ -4,7 +4,7 @@
 //!
 //! Written here rather than with `tracing_appender::non_blocking` because that sends each line
 //! through a channel to its worker thread, which is woken (a `futex`) and writes (a `write`)
-//! once per line: two of the five system calls a `GET /healthz` cost (issue 19). Batching
+//! once per line: two of the five system calls a `GET /healthz` cost. Batching
 //! makes both once per flush instead. Like the appender, it never stalls a request on a slow
 //! stdout: past [`CAP`] bytes pending, lines are dropped and counted, and the count is logged.
 

@@ -19,7 +19,7 @@ impl Day {
             return Err(bad());
         }
         // By hand rather than `parse_from_str("%Y-%m-%d")`, which interprets the pattern on
-        // every call: a day is parsed on every page view (issue 19).
+        // every call: a day is parsed on every page view.
         let number = |digits: &[u8]| {
             digits.iter().try_fold(0u32, |n, d| {
                 d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
@@ -80,7 +80,7 @@ fn digit(n: u32, place: u32) -> u8 {
 impl Day {
     /// `YYYY-MM-DD`, digit by digit rather than `write!("{:04}-{:02}-{:02}")` (and never
     /// chrono's `format`, which re-parses its pattern): days go into keys and replies on every
-    /// request (issue 19).
+    /// request.
     pub fn text(self) -> [u8; 10] {
         let (y, m, d) = (
             u32::try_from(self.0.year()).unwrap_or(0),

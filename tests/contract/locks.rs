@@ -673,7 +673,7 @@ impl Private {
     /// that takes it, a release by its holder), so they are the keyspace hits less the `SET`s.
     /// Not the `GET`s: each gateway also polls a limiter key that does not exist here (a miss).
     /// Counted rather than script runs because the attempts a worker makes in one turn share
-    /// a run (issue 42).
+    /// a run.
     fn refused(&self) -> i64 {
         let refused = |r: &RedisProcess| {
             let stats = r.cli(&["info", "stats"]).expect("redis-cli answers");
@@ -858,7 +858,7 @@ async fn a_release_wakes_one_waiting_acquisition_per_instance() {
     assert!(tokens.windows(2).all(|t| t[0] < t[1]), "{tokens:?}");
 }
 
-/// 100 owners acquiring one lock at once (on Redis, many of them in one script run: issue 42):
+/// 100 owners acquiring one lock at once (on Redis, many of them in one script run):
 /// exactly one gets it, with a token above any the lock handed out before; every other is
 /// refused as held, told for how long the winner's lease still runs.
 async fn a_hundred_owners_at_once_on_one_lock_one_wins(backend: Backend) {
@@ -962,7 +962,7 @@ async fn acquisitions_and_releases_of_many_locks_share_script_runs() {
     assert!(runs < 200, "{runs} script runs for 200 releases");
 }
 
-/// `lock_acquire.lua` and `lock_release.lua` answering several requests in one run (issue 42)
+/// `lock_acquire.lua` and `lock_release.lua` answering several requests in one run
 /// answer each as if it ran alone, in order: on one name the first free acquisition takes it,
 /// another owner then finds it held (told the lease's time left), the same owner again extends
 /// it with the same token; other names in the same run are acquired each with its own token,

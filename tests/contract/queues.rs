@@ -1057,7 +1057,7 @@ type Waiting = tokio::task::JoinHandle<Vec<Value>>;
 
 /// `n` claims of one job each waiting up to 20 s on `queue`, once each has made its first look.
 /// They arrive one after the other, each once the one before has looked: claims arriving
-/// together share their looks' script runs (issue 42), and this counts one run per look.
+/// together share their looks' script runs, and this counts one run per look.
 async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usize) -> Vec<Waiting> {
     let mut waiting = Vec::with_capacity(n);
     for _ in 0..n {
@@ -1317,7 +1317,7 @@ async fn concurrent_claimers_and_acks_share_a_queue(backend: Backend) {
     assert_eq!(stats(&gw, "share").await, [0, 0, 0, 0]);
 }
 
-/// The grouping the tests above rely on does happen (issue 42): 200 concurrent enqueues into
+/// The grouping the tests above rely on does happen: 200 concurrent enqueues into
 /// one queue, 100 concurrent claims and their 100 acks each take fewer script runs than
 /// requests (a private Redis, so its command counts are this test's). On one thread, as the
 /// binary's workers run (`src/workers.rs`).
@@ -1359,7 +1359,7 @@ async fn a_burst_on_one_queue_shares_script_runs() {
 }
 
 /// `queue_enqueue.lua`, `queue_claim.lua` and `queue_ack.lua` answering several requests in
-/// one run (issue 42) answer each as if it ran alone, in order. Called directly on a private
+/// one run answer each as if it ran alone, in order. Called directly on a private
 /// Redis so each call's make-up is the test's.
 #[tokio::test]
 async fn one_queue_script_run_answers_each_request_in_order() {

@@ -204,7 +204,7 @@ async fn concurrent_sale_never_oversells(backend: Backend) {
     assert_eq!(v["status"], "sold_out");
 }
 
-/// 200 distinct buyers at once on stock 50 of one voucher (issue 42): exactly 50 sold, one per
+/// 200 distinct buyers at once on stock 50 of one voucher: exactly 50 sold, one per
 /// buyer, every order listed once, in sale order; every other buyer is told `sold_out`. (The
 /// Redis backend sends the purchases of one voucher that a worker takes up in one turn as one
 /// script run, `src/seckill/redis/buy.rs`: a reply given another purchase's place fails this.)
@@ -748,7 +748,7 @@ async fn retries_with_an_idempotency_key_buy_once(backend: Backend) {
     }
 }
 
-/// `seckill_buy.lua` answering several purchases in one run (issue 42) answers each as if it
+/// `seckill_buy.lua` answering several purchases in one run answers each as if it
 /// ran alone, in order: the per-user limit and the stock across the call, a key's outcome
 /// replayed to a later purchase in the same call, 422's `key_reused`, and refusals recorded
 /// under their keys. Called directly on a private Redis so the call's make-up is the test's.

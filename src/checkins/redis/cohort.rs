@@ -26,7 +26,7 @@ static COHORT_GET: LazyLock<Script> =
 /// Most users a day's chunk keeps as a set of offsets before it becomes a bitmap. 512 is
 /// Redis's default `set-max-intset-entries`, so a sparse chunk stays an intset (4 bytes per
 /// user), and a bitmap (at most 128 KiB) is only made for more than 512 users: a sparse or
-/// hostile user id costs a few bytes, never 128 KiB (issue 15, docs/performance.md "Abuse budget").
+/// hostile user id costs a few bytes, never 128 KiB (docs/performance.md "Abuse budget").
 pub(super) const COHORT_SPARSE_MAX: i64 = 512;
 
 /// Users per cohort chunk: 2^20 bits = at most 128 KiB per chunk key, so a check-in by user

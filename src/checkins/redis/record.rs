@@ -39,7 +39,7 @@ const MAX_GROUP_MONTHS: usize = 128;
 pub(super) static GROUPS: Slot<Checkins> = Slot::new();
 
 /// Check-ins on a single Redis, grouped per calendar (today, retention days): the check-ins a
-/// worker takes up in one turn cost one round trip and one script run (issue 19). Each
+/// worker takes up in one turn cost one round trip and one script run. Each
 /// answers `checkin()`'s `{ previous, month count, streak, budget }`.
 pub(super) type Checkins = GroupCommit<(Day, u32), Plan, Result<[i64; 4], StoreError>>;
 

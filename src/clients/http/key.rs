@@ -83,7 +83,7 @@ impl ClientKey {
 /// handed a whole /64, so per-address IPv6 budgets could be multiplied at will.
 /// Appended to `key`, which is the one allocation of a client key: IPv4 octets are written
 /// with `itoa`, since `format!` through `Display` was most of the limiter's own per-request
-/// cost after its header names (callgrind, issue 19).
+/// cost after its header names (callgrind).
 fn push_client_net(key: &mut String, ip: IpAddr) {
     match ip {
         IpAddr::V4(v4) => {

@@ -97,7 +97,7 @@ impl RedisStore {
         });
         let pool = if cluster {
             // One client per master, routed by the gateway's own slot table: fred's clustered
-            // client stalls every command while any one node is unreachable (issue 21).
+            // client stalls every command while any one node is unreachable.
             let make: route::MakeClient = Arc::new(move |config: Config| builder(config).build());
             let c = route::Route::cluster(config, make, timeout, durability);
             c.seed();

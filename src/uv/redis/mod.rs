@@ -54,7 +54,7 @@ const MAX_GROUP: usize = 64;
 const MAX_GROUP_VISITORS: usize = 1_000;
 
 /// The visits of requests without an idempotency key, grouped by page, day and expiry: a busy
-/// page costs one script run per worker and turn, not one per request (issue 19: the script's
+/// page costs one script run per worker and turn, not one per request (the script's
 /// own cost, ~2 µs of Redis time per run, was most of a UV add's Redis time).
 type Visits = GroupCommit<(Name, Day, i64), Vec<Value>, Result<Recorded, StoreError>>;
 

@@ -6,7 +6,7 @@
 --           same hash tag, "fingerprint\nchanged\npv\nday"
 -- ARGV[1]   unix time at which both day keys expire: set whenever the HyperLogLog changes or
 --           either key is new, not on every visit (the time is fixed by the day; two EXPIREATs
---           were a third of the script's cost in Redis, issue 19)
+--           were a third of the script's cost in Redis)
 -- With KEYS[3]: ARGV[2] the request's fingerprint, ARGV[3] the record's TTL (s), ARGV[4] the
 --           day (YYYY-MM-DD), ARGV[5..] the visitors. Without: ARGV[2..] the visitors. A visit
 --           without a key carries only what it uses: the arguments are most of a call's cost.

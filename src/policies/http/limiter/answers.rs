@@ -37,7 +37,7 @@ pub(super) fn set_headers_named(
     headers: &mut HeaderMap,
 ) {
     // Names as constants: a `&str` name is parsed and checked on every insert, which was
-    // the most expensive part of this function (callgrind, issue 19).
+    // the most expensive part of this function (callgrind).
     const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
     const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
     const LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
@@ -84,8 +84,8 @@ pub(super) fn shadow_refusal(client: &str) {
 }
 
 /// `gateway_limiter_decisions_total` handles, resolved once per (policy, outcome, client
-/// label) — through the macro every request built a labelled key and allocated its strings
-/// (issue 19). Per limiter rather than process-wide, so each resolves under the recorder in
+/// label) — through the macro every request built a labelled key and allocated its strings.
+/// Per limiter rather than process-wide, so each resolves under the recorder in
 /// force where it is used (tests install their own). `policy` is `global` or a policy's name
 /// from the file: bounded like the client label.
 #[derive(Debug, Default)]

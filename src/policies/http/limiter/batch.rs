@@ -2,7 +2,7 @@
 //! client's bucket that a worker thread takes up in one turn of its event loop go to the store
 //! together, in one call ([`BudgetStore::budget_spend_many`], one script run): a busy
 //! client costs one round trip per batch instead of one per request — that second round trip
-//! per request was why the global layer halved throughput (issue 19). The decisions stay exact
+//! per request was why the global layer halved throughput. The decisions stay exact
 //! and shared by every instance: a batch's steps are taken in arrival order, atomically, at one
 //! instant of the store's clock, which is what the same requests would get had they arrived
 //! together.

@@ -1,4 +1,4 @@
-//! Clients known to be over their budget (issue 19): a worker that has just heard from the
+//! Clients known to be over their budget: a worker that has just heard from the
 //! store that a client cannot spend even one unit answers that client's next requests itself,
 //! with the same GCRA arithmetic, until the store's answer could have changed. A client
 //! hammering while refused then costs the store nothing, on every instance.

@@ -1,4 +1,4 @@
-//! Where each Redis command goes (issue 21).
+//! Where each Redis command goes.
 //!
 //! Standalone: auto-pipelining fred `Pool`s — the one made at start-up, and one per worker
 //! thread (`workers.rs`) — whose connected clients take the commands (none connected:

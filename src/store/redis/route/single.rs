@@ -85,7 +85,7 @@ impl Single {
 
     /// A connected client: the thread's own pool first, else the shared one, else an error at
     /// once. A command handed to a reconnecting client waits the whole store timeout, and
-    /// while Redis refuses connections every request would (issue 21's fail-fast, for the
+    /// while Redis refuses connections every request would (the fail-fast, for the
     /// standalone server too).
     pub(super) fn pick(&self) -> Result<Client, Error> {
         let own = OWN.with(|own| {
