@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::binary::{self, Binary};
+use common::poll;
 use common::RedisProcess;
 use serde_json::{json, Value};
 
@@ -499,13 +500,11 @@ async fn answers_at_once_while_redis_is_down_at_start() {
     ]);
     // A port bound but not served holds a request rather than refusing it.
     let client = reqwest::Client::builder().timeout(BOUND).build().unwrap();
-    let healthz = loop {
-        if let Ok(r) = client.get(gw.url("/healthz")).send().await {
-            break r;
-        }
-        assert!(spawned.elapsed() < BOUND, "the port answered nothing");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let (client, gw_ref) = (&client, &gw);
+    let healthz = poll::eventually(BOUND, "the port answers", || async move {
+        client.get(gw_ref.url("/healthz")).send().await.ok()
+    })
+    .await;
     eprintln!(
         "/healthz answered {:?} after the spawn, Redis down",
         spawned.elapsed()
@@ -513,16 +512,18 @@ async fn answers_at_once_while_redis_is_down_at_start() {
     assert_eq!(healthz.status(), 200);
 
     // Why, once fred's first attempt was refused (at once: nothing listens on the port).
-    let ready = loop {
-        let r = client.get(gw.url("/readyz")).send().await.unwrap();
-        assert_eq!(r.status(), 503);
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["code"], "backend_unavailable", "{body}");
-        if body["reason"] == "connection_refused" || spawned.elapsed() > BOUND {
-            break body;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let ready = poll::eventually(
+        BOUND,
+        "/readyz says the connection was refused",
+        || async move {
+            let r = client.get(gw_ref.url("/readyz")).send().await.unwrap();
+            assert_eq!(r.status(), 503);
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["code"], "backend_unavailable", "{body}");
+            (body["reason"] == "connection_refused").then_some(body)
+        },
+    )
+    .await;
     assert_eq!(ready["reason"], "connection_refused", "{ready}");
     let shown = ready.to_string();
     for raw in ["127.0.0.1", &redis.port.to_string()] {
@@ -559,24 +560,24 @@ async fn answers_at_once_while_redis_is_down_at_start() {
 
     redis.restart();
     // fred retries at most 2 s apart; the bound only catches a gateway that never serves.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = client
-            .post(gw.url("/v1/uv/home"))
-            .json(&json!({"visitor": "v1"}))
-            .send()
-            .await
-            .unwrap();
-        if r.status() == 200 {
-            break;
-        }
-        assert_eq!(r.status(), 503);
-        assert!(
-            Instant::now() < deadline,
-            "the API never served after Redis started"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let within = Duration::from_secs(30);
+    poll::eventually(
+        within,
+        "the API serves after Redis started",
+        || async move {
+            let r = client
+                .post(gw_ref.url("/v1/uv/home"))
+                .json(&json!({"visitor": "v1"}))
+                .send()
+                .await
+                .unwrap();
+            if r.status() != 200 {
+                assert_eq!(r.status(), 503);
+            }
+            (r.status() == 200).then_some(())
+        },
+    )
+    .await;
     assert_eq!(
         client.get(gw.url("/readyz")).send().await.unwrap().status(),
         200
