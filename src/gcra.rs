@@ -1,6 +1,6 @@
 //! The GCRA arithmetic of redis-cell's `CL.THROTTLE` (docs/ratelimit.md), in whole microseconds:
 //! shared by the rate-limit checks (`src/ratelimit/`) and the global limiter on every request
-//! (`src/middleware/ratelimit/`), so both answer alike.
+//! (`src/policies/http/limiter/`), so both answer alike.
 //!
 //! Both backends only read the clock and the stored TAT (theoretical arrival time) and write
 //! the new one; every decision and every reply field is derived here, so the memory backend and

@@ -305,7 +305,7 @@ async fn concurrent_requests_get_exactly_the_budget() {
 }
 
 /// A client hammering while refused is answered by the worker itself
-/// (src/middleware/ratelimit/refusals.rs), with the store's own answer, and costs the store no
+/// (src/policies/http/limiter/refusals.rs), with the store's own answer, and costs the store no
 /// call; it is admitted again as soon as its budget has room, never sooner. One thread, as each
 /// of the binary's workers (refusals are remembered per worker).
 #[tokio::test]
@@ -446,7 +446,7 @@ async fn mixed_costs_spend_the_budget_exactly_cluster() {
     mixed_costs_spend_the_budget_exactly(Backend::Cluster).await;
 }
 
-/// A busy client's limiter calls go to the store in batches (src/middleware/ratelimit/
+/// A busy client's limiter calls go to the store in batches (src/policies/http/limiter/
 /// batch.rs). Requests whose clients give up while their batch is in flight — the leader's
 /// among them — must neither wedge the client's bucket nor get through unlimited: Redis is
 /// paused so every limiter call hangs, 40 requests are abandoned, and afterwards the client

@@ -1,7 +1,7 @@
 -- Several GCRA steps on one bucket in one call, in order, at one instant: exactly what the
 -- same steps sent one by one through ratelimit_gcra.lua would decide had they all arrived at
 -- that instant. Follows gcra_common.lua. The global limiter sends the requests a worker takes
--- up together as one batch (src/middleware/ratelimit/batch.rs), so a busy client costs one
+-- up together as one batch (src/policies/http/limiter/batch.rs), so a busy client costs one
 -- round trip per batch rather than one per request. No idempotency keys here: the global
 -- layer uses none.
 -- KEYS[1]  the bucket, as in ratelimit_gcra.lua

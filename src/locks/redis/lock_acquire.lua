@@ -2,7 +2,7 @@
 -- each as if it ran alone: several acquisitions of one name in a call answer as one after the
 -- other would (the first free one takes it, another owner then finds it held, the same owner
 -- again extends it with the same token), since each reads its key afresh. The acquisitions a
--- gateway worker takes up in one turn come in one call (src/locks/redis.rs): every key of the
+-- gateway worker takes up in one turn come in one call (src/locks/redis/group.rs): every key of the
 -- call in one slot on a Cluster, any keys on a single Redis.
 -- KEYS[i]  acquisition i's lock (lk:{name}): "<lease deadline, ms> <token> <owner>" (owner
 --          last: the rest of the value). Held while the deadline is ahead of the store's clock;

@@ -1,6 +1,6 @@
 -- Release each of N locks, only by its holder (compare-and-set), in order, and announce each
 -- release to the lock's waiters. The releases a gateway worker takes up in one turn come in one
--- call (src/locks/redis.rs): every key and channel of the call in one slot on a Cluster.
+-- call (src/locks/redis/group.rs): every key and channel of the call in one slot on a Cluster.
 -- KEYS[i]  release i's lock (lk:{name}, "<lease deadline, ms> <token> <owner>": see
 --          lock_acquire.lua)
 -- ARGV[1]  the releasing gateway's origin, which each announcement carries (that gateway tells

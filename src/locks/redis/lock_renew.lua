@@ -1,7 +1,7 @@
 -- Renew each of N locks still held by its owner and token, in order, each as if it ran alone:
 -- a new lease from now, and the key (with the token, the name's fencing counter) keeps
 -- outliving it by the grace. The renewals a gateway worker takes up in one turn come in one
--- call (src/locks/redis.rs): every key of the call in one slot on a Cluster, any keys on a
+-- call (src/locks/redis/group.rs): every key of the call in one slot on a Cluster, any keys on a
 -- single Redis. Two renewals of one lease in a call both renew it, the later one's lease last.
 -- KEYS[i]  renewal i's lock (lk:{name}, "<lease deadline, ms> <token> <owner>": see
 --          lock_acquire.lua)

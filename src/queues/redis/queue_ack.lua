@@ -1,6 +1,6 @@
 -- Ack N claims of one queue, in order, each as if it came alone: an ack holds only while its
 -- job is in flight under its receipt and the deadline has not passed; then the job is gone.
--- The acks a gateway worker takes up in one turn come in one call (src/queues/redis.rs).
+-- The acks a gateway worker takes up in one turn come in one call (src/queues/redis/group.rs).
 -- ARGV[1] idle expiry ms  ARGV[2i], ARGV[2i+1]  ack i's job id and receipt
 -- Returns one reply per ack, in order: 'ok', 'expired', or 'unknown' (no such job, and the
 -- queue never issued this receipt)

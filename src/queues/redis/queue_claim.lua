@@ -2,7 +2,7 @@
 -- go back to the waiting set first (attempts kept), then each claim takes up to its `max` due
 -- jobs, oldest first (so no job goes to two claims), a job that used up its attempts going to
 -- the dead list instead of out. The claims a gateway worker takes up in one turn come in one
--- call (src/queues/redis.rs). The run's work is bounded as one claim's is: at most ARGV[1]
+-- call (src/queues/redis/group.rs). The run's work is bounded as one claim's is: at most ARGV[1]
 -- lapsed claims moved back, ARGV[2] jobs sent to the dead list and ARGV[3] bytes of payloads
 -- in all; a claim whose turn comes once the dead or byte bound is spent is answered 'later'
 -- and goes in the next call (so the first claim of a call always has the whole of both).

@@ -2,7 +2,7 @@
 -- id exists or the queue is full (live jobs counted across the run, in order); under an
 -- idempotency key, the lookup of the key's first outcome and the record of this one happen in
 -- the same step, so a replay later in the run answers the earlier job's reply. The enqueues a
--- gateway worker takes up in one turn come in one call (src/queues/redis.rs): one script run,
+-- gateway worker takes up in one turn come in one call (src/queues/redis/group.rs): one script run,
 -- one clock read, at most one expiry refresh and one announcement for a burst on one queue.
 -- KEYS[1..6] the queue's keys (queue_common.lua)
 -- KEYS[6+k]  the idempotency record of the k-th job of the call that has a fingerprint:

@@ -2,7 +2,7 @@
 -- check and the sale itself in one atomic step, and, under an idempotency key, the lookup of the
 -- key's first outcome and the record of this one in the same step (so "it happened" and "its
 -- reply is recorded" never disagree). The purchases a gateway worker takes up in one turn come
--- in one call (src/seckill/redis.rs): one script run for a burst on one voucher.
+-- in one call (src/seckill/redis/buy.rs): one script run for a burst on one voucher.
 -- KEYS[1]  the voucher hash sk:{voucher} (stock, sold, begin, end, limit)
 -- KEYS[2]  sk:{voucher}:buyers       hash user -> orders bought
 -- KEYS[3]  sk:{voucher}:user_orders  hash user -> space-separated stream ids of those orders
