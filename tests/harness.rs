@@ -101,10 +101,6 @@ fn a_dropped_server_ends_even_when_hung() {
 /// another, or wait on a condition instead (`common::poll`), or on a clock the test moves.
 const MOST_SLEEPS: usize = 63;
 
-/// Files whose pauses are counted but not yet required to say why (being reworked
-/// elsewhere).
-const NOT_YET_SAYING_WHY: [&str; 1] = ["readiness.rs"];
-
 /// Every `sleep(` in `tests/`: (file, line number, whether the comment above it says why real
 /// time is needed).
 fn sleeps(dir: &std::path::Path, out: &mut Vec<(String, usize, bool)>) {
@@ -145,7 +141,7 @@ fn the_suite_sleeps_little_and_says_why() {
     assert!(found.len() > 1, "the check finds the pauses: {found:?}");
     let silent: Vec<String> = found
         .iter()
-        .filter(|(file, _, why)| !why && !NOT_YET_SAYING_WHY.iter().any(|f| file.ends_with(f)))
+        .filter(|(_, _, why)| !why)
         .map(|(file, line, _)| format!("{file}:{line}"))
         .collect();
     assert!(

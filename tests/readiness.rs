@@ -91,6 +91,7 @@ async fn readiness_probes_the_store_at_most_once_a_second() {
                 break;
             }
             assert_eq!(status, StatusCode::OK);
+            // Real time: the probe learns of the stopped server on its own real-time round.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -112,6 +113,7 @@ async fn readiness_probes_the_store_at_most_once_a_second() {
     redis.restart();
     tokio::time::timeout(Duration::from_secs(30), async {
         while gw.get("/readyz").await.0 != StatusCode::OK {
+            // Real time: a real redis-server restarts and the client reconnects to it.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
