@@ -4,6 +4,7 @@
 //! instead, counting (`geo_count.lua`) and paging (`geo_scan.lua`) over the cells covering the
 //! area, so no search holds Redis for long (docs/performance.md "Redis time per request").
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use fred::prelude::*;
@@ -88,9 +89,18 @@ impl GeoStore for RedisStore {
         places: &[Place],
         bound: LayerBound,
     ) -> Result<Result<u64, LayerFull>, StoreError> {
-        let mut args: Vec<String> = Vec::with_capacity(2 + 3 * places.len());
+        // The distinct members go first, apart from the places: `geo_put.lua` says why.
+        let mut seen = HashSet::with_capacity(places.len());
+        let members: Vec<&str> = places
+            .iter()
+            .map(|p| p.member.as_str())
+            .filter(|m| seen.insert(*m))
+            .collect();
+        let mut args: Vec<String> = Vec::with_capacity(3 + members.len() + 3 * places.len());
         args.push(bound.max_places.to_string());
         args.push(bound.expire_at.to_string());
+        args.push(members.len().to_string());
+        args.extend(members.iter().map(|m| (*m).to_owned()));
         for p in places {
             // Rust prints the shortest text that parses back to the same double.
             args.push(p.at.lon.to_string());

@@ -825,4 +825,14 @@ async fn layers_are_bounded(backend: Backend) {
     );
     let (status, body) = gw.post("/v1/geo/small", places(&["a", "b", "c"])).await;
     assert_eq!((status.as_u16(), body["added"].clone()), (200, json!(0)));
+    // A member sent twice is one new place: three of four places fill the last free one.
+    gw.post("/v1/geo/twice", places(&["a", "b"])).await;
+    let (status, body) = gw
+        .post("/v1/geo/twice", places(&["a", "b", "c", "c"]))
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["added"].clone()),
+        (200, json!(1)),
+        "{body}"
+    );
 }
