@@ -162,7 +162,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         ledger,
         clients,
         policies,
-        ready_probe: readiness::ReadyProbe::default(),
+        ready_probe: readiness::ReadyProbe::new(vec![Box::new(dedup::BloomEngine)]),
         startup,
     }))
 }
@@ -190,7 +190,7 @@ pub fn app(state: AppState) -> Router {
     );
     let limit = middleware::Maybe(policies::global_limit(&state, terms));
     let gate = middleware::StartupGateLayer {
-        state: state.clone(),
+        gate: state.startup.gate(&state.store),
         operations: Arc::new(operations),
     };
     let edge = tower::ServiceBuilder::new()

@@ -91,6 +91,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .fold(OpenApiRouter::with_openapi(document), |api, d| {
             api.merge(tagged((d.router)(), d.tag.0))
         })
+        .merge(crate::ledger::router())
         .merge(crate::policies::router())
 }
 

@@ -75,10 +75,12 @@ pub struct Ready {
 )]
 async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     let info = probe(&state).await?;
+    // Always reported: the composition gives the probe the dedup domain's fact.
+    let bloom_engine = info.fact("bloom_engine").unwrap_or("unknown");
     Ok(Json(Ready {
         backend: info.store.backend,
         redis_version: info.store.redis_version,
-        bloom_engine: info.bloom_engine,
+        bloom_engine,
         ledger: state.ledger.status(),
         // The client's own view of the topology, no store call: shown as of now, so a load
         // balancer sees a master go down without waiting for the next probe.
@@ -112,7 +114,11 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     match probe(&state).await {
         Ok(info) => {
             metrics::gauge!("gateway_store_up").set(1.0);
-            metrics::gauge!("gateway_info", "backend" => info.store.backend, "bloom_engine" => info.bloom_engine).set(1.0);
+            let labels: Vec<metrics::Label> = std::iter::once(("backend", info.store.backend))
+                .chain(info.facts.iter().copied())
+                .map(|(k, v)| metrics::Label::new(k, v))
+                .collect();
+            metrics::gauge!("gateway_info", labels).set(1.0);
         }
         Err(_) => metrics::gauge!("gateway_store_up").set(0.0),
     }

@@ -1,17 +1,36 @@
-//! The store probe behind `/readyz` and `/metrics`: at most one a second, its answer shared.
+//! The store probe behind `/readyz` and `/metrics`: at most one a second, its answer shared,
+//! with what each domain that asks to be heard adds to it ([`ReadyFact`]).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use crate::store::{ReadyInfo, Store, StoreError};
 
-/// What `/readyz` reports: the store's answer, and the Bloom engine its dedup filters get.
+/// What `/readyz` reports: the store's answer, and each [`ReadyFact`] by its name.
 #[derive(Debug, Clone)]
 pub struct Ready {
     pub store: ReadyInfo,
-    pub bloom_engine: &'static str,
+    pub facts: Vec<(&'static str, &'static str)>,
+}
+
+impl Ready {
+    /// The fact reported under `name`, if a domain reports one.
+    pub fn fact(&self, name: &str) -> Option<&'static str> {
+        self.facts.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
+/// What a domain adds to each probe: a fact about this store that operators read from
+/// `/readyz` and the `gateway_info` metric (as the Bloom engine a new filter gets). The probe
+/// asks every fact it was given, so it names no domain.
+pub trait ReadyFact: Send + Sync + std::fmt::Debug {
+    /// The name it is reported under: a `/readyz` field and a `gateway_info` label.
+    fn name(&self) -> &'static str;
+    /// Its value on `store`, asked at most once a second.
+    fn probe<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, Result<&'static str, StoreError>>;
 }
 
 /// How often the store is probed at most, whatever the callers do (docs/operations.md "Probes").
@@ -24,6 +43,7 @@ const PROBE_PERIOD: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub struct ReadyProbe {
     last: Mutex<Option<Round>>,
+    facts: Arc<[Box<dyn ReadyFact>]>,
 }
 
 /// One probe: when it started, and its answer once it has one.
@@ -46,16 +66,28 @@ impl Round {
     }
 }
 
-/// The store's readiness, with the Bloom engine its dedup filters get.
-async fn probe(store: &Store) -> Result<Ready, StoreError> {
-    use crate::dedup::DedupStore;
+/// The store's readiness, with each fact's value.
+async fn probe(store: &Store, facts: &[Box<dyn ReadyFact>]) -> Result<Ready, StoreError> {
+    let info = store.ready().await?;
+    let mut values = Vec::with_capacity(facts.len());
+    for fact in facts {
+        values.push((fact.name(), fact.probe(store).await?));
+    }
     Ok(Ready {
-        store: store.ready().await?,
-        bloom_engine: store.dedup_engine().await?.as_str(),
+        store: info,
+        facts: values,
     })
 }
 
 impl ReadyProbe {
+    /// A probe that asks the store, then each of `facts`.
+    pub fn new(facts: Vec<Box<dyn ReadyFact>>) -> Self {
+        Self {
+            last: Mutex::default(),
+            facts: facts.into(),
+        }
+    }
+
     /// Whether the store answers, as of at most about a second ago.
     pub async fn check(&self, store: &Store) -> Result<Ready, StoreError> {
         let mut answer = {
@@ -64,11 +96,11 @@ impl ReadyProbe {
                 Some(round) if round.shareable() => round.answer.clone(),
                 _ => {
                     let (tx, rx) = watch::channel(None);
-                    let store = store.clone();
+                    let (store, facts) = (store.clone(), self.facts.clone());
                     // A task of its own, so a caller that hangs up does not cancel the probe
                     // the others wait for (and so cannot make the next caller start another).
                     tokio::spawn(async move {
-                        let _ = tx.send(Some(probe(&store).await));
+                        let _ = tx.send(Some(probe(&store, &facts).await));
                     });
                     *last = Some(Round {
                         started: Instant::now(),

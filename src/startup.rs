@@ -51,10 +51,33 @@ impl Startup {
 
     /// `Ok` once the store has been reached, else why not yet, at once.
     pub fn check(&self, store: &Store) -> Result<(), StoreError> {
+        self.gate(store).check()
+    }
+
+    /// The same check, for a layer that outlives no state: it does not keep the reaching task
+    /// alive (only [`Startup`] ends it).
+    pub fn gate(&self, store: &Store) -> Gate {
+        Gate {
+            reached: self.reached.clone(),
+            store: store.clone(),
+        }
+    }
+}
+
+/// Whether the store has been reached, as [`Startup::check`] says; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    reached: Arc<AtomicBool>,
+    store: Store,
+}
+
+impl Gate {
+    /// `Ok` once the store has been reached, else why not yet, at once.
+    pub fn check(&self) -> Result<(), StoreError> {
         if self.reached.load(Ordering::Acquire) {
             Ok(())
         } else {
-            Err(store.unreached())
+            Err(self.store.unreached())
         }
     }
 }

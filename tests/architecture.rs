@@ -14,6 +14,7 @@
 //!
 //! Lua lives in `.lua` files, never inside Rust.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,7 @@ fn domains(src: &Path) -> Vec<String> {
 }
 
 /// Files outside the domains that may name them: where the domains are put together.
-const COMPOSITION: [&str; 5] = ["lib.rs", "openapi.rs", "ops.rs", "readiness.rs", "state.rs"];
+const COMPOSITION: [&str; 4] = ["lib.rs", "openapi.rs", "ops.rs", "state.rs"];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Place {
@@ -309,6 +310,138 @@ fn the_code_keeps_the_shape() {
     );
 }
 
+/// The top-level module a file of `src/` (`rel`) belongs to: its first folder, or its file's
+/// stem. `None` for the crate's root (`lib.rs`, `main.rs`), which only puts the modules
+/// together and is imported by none.
+fn module_of(rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+    (!matches!(name.as_str(), "lib" | "main")).then_some(name)
+}
+
+/// The top-level modules named by `crate::` paths in `code`, grouped ones too
+/// (`crate::{a, b::c}`, over several lines), each with the byte offset it is named at.
+fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Each top-level element of the group starts a path: split at depth-0 commas.
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' | ',' if depth == 0 => {
+                        let element = &group[start..i];
+                        let skipped = element.len() - element.trim_start().len();
+                        let offset = at + "crate::{".len() + start + skipped;
+                        found.push((offset, ident(element.trim_start())));
+                        if c == '}' {
+                            break;
+                        }
+                        start = i + 1;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+        } else {
+            found.push((at, ident(rest)));
+        }
+    }
+    found.retain(|(_, m)| !m.is_empty());
+    found
+}
+
+/// Which top-level modules each module of `src` imports, with where it first does:
+/// `from -> to -> "file:line"`. Unit tests and comments are not read.
+fn module_imports(src: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let modules: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| module_of(f.strip_prefix(src).unwrap()))
+        .collect();
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap();
+        let Some(from) = module_of(rel) else { continue };
+        let text = fs::read_to_string(file).unwrap();
+        let lines = code_lines(&text);
+        let code: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+        for (at, to) in crate_paths(&code) {
+            if to == from || !modules.contains(&to) {
+                continue;
+            }
+            let n = lines[code[..at].matches('\n').count()].0;
+            graph
+                .entry(from.clone())
+                .or_default()
+                .entry(to)
+                .or_insert_with(|| format!("src/{}:{n}", rel.display()));
+        }
+    }
+    graph
+}
+
+/// Every circle of top-level modules under `src` (modules that import each other, directly
+/// or around a loop), each with the imports that close it.
+fn module_circles(src: &Path) -> Vec<String> {
+    let graph = module_imports(src);
+    let reaches = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(m) = todo.pop() {
+            for next in graph.get(&m).into_iter().flat_map(BTreeMap::keys) {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    // A circle is a set of modules each of which reaches every other: one per set.
+    let mut circles: Vec<String> = Vec::new();
+    let mut placed = BTreeSet::new();
+    for m in graph.keys() {
+        if placed.contains(m) {
+            continue;
+        }
+        let from_m = reaches(m);
+        let circle: BTreeSet<String> = from_m
+            .iter()
+            .filter(|o| reaches(o).contains(m))
+            .cloned()
+            .collect();
+        if circle.is_empty() {
+            continue;
+        }
+        let ties: Vec<String> = circle
+            .iter()
+            .flat_map(|a| {
+                graph[a]
+                    .iter()
+                    .filter(|(b, _)| circle.contains(*b))
+                    .map(move |(b, at)| format!("  {a} -> {b} ({at})"))
+            })
+            .collect();
+        circles.push(format!(
+            "{}:\n{}",
+            circle.iter().cloned().collect::<Vec<_>>().join(", "),
+            ties.join("\n")
+        ));
+        placed.extend(circle);
+    }
+    circles
+}
+
 /// Longest a source file may be, its unit tests not counted (docs/design.md "Shape", small parts).
 const MAX_FILE_LINES: usize = 450;
 /// Longest a function may be, from its `fn` line to its closing brace.
@@ -511,6 +644,17 @@ fn the_check_catches_each_break() {
     write("middleware/observe.rs", "use crate::geo::Place;\n");
     write("lib.rs", "use crate::uv::router;\n");
     write("calendar.rs", "fn f() { redis.call('GET') }\n");
+    // A circle through a grouped import over several lines, and one through the app state.
+    write(
+        "paging.rs",
+        "use crate::{\n    clock::Clock,\n    types::{Day, Name},\n};\n",
+    );
+    write(
+        "clock.rs",
+        "// crate::calendar in a comment is no import\nuse crate::paging::Page;\n",
+    );
+    write("state.rs", "use crate::uv::Recorded;\n");
+    let circles = module_circles(&root);
     let found = check(&root);
     let long_fn = format!("fn long() {{\n{}}}\n", "    step();\n".repeat(80));
     write("queues/long.rs", &long_fn);
@@ -562,6 +706,16 @@ fn the_check_catches_each_break() {
     assert!(!has("geo/mod.rs:5", "axum"), "{found:#?}");
     assert!(has("geo/mod.rs:7", "fred"), "braces in strings: {found:#?}");
     assert!(has("middleware/feed.rs", "`news`"), "{found:#?}");
+    let circle = |what: &str| circles.iter().any(|c| c.starts_with(what));
+    assert!(circle("clock, paging:"), "{circles:#?}");
+    assert!(circle("state, store, uv:"), "{circles:#?}");
+    assert!(
+        circles
+            .iter()
+            .any(|c| c.contains("paging -> clock (src/paging.rs:2)")),
+        "{circles:#?}"
+    );
+    assert_eq!(circles.len(), 2, "no other: {circles:#?}");
     let long_has = |what: &str| long.iter().any(|f| f.contains(what));
     assert!(
         long_has("queues/long.rs:1: fn long is 82 lines"),

@@ -384,3 +384,21 @@ async fn filter(
     };
     Ok(Json(FilterReply { unseen }))
 }
+
+/// `/readyz`'s `bloom_engine` and the `gateway_info` label of that name: the engine a new
+/// filter gets on this store (docs/dedup.md "Engines").
+#[derive(Debug)]
+pub struct BloomEngine;
+
+impl crate::readiness::ReadyFact for BloomEngine {
+    fn name(&self) -> &'static str {
+        "bloom_engine"
+    }
+
+    fn probe<'a>(
+        &'a self,
+        store: &'a crate::store::Store,
+    ) -> futures::future::BoxFuture<'a, Result<&'static str, crate::store::StoreError>> {
+        Box::pin(async move { Ok(store.dedup_engine().await?.as_str()) })
+    }
+}

@@ -12,7 +12,7 @@ pub mod logic;
 mod memory;
 mod redis;
 
-pub use http::{router, TERMS};
+pub use http::{router, BloomEngine, TERMS};
 
 use logic::Params;
 

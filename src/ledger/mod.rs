@@ -39,6 +39,7 @@
 //! the ledger on there would take only the check in [`Ledger::start`].
 
 mod db;
+mod http;
 mod ingest;
 mod memory;
 mod redis;
@@ -55,6 +56,7 @@ use crate::config::{Settings, StoreChoice};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
+pub use http::router;
 use ingest::Ingester;
 use sink::{Sink, SinkError};
 
@@ -285,24 +287,6 @@ impl Ledger {
             .clone()
     }
 
-    /// Which of `order_ids` the ledger holds; `None` when the ledger is off or cannot answer
-    /// within `within` (listings then simply leave the flag out).
-    pub async fn ingested(
-        &self,
-        order_ids: &[String],
-        within: Duration,
-    ) -> Option<HashSet<String>> {
-        let db = self.db.as_ref()?;
-        match tokio::time::timeout(within, db.present(order_ids)).await {
-            Ok(Ok(ids)) => Some(ids.into_iter().collect()),
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "ledger lookup failed");
-                None
-            }
-            Err(_) => None,
-        }
-    }
-
     /// Hands every dead letter of `voucher` back to the ledger ([`replay`]); 0 while the
     /// ledger is off.
     pub(crate) async fn replay(
@@ -381,4 +365,24 @@ pub(crate) async fn replay(
 /// A snake_case reason code, as opposed to free text.
 fn is_code(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+impl crate::seckill::OrderArchive for Ledger {
+    fn holds<'a>(
+        &'a self,
+        order_ids: &'a [String],
+        within: Duration,
+    ) -> futures::future::BoxFuture<'a, Option<HashSet<String>>> {
+        Box::pin(async move {
+            let db = self.db.as_ref()?;
+            match tokio::time::timeout(within, db.present(order_ids)).await {
+                Ok(Ok(ids)) => Some(ids.into_iter().collect()),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "ledger lookup failed");
+                    None
+                }
+                Err(_) => None,
+            }
+        })
+    }
 }

@@ -16,14 +16,14 @@ use futures::future::{self, Either, Ready};
 use tower::{Layer, Service};
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::startup::Gate;
 
 /// The route templates of the API's operations (as axum's `MatchedPath` has them).
 pub type Operations = Arc<HashSet<String>>;
 
 #[derive(Debug, Clone)]
 pub struct StartupGateLayer {
-    pub state: AppState,
+    pub gate: Gate,
     pub operations: Operations,
 }
 
@@ -33,7 +33,7 @@ impl<S> Layer<S> for StartupGateLayer {
     fn layer(&self, inner: S) -> Self::Service {
         StartupGate {
             inner,
-            state: self.state.clone(),
+            gate: self.gate.clone(),
             operations: self.operations.clone(),
         }
     }
@@ -42,7 +42,7 @@ impl<S> Layer<S> for StartupGateLayer {
 #[derive(Debug, Clone)]
 pub struct StartupGate<S> {
     inner: S,
-    state: AppState,
+    gate: Gate,
     operations: Operations,
 }
 
@@ -59,16 +59,11 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let refused = self
-            .state
-            .startup
-            .check(&self.state.store)
-            .err()
-            .filter(|_| {
-                req.extensions()
-                    .get::<MatchedPath>()
-                    .is_some_and(|route| self.operations.contains(route.as_str()))
-            });
+        let refused = self.gate.check().err().filter(|_| {
+            req.extensions()
+                .get::<MatchedPath>()
+                .is_some_and(|route| self.operations.contains(route.as_str()))
+        });
         match refused {
             None => Either::Right(self.inner.call(req)),
             Some(e) => Either::Left(future::ready(Ok(ApiError::from(e).into_response()))),

@@ -11,11 +11,24 @@ pub mod logic;
 mod memory;
 mod redis;
 
-pub use http::router;
+pub use http::{not_found, router, OrderView, PageQuery};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use logic::Seq;
+
+/// Where sold orders are kept beyond the store (the order ledger, when it is on): the order
+/// listings ask it which of their orders it holds yet. The flash sale publishes this and the
+/// ledger implements it, so the ledger builds on the flash sale and never the other way round.
+pub trait OrderArchive: Send + Sync {
+    /// Which of `order_ids` it holds; `None` when it is off or cannot answer within `within`
+    /// (listings then leave the flag out).
+    fn holds<'a>(
+        &'a self,
+        order_ids: &'a [String],
+        within: std::time::Duration,
+    ) -> futures::future::BoxFuture<'a, Option<std::collections::HashSet<String>>>;
+}
 
 /// Largest `per_user_limit`: bounds what a per-user listing and the already-ordered refusal carry.
 pub const MAX_PER_USER: u32 = 1000;

@@ -305,6 +305,15 @@ async fn info_scenario(gw: &Gateway, engine: &str) {
     let (status, ready) = gw.get("/readyz").await;
     assert_eq!(status, 200);
     assert_eq!(ready["bloom_engine"], engine);
+    // The same fact labels the metric dashboards group instances by.
+    let metrics = gw.text("/metrics").await;
+    let info = format!("bloom_engine=\"{engine}\"");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("gateway_info{") && l.contains(&info)),
+        "{metrics}"
+    );
     let (status, problem) = gw.get("/v1/dedup/nothing-here").await;
     assert_eq!(
         (status.as_u16(), &problem["code"]),

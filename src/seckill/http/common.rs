@@ -25,13 +25,14 @@ impl Cursor for Seq {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-pub(super) struct PageQuery {
+pub struct PageQuery {
     /// The `next` of the previous page; absent or empty means from the first order.
-    pub(super) after: Option<String>,
+    pub(crate) after: Option<String>,
     /// Page size, 1..=1000 (default 100).
-    pub(super) limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
 }
 
-pub(super) fn not_found(voucher: &Name) -> ApiError {
+/// The 404 of an unknown voucher.
+pub fn not_found(voucher: &Name) -> ApiError {
     ApiError::NotFound(format!("no voucher {voucher}"))
 }

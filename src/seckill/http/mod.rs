@@ -1,14 +1,16 @@
 //! Flash-sale routes (docs/api.md "Flash sale (seckill)"): vouchers (define, restock, read) in
-//! [`vouchers`], purchases and order listings in [`orders`], the orders the ledger gave up on
-//! in [`dead_letters`]; what they share (the listings' page query and cursor, the unknown
-//! voucher's 404) in [`common`].
+//! [`vouchers`], purchases and order listings in [`orders`]; what they share (the listings'
+//! page query and cursor, the unknown voucher's 404) in [`common`], published with the order
+//! view for the ledger's dead-letter routes, which list orders the same way.
 
 mod common;
-mod dead_letters;
 mod orders;
 mod vouchers;
 
 use utoipa_axum::router::OpenApiRouter;
+
+pub use common::{not_found, PageQuery};
+pub use orders::OrderView;
 
 use crate::state::AppState;
 
@@ -16,5 +18,4 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(vouchers::router())
         .merge(orders::router())
-        .merge(dead_letters::router())
 }

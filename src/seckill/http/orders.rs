@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
-use crate::seckill::{Bought, Idempotency, Order, Refusal, SeckillStore};
+use crate::seckill::{Bought, Idempotency, Order, OrderArchive, Refusal, SeckillStore};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name, UserId};
@@ -43,7 +43,7 @@ struct BuyBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct OrderView {
+pub struct OrderView {
     /// Unique: `<voucher_id>/<sequence>`, the sequence giving the order of sale.
     #[schema(example = "v1/1763726400123-0")]
     order_id: String,
@@ -75,10 +75,10 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     if orders.is_empty() {
         return;
     }
+    let archive: &dyn OrderArchive = &state.ledger;
     let ids: Vec<String> = orders.iter().map(|o| o.order_id.clone()).collect();
-    if let Some(present) = state
-        .ledger
-        .ingested(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
+    if let Some(present) = archive
+        .holds(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
         .await
     {
         for o in orders {

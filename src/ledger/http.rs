@@ -1,7 +1,8 @@
 //! A voucher's dead letters, listed and replayed (docs/api.md "Flash sale (seckill)"): the
 //! orders the ledger gave up on, under the voucher's path and the `seckill` tag, where an admin
-//! finds them, shown as the other order listings show orders. What a dead letter is and how a
-//! replay lands once are the ledger's (`crate::ledger`).
+//! finds them, shown as the flash sale's own listings show orders (its [`OrderView`], page
+//! query and 404, which the flash sale publishes: the ledger builds on the flash sale, never
+//! the other way round).
 
 use axum::extract::State;
 use axum::Json;
@@ -10,22 +11,20 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::common::{not_found, PageQuery};
-use super::orders::OrderView;
+use super::{dead_letters as list_dead_letters, ReplayError};
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, NoQuery};
-use crate::ledger::{dead_letters as list_dead_letters, ReplayError};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
-use crate::seckill::SeckillStore;
+use crate::seckill::{not_found, OrderView, PageQuery, SeckillStore};
 use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(dead_letters))
         .routes(routes!(replay_dead_letters))
@@ -60,7 +59,7 @@ struct DeadLetterPage {
 /// Only an order the database refused for its own data ends here (a duplicate, a bad value);
 /// fix the cause, then replay them. Always empty on the memory backend (no ledger).
 #[utoipa::path(
-    get, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters", operation_id = "seckillDeadLetters",
+    get, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters", operation_id = "seckillDeadLetters", tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = name_rule!(), example = "v1"), PageQuery),
     responses((status = 200, body = DeadLetterPage), Lookup, Unauthorized)
@@ -114,7 +113,7 @@ struct ReplayReply {
 /// letter removed; one the database still refuses stays. 0 while the ledger is off; 503 when
 /// the database as a whole cannot take orders (nothing is lost: replay again later).
 #[utoipa::path(
-    post, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay", operation_id = "seckillReplayDeadLetters",
+    post, path = "/v1/seckill/vouchers/{voucher_id}/dead-letters/replay", operation_id = "seckillReplayDeadLetters", tag = "seckill",
     security(("admin" = [])),
     params(("voucher_id" = String, Path, description = name_rule!(), example = "v1")),
     responses((status = 200, body = ReplayReply), Lookup, Unauthorized)
