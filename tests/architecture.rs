@@ -551,17 +551,23 @@ fn every_domain_has_its_backends_in_its_folder() {
     }
 }
 
-/// Comments say why, not which issue: the tracker's numbers mean nothing to a reader of the
-/// repository. Every source and test file, comments included.
+/// Comments and docs say why, not which issue: the tracker's numbers mean nothing to a reader
+/// of the repository. Every source, test, document, benchmark and script file.
 #[test]
 fn no_comment_cites_an_issue_number() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
+    let mut files = vec![root.join("README.md")];
     rust_files(&root.join("src"), &mut files);
     rust_files(&root.join("tests"), &mut files);
+    // The docs, the benchmark and the scripts too: a maintainer reads them without the tracker.
+    for dir in ["docs", "bench", "scripts"] {
+        every_file(&root.join(dir), &mut files);
+    }
     let mut found = Vec::new();
     for file in files {
-        let text = fs::read_to_string(&file).unwrap();
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue; // not text
+        };
         for (n, line) in text.lines().enumerate() {
             if cites_issue(line) {
                 found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
@@ -573,6 +579,17 @@ fn no_comment_cites_an_issue_number() {
         "say the reason instead:\n{}",
         found.join("\n")
     );
+}
+
+fn every_file(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            every_file(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
 }
 
 /// Whether `line` names an issue by its number: the word, then digits.
