@@ -34,9 +34,24 @@ pub enum Backend {
     Cluster,
 }
 
+/// The server the Redis backends run on: `redis-server` (Redis 7 from the machine's packages)
+/// unless `GATEWAY_TEST_SERVER` names another binary (Valkey, Redis 8: ./scripts/test runs the
+/// contract suite once per server of its matrix).
+pub fn server_binary() -> String {
+    std::env::var("GATEWAY_TEST_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+/// The module every test server loads (`GATEWAY_TEST_MODULE`, an absolute path: RedisBloom or
+/// valkey-bloom), if any: the dedup filters then take the native engine.
+pub fn server_module() -> Option<String> {
+    std::env::var("GATEWAY_TEST_MODULE")
+        .ok()
+        .filter(|m| !m.is_empty())
+}
+
 /// Fails loudly (not skips) when Redis is missing: the test command installs it.
 fn require_redis() {
-    let ok = Command::new("redis-server")
+    let ok = Command::new(server_binary())
         .arg("--version")
         .stdout(Stdio::null())
         .status()
@@ -118,7 +133,10 @@ impl RedisProcess {
 
     fn spawn(&mut self) {
         let log = std::fs::File::create(self.dir.join("log")).expect("create the server log");
-        let mut cmd = process::tied("redis-server");
+        let mut cmd = process::tied(&server_binary());
+        if let Some(module) = server_module() {
+            cmd.args(["--loadmodule", &module]);
+        }
         cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             // In the foreground, so the process started is the server that is killed.
             .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
