@@ -54,6 +54,7 @@ pub mod readiness;
 mod reload;
 pub mod seckill;
 pub mod serve;
+pub mod settings;
 pub mod shutdown;
 pub mod startup;
 pub mod state;
@@ -75,6 +76,45 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::store::Store;
+
+/// Each domain's slice of the state, made once with the state (`AppState::new`) and handed to
+/// that domain's handlers alone (`State<…>` through `FromRef`): a domain is one line of
+/// [`slices!`].
+macro_rules! slices {
+    ($($domain:ident: $slice:ty),* $(,)?) => {
+        /// Each domain's slice of the state (see `slices!`).
+        #[derive(Debug)]
+        pub struct Slices {
+            $(pub $domain: $slice,)*
+        }
+
+        impl Slices {
+            pub(crate) fn new(shared: &state::Shared) -> Self {
+                Self {
+                    $($domain: <$slice>::of(shared),)*
+                }
+            }
+        }
+
+        $(impl axum::extract::FromRef<AppState> for $slice {
+            fn from_ref(state: &AppState) -> Self {
+                state.slices().$domain.clone()
+            }
+        })*
+    };
+}
+
+slices! {
+    checkins: checkins::CheckinsState,
+    uv: uv::UvState,
+    geo: geo::GeoState,
+    seckill: seckill::SeckillState,
+    ratelimit: ratelimit::RatelimitState,
+    dedup: dedup::DedupState,
+    locks: locks::LocksState,
+    queues: queues::QueuesState,
+    policies: policies::PoliciesState,
+}
 
 /// Why the gateway cannot start: each names what failed.
 #[derive(Debug, thiserror::Error)]
@@ -102,21 +142,21 @@ impl From<StoreError> for StartError {
 /// keys) is read before the store is opened, so that a refusal does not wait for Redis either.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     // Each domain's own checks of its settings, beyond their ranges (`config/parse.rs`).
-    dedup::check_settings(&settings)?;
+    dedup::check_settings(&settings.dedup)?;
     let global = clients::Limits {
         burst: settings.global.max_burst,
         count: settings.global.count_per_period,
         period: settings.global.period,
     };
-    let clients = Arc::new(match &settings.clients_file {
+    let clients = Arc::new(match &settings.clients.file {
         Some(file) => clients::Clients::load(file, global)?,
         None => clients::Clients::none(global),
     });
     let bounds = policies::Bounds {
-        max_ttl_s: settings.ratelimit_max_ttl_s,
+        max_ttl_s: settings.ratelimit.max_ttl_s,
     };
     let clock = settings.clock.clone();
-    let policies = Arc::new(match &settings.policies_file {
+    let policies = Arc::new(match &settings.policies.file {
         Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)?,
         None => policies::Policies::none(bounds, clock),
     });
@@ -185,7 +225,7 @@ pub fn app(state: AppState) -> Router {
     let identify = clients::IdentifyLayer::new(
         state.clients.clone(),
         settings.trusted_proxies.clone(),
-        settings.anonymous_backend_routes,
+        settings.clients.anonymous_backend_routes,
         settings.global.enabled,
     );
     let limit = middleware::Maybe(policies::global_limit(&state, terms));

@@ -10,8 +10,10 @@ mod http;
 pub mod logic;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::router;
+pub use http::{router, SeckillState};
+pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};

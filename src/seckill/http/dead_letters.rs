@@ -12,6 +12,7 @@ use utoipa_axum::routes;
 
 use super::common::{not_found, PageQuery};
 use super::orders::OrderView;
+use super::SeckillState;
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
@@ -67,7 +68,7 @@ struct DeadLetterPage {
 )]
 async fn dead_letters(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<DeadLetterPage>> {
@@ -121,7 +122,7 @@ struct ReplayReply {
 )]
 async fn replay_dead_letters(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
 ) -> ApiResult<Json<ReplayReply>> {

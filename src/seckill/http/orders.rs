@@ -12,6 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::common::{not_found, PageQuery};
+use super::SeckillState;
 use crate::auth::Acting;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};
@@ -71,14 +72,14 @@ impl OrderView {
 }
 
 /// Marks each order ingested or not, when the ledger is on and answers.
-async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
+async fn mark_ingested(state: &super::Seckill, orders: &mut [OrderView]) {
     if orders.is_empty() {
         return;
     }
     let ids: Vec<String> = orders.iter().map(|o| o.order_id.clone()).collect();
     if let Some(present) = state
         .ledger
-        .ingested(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
+        .ingested(&ids, LEDGER_LOOKUP.min(state.store_timeout))
         .await
     {
         for o in orders {
@@ -115,7 +116,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     )
 )]
 async fn buy(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     key: IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
@@ -123,7 +124,7 @@ async fn buy(
     ApiJson(body): ApiJson<BuyBody>,
 ) -> Result<Response, ApiError> {
     acting.for_user(body.user_id)?;
-    let cap = state.settings.seckill_max_orders;
+    let cap = state.settings.max_orders;
     let IdempotencyKey(key) = key.for_user(body.user_id.0);
     let idem = key.map(|key| Idempotency {
         key,
@@ -212,7 +213,7 @@ struct OrderPage {
     )
 )]
 async fn list_orders(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
@@ -253,7 +254,7 @@ struct UserOrders {
     responses(Lookup, UserAuth, (status = 200, body = UserOrders))
 )]
 async fn user_orders(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
     _: NoQuery,
