@@ -12,22 +12,25 @@
 //!                           StoreError, the backend chosen at start-up (names no domain)
 //! ```
 //!
-//! - [`config`]: settings from flags and environment
+//! - [`config`]: the settings the domains share, from flags and environment; [`settings`]:
+//!   those and each domain's own (`src/<domain>/settings.rs`) as one command and one
+//!   [`config::Settings`]
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
 //! - [`build_state`]: the composition root, the one place that picks a backend; it never waits
 //!   for the store ([`startup`]: the API serves once the store is reached)
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
-//!   `ledger`): each a folder with its core, its HTTP layer and its backends; a store method
-//!   is declared once with `store_trait!` (in `store`), which writes the forwarding from
-//!   [`store::Store`] to the backend
+//!   `ledger`): each a folder with its core, its settings, its HTTP layer (with its slice of
+//!   the state) and its backends; a store method is declared once with `store_trait!` (in
+//!   `store`), which writes the forwarding from [`store::Store`] to the backend
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
 //!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
 //!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
 //!
-//! Adding a domain is its folder plus one line in `openapi.rs`, where the routers and their
-//! route terms are composed.
+//! Adding a domain is its folder plus its lines of composition: one in `openapi.rs`, where the
+//! routers and their route terms are composed, one in `slices!`, its handlers' slice of the
+//! state, and its settings in [`settings`].
 
 pub mod auth;
 mod calendar;
@@ -79,7 +82,7 @@ use crate::store::Store;
 
 /// Each domain's slice of the state, made once with the state (`AppState::new`) and handed to
 /// that domain's handlers alone (`State<…>` through `FromRef`): a domain is one line of
-/// [`slices!`].
+/// `slices!`.
 macro_rules! slices {
     ($($domain:ident: $slice:ty),* $(,)?) => {
         /// Each domain's slice of the state (see `slices!`).

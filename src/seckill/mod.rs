@@ -2,9 +2,9 @@
 //! per-voucher lock in memory); orders in a capped stream, listed in sale order.
 //!
 //! `stock` is what is left to sell and `sold` what has been sold; `stock + sold` never exceeds
-//! `seckill_max_orders`, the cap of the order stream, so no order is ever trimmed away.
-//! Replacing a voucher (PUT on an existing one) sets its stock left, window and per-user limit
-//! but keeps what was sold: `sold`, the buyers and their orders stay.
+//! `GATEWAY_SECKILL_MAX_ORDERS` (`Settings::max_orders`), the cap of the order stream, so no
+//! order is ever trimmed away. Replacing a voucher (PUT on an existing one) sets its stock left,
+//! window and per-user limit but keeps what was sold: `sold`, the buyers and their orders stay.
 
 mod http;
 pub mod logic;
@@ -100,7 +100,7 @@ pub enum Restock {
 
 crate::store::store_trait! {
     /// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
-    /// `seckill_max_orders`.
+    /// `Settings::max_orders` (`GATEWAY_SECKILL_MAX_ORDERS`).
     pub(crate) trait SeckillStore {
         /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
         async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> = "seckill.put_voucher";

@@ -8,9 +8,9 @@ mod dead_letters;
 mod orders;
 mod vouchers;
 
-use utoipa_axum::router::OpenApiRouter;
-
 use std::time::Duration;
+
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::ledger::Ledger;
 use crate::state::{AppState, Shared, Slice};
