@@ -4,7 +4,13 @@
 
 use chrono::{Duration, NaiveTime};
 
+use crate::clock::Clock;
 use crate::types::{Day, Refused};
+
+/// Today in `tz`, by `clock`: the day a per-day route writes when the request names none.
+pub(crate) fn today(clock: &Clock, tz: chrono_tz::Tz) -> Day {
+    Day(clock.now_utc().with_timezone(&tz).date_naive())
+}
 
 /// The last `days` days ending `today` (today included).
 #[derive(Debug, Clone, Copy)]

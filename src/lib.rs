@@ -12,22 +12,25 @@
 //!                           StoreError, the backend chosen at start-up (names no domain)
 //! ```
 //!
-//! - [`config`]: settings from flags and environment
+//! - [`config`]: the settings the domains share, from flags and environment; [`settings`]:
+//!   those and each domain's own (`src/<domain>/settings.rs`) as one command and one
+//!   [`config::Settings`]
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
 //! - [`build_state`]: the composition root, the one place that picks a backend; it never waits
 //!   for the store ([`startup`]: the API serves once the store is reached)
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
-//!   `ledger`): each a folder with its core, its HTTP layer and its backends; a store method
-//!   is declared once with `store_trait!` (in `store`), which writes the forwarding from
-//!   [`store::Store`] to the backend
+//!   `ledger`): each a folder with its core, its settings, its HTTP layer (with its slice of
+//!   the state) and its backends; a store method is declared once with `store_trait!` (in
+//!   `store`), which writes the forwarding from [`store::Store`] to the backend
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
 //!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
 //!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
 //!
-//! Adding a domain is its folder plus one line in `openapi.rs`, where the routers and their
-//! route terms are composed.
+//! Adding a domain is its folder plus its lines of composition: one in `openapi.rs`, where the
+//! routers and their route terms are composed, one in `slices!`, its handlers' slice of the
+//! state, and its settings in [`settings`].
 
 pub mod auth;
 mod calendar;
@@ -54,6 +57,7 @@ pub mod readiness;
 mod reload;
 pub mod seckill;
 pub mod serve;
+pub mod settings;
 pub mod shutdown;
 pub mod startup;
 pub mod state;
@@ -75,6 +79,46 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::store::Store;
+
+/// Each domain's slice of the state, made once with the state (`AppState::new`) and handed to
+/// that domain's handlers alone (`State<…>` through `FromRef`): a domain is one line of
+/// `slices!`.
+macro_rules! slices {
+    ($($domain:ident: $slice:ty),* $(,)?) => {
+        /// Each domain's slice of the state (see `slices!`).
+        #[derive(Debug)]
+        pub struct Slices {
+            $(pub $domain: $slice,)*
+        }
+
+        impl Slices {
+            pub(crate) fn new(shared: &state::Shared) -> Self {
+                Self {
+                    $($domain: <$slice>::of(shared),)*
+                }
+            }
+        }
+
+        $(impl axum::extract::FromRef<AppState> for $slice {
+            fn from_ref(state: &AppState) -> Self {
+                state.slices().$domain.clone()
+            }
+        })*
+    };
+}
+
+slices! {
+    checkins: checkins::CheckinsState,
+    uv: uv::UvState,
+    geo: geo::GeoState,
+    seckill: seckill::SeckillState,
+    ledger: ledger::DeadLetterState,
+    ratelimit: ratelimit::RatelimitState,
+    dedup: dedup::DedupState,
+    locks: locks::LocksState,
+    queues: queues::QueuesState,
+    policies: policies::PoliciesState,
+}
 
 /// Why the gateway cannot start: each names what failed.
 #[derive(Debug, thiserror::Error)]
@@ -102,21 +146,21 @@ impl From<StoreError> for StartError {
 /// keys) is read before the store is opened, so that a refusal does not wait for Redis either.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
     // Each domain's own checks of its settings, beyond their ranges (`config/parse.rs`).
-    dedup::check_settings(&settings)?;
+    dedup::check_settings(&settings.dedup)?;
     let global = clients::Limits {
         burst: settings.global.max_burst,
         count: settings.global.count_per_period,
         period: settings.global.period,
     };
-    let clients = Arc::new(match &settings.clients_file {
+    let clients = Arc::new(match &settings.clients.file {
         Some(file) => clients::Clients::load(file, global)?,
         None => clients::Clients::none(global),
     });
     let bounds = policies::Bounds {
-        max_ttl_s: settings.ratelimit_max_ttl_s,
+        max_ttl_s: settings.ratelimit.max_ttl_s,
     };
     let clock = settings.clock.clone();
-    let policies = Arc::new(match &settings.policies_file {
+    let policies = Arc::new(match &settings.policies.file {
         Some(file) => policies::Policies::load(file, openapi::operation_routes(), bounds, clock)?,
         None => policies::Policies::none(bounds, clock),
     });
@@ -185,7 +229,7 @@ pub fn app(state: AppState) -> Router {
     let identify = clients::IdentifyLayer::new(
         state.clients.clone(),
         settings.trusted_proxies.clone(),
-        settings.anonymous_backend_routes,
+        settings.clients.anonymous_backend_routes,
         settings.global.enabled,
     );
     let limit = middleware::Maybe(policies::global_limit(&state, terms));

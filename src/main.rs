@@ -44,12 +44,12 @@ fn run() -> anyhow::Result<()> {
             return tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?
-                .block_on(redis_gateway::healthcheck::check(config.listen))
+                .block_on(redis_gateway::healthcheck::check(config.common.listen))
                 .map_err(|e| anyhow::anyhow!("unhealthy: {e}"));
         }
         None => {}
     }
-    let _telemetry = redis_gateway::telemetry::init(config.log_format);
+    let _telemetry = redis_gateway::telemetry::init(config.common.log_format);
     let settings = config.settings()?;
     let listener = std::net::TcpListener::bind(settings.listen)
         .map_err(|e| listen_refused(settings.listen, &e))?;

@@ -1,4 +1,6 @@
-//! The state every handler shares: the store, the settings and the admin token.
+//! The app's state: [`AppState`], what the shared layers and the ops routes are handed (the
+//! store, the settings, the credentials, …), and the [`Slice`] of it each domain's handlers
+//! are handed instead, holding only what that domain uses (made in lib.rs, `slices!`).
 
 use std::sync::Arc;
 
@@ -9,17 +11,30 @@ use crate::clients::Clients;
 use crate::config::Settings;
 use crate::ledger::Ledger;
 use crate::store::Store;
-use crate::types::Day;
+use crate::Slices;
 
 /// Cheap to clone: one shared allocation. axum clones the state into every handler and
 /// middleware that takes it, several times per request; cloning each field's handle instead
 /// cost an atomic per field per clone.
 #[derive(Debug, Clone)]
-pub struct AppState(Arc<Shared>);
+pub struct AppState(Arc<Whole>);
+
+#[derive(Debug)]
+struct Whole {
+    shared: Shared,
+    slices: Slices,
+}
 
 impl AppState {
+    /// The state, with each domain's slice of it made now, once.
     pub fn new(shared: Shared) -> Self {
-        Self(Arc::new(shared))
+        let slices = Slices::new(&shared);
+        Self(Arc::new(Whole { shared, slices }))
+    }
+
+    /// Each domain's slice, which `FromRef` hands to its handlers.
+    pub fn slices(&self) -> &Slices {
+        &self.0.slices
     }
 }
 
@@ -33,7 +48,7 @@ impl std::ops::Deref for AppState {
     type Target = Shared;
 
     fn deref(&self) -> &Shared {
-        &self.0
+        &self.0.shared
     }
 }
 
@@ -56,14 +71,32 @@ pub struct Shared {
     pub startup: crate::startup::Startup,
 }
 
-impl Shared {
-    /// Today in the configured time zone.
-    pub fn today(&self) -> Day {
-        Day(self
-            .settings
-            .clock
-            .now_utc()
-            .with_timezone(&self.settings.tz)
-            .date_naive())
+/// A domain's slice of the state: what its handlers are handed (`State<Slice<…>>`), made once
+/// when the state is, so that a request clones one `Arc` for it, as for [`AppState`].
+#[derive(Debug)]
+pub struct Slice<T>(Arc<T>);
+
+impl<T> Slice<T> {
+    /// The slice `T` makes of the shared state.
+    pub fn of(shared: &Shared) -> Self
+    where
+        T: for<'a> From<&'a Shared>,
+    {
+        Self(Arc::new(T::from(shared)))
+    }
+}
+
+// By hand: a derive would ask `T: Clone`, and only the `Arc` is cloned.
+impl<T> Clone for Slice<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> std::ops::Deref for Slice<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
     }
 }

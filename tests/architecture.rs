@@ -9,8 +9,9 @@
 //!   scripts): nothing of the HTTP layer; `fred` only in the Redis one;
 //! - a domain's **HTTP layer** (`http.rs` or `http/`);
 //! - **shared** code (everything else but the composition: `lib.rs`, `openapi.rs`, `state.rs`,
-//!   and the operations routes of `ops.rs` with their `readiness.rs` probe): never names a
-//!   domain, and has no backend of one.
+//!   `settings.rs`, and the operations routes of `ops.rs` with their `readiness.rs` probe):
+//!   never names a domain, defines none of a domain's settings (those live in
+//!   `src/<domain>/settings.rs`), and has no backend of one.
 //!
 //! Lua lives in `.lua` files, never inside Rust.
 
@@ -39,7 +40,7 @@ fn domains(src: &Path) -> Vec<String> {
 }
 
 /// Files outside the domains that may name them: where the domains are put together.
-const COMPOSITION: [&str; 4] = ["lib.rs", "openapi.rs", "ops.rs", "state.rs"];
+const COMPOSITION: [&str; 5] = ["lib.rs", "openapi.rs", "ops.rs", "settings.rs", "state.rs"];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Place {
@@ -223,6 +224,24 @@ fn names_domain<'d>(line: &str, domains: &'d [String]) -> Option<&'d str> {
     })
 }
 
+/// The domain whose setting a line of shared code defines, by its variable's name
+/// (`env = "GATEWAY_GEO_MAX_PLACES"`, `GATEWAY_QUEUE_MAX_JOBS`): a domain's settings live in
+/// its folder, so `config/` holds only what the domains share.
+fn names_domain_setting<'d>(line: &str, domains: &'d [String]) -> Option<&'d str> {
+    let at = line.find("env = \"GATEWAY_")?;
+    let var = &line[at + "env = \"GATEWAY_".len()..];
+    domains.iter().map(String::as_str).find(|d| {
+        let plural = d.to_ascii_uppercase();
+        let singular = match plural.strip_suffix("IES") {
+            Some(stem) => format!("{stem}Y"),
+            None => plural.strip_suffix('S').unwrap_or(&plural).to_owned(),
+        };
+        [plural.as_str(), singular.as_str()]
+            .iter()
+            .any(|name| var.starts_with(&format!("{name}_")))
+    })
+}
+
 /// Why `line`, in a file at `place` (`rel` from `src/`), breaks the shape.
 fn broken(place: Place, rel: &str, line: &str, domains: &[String]) -> Option<String> {
     match place {
@@ -260,6 +279,11 @@ fn broken(place: Place, rel: &str, line: &str, domains: &[String]) -> Option<Str
         Place::Shared => {
             if names_fred(line) && !rel.starts_with("store/redis/") {
                 return Some("fred (outside the Redis backends)".to_owned());
+            }
+            if let Some(domain) = names_domain_setting(line, domains) {
+                return Some(format!(
+                    "a setting of the domain `{domain}` (it belongs in src/{domain}/settings.rs)"
+                ));
             }
             let domain = names_domain(line, domains)?;
             Some(format!(
@@ -660,6 +684,11 @@ fn the_check_catches_each_break() {
     );
     write("middleware/observe.rs", "use crate::geo::Place;\n");
     write("lib.rs", "use crate::uv::router;\n");
+    write("settings.rs", "use crate::uv::Flags;\n");
+    write(
+        "config/mod.rs",
+        "    #[arg(long, env = \"GATEWAY_GEO_MAX_PLACES\")]\n    #[arg(long, env = \"GATEWAY_MAX_BATCH\")]\n    #[arg(long, env = \"GATEWAY_RATELIMIT_MAX_TTL_S\")]\n",
+    );
     write("calendar.rs", "fn f() { redis.call('GET') }\n");
     // A circle through a grouped import over several lines, and one through the app state.
     write(
@@ -715,6 +744,16 @@ fn the_check_catches_each_break() {
     assert!(has("middleware/ratelimit", "`ratelimit`"), "{found:#?}");
     assert!(has("middleware/observe.rs", "`geo`"), "{found:#?}");
     assert!(!found.iter().any(|f| f.contains("lib.rs")), "{found:#?}");
+    assert!(
+        !found.iter().any(|f| f.starts_with("src/settings.rs")),
+        "the composition of the settings: {found:#?}"
+    );
+    assert!(
+        has("config/mod.rs:1", "a setting of the domain `geo`"),
+        "{found:#?}"
+    );
+    assert!(!has("config/mod.rs:2", "setting"), "shared: {found:#?}");
+    assert!(has("config/mod.rs:3", "`ratelimit`"), "{found:#?}");
     assert!(has("calendar.rs", "Lua inside Rust"), "{found:#?}");
     assert!(
         has("uv/mod.rs:6", "axum"),

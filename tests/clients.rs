@@ -41,7 +41,7 @@ async fn configured_clients_have_their_own_budgets_and_others_are_refused() {
     let mut s = settings(Backend::Memory);
     s.global.enabled = true;
     s.global.max_burst = 9;
-    s.clients_file = Some(file.clone());
+    s.clients.file = Some(file.clone());
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains("web-secret"), "only digests are configured");
     let gw = Gateway::with_settings(s).await;
@@ -86,7 +86,7 @@ async fn configured_clients_have_their_own_budgets_and_others_are_refused() {
 async fn the_clients_file_is_reloaded_and_a_bad_one_is_ignored() {
     let file = clients_file(&[("web", "web-secret", None)]);
     let mut s = settings(Backend::Memory);
-    s.clients_file = Some(file.clone());
+    s.clients.file = Some(file.clone());
     let gw = Gateway::with_settings(s).await;
     assert_eq!(me(&gw, Some("late-secret")).await.0, 401);
 
@@ -115,7 +115,7 @@ async fn a_bad_clients_file_refuses_to_start() {
     let mut s = settings(Backend::Memory);
     let file = clients_file(&[]);
     std::fs::write(&file, "[[client]]\nid = \"x\"\nkey_sha256 = \"not hex\"\n").unwrap();
-    s.clients_file = Some(file);
+    s.clients.file = Some(file);
     let err = redis_gateway::build_state(s).await.unwrap_err().to_string();
     assert!(
         err.starts_with("invalid configuration: GATEWAY_CLIENTS_FILE (--clients-file): "),

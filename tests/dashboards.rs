@@ -318,7 +318,7 @@ fn rules_pass_promtool() {
 async fn every_queried_metric_is_exposed() {
     let pg = Postgres::start();
     let mut s = settings(Backend::Cluster);
-    s.database_url = Some(pg.url("postgres"));
+    s.ledger.database_url = Some(pg.url("postgres"));
     s.store_timeout = Duration::from_secs(10);
     s.global.enabled = true;
     s.global.max_burst = 10_000;

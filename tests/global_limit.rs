@@ -23,7 +23,7 @@ fn limited(backend: Backend) -> Settings {
     let mut s = common::settings(backend);
     let names = ["alice", "bob", "carol", "dave", "erin"];
     let clients: Vec<_> = names.iter().map(|n| (*n, *n, None)).collect();
-    s.clients_file = Some(common::clients_file(&clients));
+    s.clients.file = Some(common::clients_file(&clients));
     s.global.enabled = true;
     s.global.max_burst = 4;
     s.global.count_per_period = 1;
@@ -314,7 +314,7 @@ async fn a_refused_client_costs_the_store_nothing_until_its_budget_refills() {
     let mut s = limited(Backend::Memory);
     s.store = StoreChoice::Redis(redis.url());
     // erin: burst 0, four a second, so one unit every 250 ms.
-    s.clients_file = Some(common::clients_file(&[
+    s.clients.file = Some(common::clients_file(&[
         ("alice", "alice", None),
         ("erin", "erin", Some((0, 4, 1))),
     ]));

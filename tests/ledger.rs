@@ -75,8 +75,8 @@ async fn admin_get(gw: &Gateway, path: &str) -> (u16, Value) {
 
 fn ledger_settings(backend: Backend, url: &str) -> Settings {
     let mut s = settings(backend);
-    s.database_url = Some(url.to_owned());
-    s.ledger_claim_idle = Duration::from_millis(300);
+    s.ledger.database_url = Some(url.to_owned());
+    s.ledger.claim_idle = Duration::from_millis(300);
     s.store_timeout = Duration::from_secs(10);
     s
 }
@@ -623,7 +623,7 @@ async fn ledger_is_off_without_a_database_or_redis() {
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
     let mut s = settings(Backend::Memory);
-    s.database_url = Some("postgres://nobody@127.0.0.1:1/none".to_owned());
+    s.ledger.database_url = Some("postgres://nobody@127.0.0.1:1/none".to_owned());
     let gw = Gateway::with_settings(s).await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["state"], "off");
@@ -655,7 +655,7 @@ async fn a_lower_cap_setting_trims_no_order() {
         assert_eq!(buy(&a, "capped", u).await.0, 201);
     }
     let mut low = s;
-    low.seckill_max_orders = 5;
+    low.seckill.max_orders = 5;
     let b = Gateway::with_settings(low).await;
     for u in 10..20 {
         assert_eq!(buy(&b, "capped", u).await.0, 201);

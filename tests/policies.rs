@@ -29,12 +29,12 @@ fn with_policies(backend: Backend, burst: u64, policies: &str) -> Settings {
     let mut s = common::settings(backend);
     let names = ["alice", "bob", "carol", "dave", "erin"];
     let clients: Vec<_> = names.iter().map(|n| (*n, *n, None)).collect();
-    s.clients_file = Some(common::clients_file(&clients));
+    s.clients.file = Some(common::clients_file(&clients));
     s.global.enabled = true;
     s.global.max_burst = burst;
     s.global.count_per_period = 1;
     s.global.period = 60;
-    s.policies_file = Some(policies_file(policies));
+    s.policies.file = Some(policies_file(policies));
     s
 }
 
@@ -474,7 +474,7 @@ async fn reload_is_picked_up_and_a_bad_reload_refused() {
         )
     };
     let settings = with_policies(Backend::Memory, 100, &rule(1));
-    let file = settings.policies_file.clone().unwrap();
+    let file = settings.policies.file.clone().unwrap();
     let gw = Gateway::with_settings(settings).await;
     let policy_of = || async {
         send(

@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 /// test names an anonymous caller's address with `X-Forwarded-For`.
 async fn gateway(backend: Backend, anonymous_backend_routes: bool) -> Gateway {
     let mut s = settings(backend);
-    s.clients_file = Some(clients_file(&[
+    s.clients.file = Some(clients_file(&[
         ("web", "web-secret", None),
         ("ios", "ios-secret", None),
     ]));
-    s.anonymous_backend_routes = anonymous_backend_routes;
+    s.clients.anonymous_backend_routes = anonymous_backend_routes;
     s.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
     Gateway::with_settings(s).await
 }

@@ -10,12 +10,44 @@ use utoipa_axum::routes;
 
 use super::{logic, Calendar, CheckinStore, MAX_STATS_DAYS};
 use crate::auth::Acting;
+use crate::clock::Clock;
 use crate::error::responses::{JsonBody, StoreErrors, Unprocessable, UserAuth};
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery, NoQuery, OptionalJson};
 use crate::middleware::costs::{Query, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::{Day, Month, UserId};
+
+/// What the check-in routes are handed (`State<CheckinsState>`), made once at start-up.
+pub type CheckinsState = Slice<Checkins>;
+
+/// The check-in routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Checkins {
+    store: Store,
+    settings: super::Settings,
+    clock: Clock,
+    tz: chrono_tz::Tz,
+}
+
+impl From<&Shared> for Checkins {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.checkins.clone(),
+            clock: shared.settings.clock.clone(),
+            tz: shared.settings.tz,
+        }
+    }
+}
+
+impl Checkins {
+    /// Today in the configured time zone.
+    fn today(&self) -> Day {
+        crate::calendar::today(&self.clock, self.tz)
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -75,14 +107,14 @@ struct CheckInReply {
     responses(JsonBody, UserAuth, Unprocessable, (status = 200, body = CheckInReply))
 )]
 async fn check_in(
-    State(state): State<AppState>,
+    State(state): State<CheckinsState>,
     acting: Acting,
     ApiPath(user): ApiPath<UserId>,
     _: NoQuery,
     OptionalJson(body): OptionalJson<CheckInBody>,
 ) -> ApiResult<Json<CheckInReply>> {
     acting.for_user(user)?;
-    let cal = Calendar::at(state.today(), state.settings.checkin_retention_days);
+    let cal = Calendar::at(state.today(), state.settings.retention_days);
     let day = body.date.unwrap_or(cal.retention.today);
     cal.retention.writable(day)?;
     let done = state.store.checkin_record(user, day, &cal).await?;
@@ -128,13 +160,13 @@ struct MonthView {
     responses(UserAuth, (status = 200, body = MonthView), StoreErrors)
 )]
 async fn month_view(
-    State(state): State<AppState>,
+    State(state): State<CheckinsState>,
     acting: Acting,
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<MonthQuery>,
 ) -> ApiResult<Json<MonthView>> {
     acting.for_user(user)?;
-    let cal = Calendar::at(state.today(), state.settings.checkin_retention_days);
+    let cal = Calendar::at(state.today(), state.settings.retention_days);
     let month = q.month.unwrap_or(cal.retention.today.month());
     let mut months = cal.window();
     let index = months.iter().position(|m| *m == month).unwrap_or_else(|| {
@@ -176,7 +208,7 @@ struct DayStatus {
     responses(UserAuth, (status = 200, body = DayStatus), StoreErrors)
 )]
 async fn day_status(
-    State(state): State<AppState>,
+    State(state): State<CheckinsState>,
     acting: Acting,
     ApiPath((user, date)): ApiPath<(UserId, Day)>,
     _: NoQuery,
@@ -232,7 +264,7 @@ struct Stats {
     responses((status = 200, body = Stats), StoreErrors)
 )]
 async fn stats(
-    State(state): State<AppState>,
+    State(state): State<CheckinsState>,
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> ApiResult<Json<Stats>> {
     let days = crate::calendar::days_between(q.from, q.to, MAX_STATS_DAYS)?;

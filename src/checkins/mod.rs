@@ -10,12 +10,14 @@ mod http;
 pub mod logic;
 mod memory;
 mod redis;
+mod settings;
 
 use std::collections::HashMap;
 
 use chrono::Duration;
 
-pub use http::{router, TERMS};
+pub use http::{router, CheckinsState, TERMS};
+pub use settings::{Flags, Settings};
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;

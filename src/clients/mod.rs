@@ -7,8 +7,10 @@
 //! `SIGHUP` or when the file changes; a file that does not parse leaves the clients as they were.
 
 mod http;
+mod settings;
 
 pub use http::{BadKey, ClientKey, IdempotencyKey, IdentifyLayer, Namespace, ScopedName};
+pub use settings::{Flags, Settings};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,44 +1,40 @@
-//! Configuration: one clap struct, where every setting is both an environment variable and a
-//! flag (`--help` lists them with their defaults), turned into validated [`Settings`].
+//! Configuration shared by every domain: the settings that are not one domain's (where to
+//! serve, the store, limits, connections, TLS, JWTs, logs, workers). Every setting is both an
+//! environment variable and a flag (`--help` lists them with their defaults); each domain's own
+//! are in its folder (`src/<domain>/settings.rs`), and `src/settings.rs` puts them all together
+//! as the binary's command ([`Config`]) and validated [`Settings`].
 //!
-//! Here: the clap struct ([`Config`], each setting's flag, variable, default, range and
-//! meaning); `switches.rs`: its sub-commands and switches; `parse.rs`: the value parsers and
-//! their ranges; `cli.rs`: reading it, a refused value told in the one form of `invalid.rs`
-//! ([`Invalid`]); `validate.rs`, `secrets.rs`, `urls.rs`: the checks of what parsed;
-//! `files.rs`: reading the files settings name; `settings.rs`: what the library runs on.
+//! Here: the shared clap struct ([`Flags`], each setting's flag, variable, default, range and
+//! meaning); `switches.rs`: the sub-commands and switches; `parse.rs`: the value parsers and
+//! their ranges; `cli.rs`: reading the command, a refused value told in the one form of
+//! `invalid.rs` ([`Invalid`]); `validate.rs`, `secrets.rs`, `urls.rs`: the checks of what
+//! parsed; `files.rs`: reading the files settings name; `settings.rs`: the shared part of what
+//! the library runs on ([`Common`]). The value parsers and checks are the domains' too.
 
 mod cli;
 mod files;
 mod invalid;
-mod parse;
+pub(crate) mod parse;
 mod secrets;
 mod settings;
 mod switches;
 mod urls;
 mod validate;
 
+pub use crate::settings::{Config, Settings};
 pub use files::{read_file, toml_error};
 pub use invalid::{listen_refused, Invalid};
-pub use settings::{
-    GlobalLimit, JwtKey, JwtSettings, Secret, Settings, StoreChoice, WriteReplicas,
-};
+pub(crate) use secrets::{secret, SECRET_BYTES};
+pub use settings::{Common, GlobalLimit, JwtKey, JwtSettings, Secret, StoreChoice, WriteReplicas};
 pub use switches::{Command, FailPolicy, LimitMode, LogFormat, OnOff};
+pub(crate) use urls::database_url;
 
 use std::net::SocketAddr;
 
-use clap::Parser;
-
-/// Command line and environment of the `redis-gateway` binary.
-#[derive(Debug, Clone, Parser)]
-#[command(
-    name = "redis-gateway",
-    version,
-    about = "HTTP/JSON gateway for six classic Redis patterns"
-)]
-pub struct Config {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-
+/// The shared part of the command line and environment (pulled into [`Config`]).
+#[derive(Debug, Clone, clap::Args)]
+#[group(skip)]
+pub struct Flags {
     /// Address to serve on.
     #[arg(
         long,
@@ -148,15 +144,6 @@ pub struct Config {
     )]
     pub max_batch: usize,
 
-    /// How many days check-ins are kept (older dates are refused with 422).
-    #[arg(
-        long,
-        env = "GATEWAY_CHECKIN_RETENTION_DAYS",
-        default_value_t = 400,
-        value_parser = parse::within::<u32>(1, 3660)
-    )]
-    pub checkin_retention_days: u32,
-
     /// Longest time one request may take, in milliseconds (then 503).
     #[arg(
         long,
@@ -221,32 +208,6 @@ pub struct Config {
     /// PEM private key of --tls-cert-file (PKCS#8, PKCS#1 RSA or SEC1 EC).
     #[arg(long, env = "GATEWAY_TLS_KEY_FILE")]
     pub tls_key_file: Option<std::path::PathBuf>,
-
-    /// TOML file of API clients (id, SHA-256 of the key, optional burst/count/period). Unset:
-    /// no API clients, every caller is limited by its address and any X-Api-Key is refused.
-    #[arg(long, env = "GATEWAY_CLIENTS_FILE")]
-    pub clients_file: Option<std::path::PathBuf>,
-
-    /// TOML file of limit policies stacked on the global limiter (per operation, counted per
-    /// client, address, user, header or operation). Unset: the global limiter alone.
-    #[arg(long, env = "GATEWAY_POLICIES_FILE")]
-    pub policies_file: Option<std::path::PathBuf>,
-
-    /// With a clients file: whether callers without an API key may use rate-limit checks,
-    /// locks and queues (each address then has a namespace of its own). Off: those routes
-    /// answer 401 without a key.
-    #[arg(long, env = "GATEWAY_ANONYMOUS_BACKEND_ROUTES", default_value = "off")]
-    pub anonymous_backend_routes: OnOff,
-
-    /// The longest a rate-limit check may make its key live, in seconds: a check whose full
-    /// bucket (or window) lasts longer is 400.
-    #[arg(
-        long,
-        env = "GATEWAY_RATELIMIT_MAX_TTL_S",
-        default_value_t = 86_400,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub ratelimit_max_ttl_s: u64,
 
     /// Verify end-user JWTs signed with this HS256 secret on user routes. Unset (and no key
     /// file): user ids are trusted as given.
@@ -324,78 +285,6 @@ pub struct Config {
         value_parser = parse::at_least::<u64>(1)
     )]
     pub write_replicas_timeout_ms: u64,
-    /// Secret visitor ids are hashed with before they are counted (at least 16 bytes; every
-    /// gateway on one store must be given the same). Unset: one is generated and kept in the
-    /// store, shared by every gateway that uses it.
-    #[arg(long, env = "GATEWAY_UV_VISITOR_KEY", hide_env_values = true)]
-    pub uv_visitor_key: Option<String>,
-
-    /// How many days per-day UV/PV keys are kept.
-    #[arg(
-        long,
-        env = "GATEWAY_UV_RETENTION_DAYS",
-        default_value_t = 400,
-        value_parser = parse::within::<u32>(1, 3660)
-    )]
-    pub uv_retention_days: u32,
-
-    /// Most places one geo layer holds; a write that would pass it is `409 layer_full`.
-    #[arg(
-        long,
-        env = "GATEWAY_GEO_MAX_PLACES",
-        default_value_t = 100_000,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub geo_max_places: u64,
-
-    /// Days a geo layer is kept after its last write.
-    #[arg(
-        long,
-        env = "GATEWAY_GEO_RETENTION_DAYS",
-        default_value_t = 400,
-        value_parser = parse::at_least::<u32>(1)
-    )]
-    pub geo_retention_days: u32,
-
-    /// Cap of each voucher's order stream; a voucher's stock may never exceed it.
-    #[arg(
-        long,
-        env = "GATEWAY_SECKILL_MAX_ORDERS",
-        default_value_t = 1_000_000,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub seckill_max_orders: u64,
-
-    /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
-    // Small: any caller can create a filter by naming a new one, and the first layer is
-    // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
-    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: docs/performance.md
-    // "Abuse budget"); the filter adds layers as it fills, keeping the error rate.
-    #[arg(
-        long,
-        env = "GATEWAY_DEDUP_CAPACITY",
-        default_value_t = 500,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub dedup_capacity: u64,
-
-    /// Error rate of a dedup filter created on first use.
-    #[arg(
-        long,
-        env = "GATEWAY_DEDUP_ERROR_RATE",
-        default_value_t = 0.01,
-        value_parser = parse::rate
-    )]
-    pub dedup_error_rate: f64,
-
-    /// Days an idle dedup filter is kept.
-    #[arg(
-        long,
-        env = "GATEWAY_DEDUP_RETENTION_DAYS",
-        default_value_t = 30,
-        value_parser = parse::at_least::<u32>(1)
-    )]
-    pub dedup_retention_days: u32,
 
     /// Longest text item (visitor, dedup item) in bytes.
     #[arg(
@@ -405,28 +294,4 @@ pub struct Config {
         value_parser = parse::at_least::<usize>(1)
     )]
     pub max_item_bytes: usize,
-
-    /// Most live jobs (waiting or in flight) one delayed queue holds; enqueueing into a full
-    /// queue is 409 queue_full.
-    #[arg(
-        long,
-        env = "GATEWAY_QUEUE_MAX_JOBS",
-        default_value_t = 100_000,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub queue_max_jobs: u64,
-
-    /// PostgreSQL of the order ledger (postgres://...). Unset: the ledger is off.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-
-    /// Ledger: milliseconds an order entry may stay unacknowledged before another ingester
-    /// takes it over (a crashed instance's, or a failed attempt's).
-    #[arg(
-        long,
-        env = "GATEWAY_LEDGER_CLAIM_IDLE_MS",
-        default_value_t = 30_000,
-        value_parser = parse::at_least::<u64>(1)
-    )]
-    pub ledger_claim_idle_ms: u64,
 }

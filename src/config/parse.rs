@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 /// What a value must be, e.g. "a whole number ≥ 1".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Rule(pub String);
+pub(crate) struct Rule(pub String);
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -20,7 +20,7 @@ impl std::error::Error for Rule {}
 
 /// The integer types settings are read into, with the largest each holds (said in the rule,
 /// so that a value past it is not refused as if it were below the minimum).
-pub(super) trait Whole: TryFrom<u64> + Clone + Send + Sync + 'static {
+pub(crate) trait Whole: TryFrom<u64> + Clone + Send + Sync + 'static {
     const MAX: u64;
 }
 
@@ -37,14 +37,14 @@ impl Whole for usize {
 }
 
 /// A whole number of at least `min`.
-pub(super) fn at_least<T: Whole>(
+pub(crate) fn at_least<T: Whole>(
     min: u64,
 ) -> impl Fn(&str) -> Result<T, Rule> + Clone + Send + Sync {
     within(min, T::MAX)
 }
 
 /// A whole number within `min..=max` (and what `T` holds).
-pub(super) fn within<T: Whole>(
+pub(crate) fn within<T: Whole>(
     min: u64,
     max: u64,
 ) -> impl Fn(&str) -> Result<T, Rule> + Clone + Send + Sync {
@@ -66,7 +66,7 @@ pub(super) fn within<T: Whole>(
 }
 
 /// A rate strictly between 0 and 1 (`NaN` and infinities included in what is refused).
-pub(super) fn rate(text: &str) -> Result<f64, Rule> {
+pub(crate) fn rate(text: &str) -> Result<f64, Rule> {
     text.trim()
         .parse::<f64>()
         .ok()

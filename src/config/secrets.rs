@@ -5,7 +5,7 @@ use super::{Invalid, Secret};
 
 /// 128 bits: a secret shorter than this can be guessed offline from what it protects (an
 /// admin route's answers, a page's HyperLogLog registers).
-pub(super) const SECRET_BYTES: usize = 16;
+pub(crate) const SECRET_BYTES: usize = 16;
 
 /// HS256 signs with the secret as its key, which RFC 7518 (3.2) wants at least as long as the
 /// hash: 256 bits.
@@ -14,7 +14,7 @@ pub(super) const HS256_SECRET_BYTES: usize = 32;
 /// `value` of the secret setting `var`: unset when absent or empty, refused when shorter than
 /// `min` bytes. The refusal gives the length, never the value; `unset` ends its hint (what
 /// leaving the setting unset does).
-pub(super) fn secret(
+pub(crate) fn secret(
     var: &str,
     value: Option<&str>,
     min: usize,

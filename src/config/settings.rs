@@ -1,14 +1,15 @@
-//! What the library runs on: the validated [`Settings`] that [`Config::settings`] makes of the
-//! command line and environment (see `validate.rs`), and their parts (the store, the global
-//! limiter, end-user JWTs).
+//! The shared part of what the library runs on: the validated [`Common`] that
+//! [`Flags::settings`] makes of the command line and environment (see `validate.rs`), and its
+//! parts (the store, the global limiter, end-user JWTs).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::Parser;
 use ipnet::IpNet;
 
-use super::{Config, FailPolicy};
+use super::FailPolicy;
+#[cfg(doc)]
+use super::Flags;
 
 /// Which backend holds the data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +40,10 @@ pub struct WriteReplicas {
     pub timeout: Duration,
 }
 
-/// Validated settings the library runs on.
+/// Validated settings shared by the domains: a domain's own are in its folder, and `Settings`
+/// holds both (reaching these through `Deref`).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct Common {
     pub listen: SocketAddr,
     pub store: StoreChoice,
     /// `None` means: generate one at start-up.
@@ -54,39 +56,18 @@ pub struct Settings {
     pub cors_origins: Vec<String>,
     pub body_limit: usize,
     pub max_batch: usize,
-    pub checkin_retention_days: u32,
     pub request_timeout: Duration,
     pub connections: crate::serve::Guards,
     /// `None`: plain HTTP (`GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` unset).
     pub tls: Option<crate::serve::Tls>,
     pub access_log: bool,
-    pub clients_file: Option<std::path::PathBuf>,
-    /// `GATEWAY_POLICIES_FILE`.
-    pub policies_file: Option<std::path::PathBuf>,
-    /// With a clients file, anonymous callers may use rate-limit checks, locks and queues.
-    pub anonymous_backend_routes: bool,
-    /// `GATEWAY_RATELIMIT_MAX_TTL_S`.
-    pub ratelimit_max_ttl_s: u64,
     pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
     /// `GATEWAY_WRITE_REPLICAS` and its timeout (docs/operations.md "Durable writes").
     pub write_replicas: WriteReplicas,
     /// Serving threads of the binary (`GATEWAY_WORKERS`; see `workers.rs`).
     pub workers: usize,
-    pub uv_retention_days: u32,
-    /// `GATEWAY_UV_VISITOR_KEY` (`None`: the store keeps one).
-    pub uv_visitor_key: Option<Secret>,
-    pub geo_max_places: u64,
-    pub geo_retention_days: u32,
-    pub seckill_max_orders: u64,
-    pub dedup_capacity: u64,
-    pub dedup_error_rate: f64,
-    pub dedup_retention_days: u32,
     pub max_item_bytes: usize,
-    pub queue_max_jobs: u64,
-    /// `None`: the order ledger is off.
-    pub database_url: Option<String>,
-    pub ledger_claim_idle: Duration,
     /// The clock the memory backend and the HTTP layers read "now" from: the wall clock, but
     /// in tests (never a setting of the binary).
     pub clock: crate::clock::Clock,
@@ -148,14 +129,5 @@ impl std::fmt::Debug for JwtSettings {
 impl std::fmt::Debug for JwtKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("JwtKey(..)")
-    }
-}
-
-impl Settings {
-    /// Settings as the binary would have them with no flags and no environment: handy in tests.
-    pub fn defaults() -> Self {
-        Config::parse_from(["redis-gateway"])
-            .settings()
-            .expect("the defaults are valid")
     }
 }

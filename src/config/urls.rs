@@ -101,7 +101,7 @@ fn seed(cluster: bool, key: &str, value: &str) -> Result<(), Invalid> {
 }
 
 /// `DATABASE_URL`: a PostgreSQL URL that sqlx reads, as the ledger will.
-pub(super) fn database_url(url: &str) -> Result<(), Invalid> {
+pub(crate) fn database_url(url: &str) -> Result<(), Invalid> {
     let refuse = |what: String| {
         Invalid::new(
             "DATABASE_URL",

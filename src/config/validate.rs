@@ -1,6 +1,6 @@
 //! The checks of the parsed configuration beyond each value's range (which its parser keeps,
 //! `parse.rs`): formats and combinations, each refusal an [`Invalid`] naming the one setting
-//! it is about; and the making of [`Settings`] from what passed.
+//! it is about; and the making of [`Common`] from what passed.
 
 use std::time::Duration;
 
@@ -8,13 +8,13 @@ use ipnet::IpNet;
 
 use super::secrets::{secret, HS256_SECRET_BYTES, SECRET_BYTES};
 use super::{
-    read_file, urls, Config, GlobalLimit, Invalid, JwtKey, JwtSettings, LimitMode, OnOff, Settings,
+    read_file, urls, Common, Flags, GlobalLimit, Invalid, JwtKey, JwtSettings, LimitMode, OnOff,
     StoreChoice, WriteReplicas,
 };
 
-impl Config {
-    /// Checks the parsed configuration and turns it into [`Settings`].
-    pub fn settings(&self) -> Result<Settings, Invalid> {
+impl Flags {
+    /// Checks the parsed shared configuration and turns it into [`Common`].
+    pub fn settings(&self) -> Result<Common, Invalid> {
         let store = self.store()?;
         if self.write_replicas > 0 && store == StoreChoice::Memory {
             return Err(Invalid::new(
@@ -26,7 +26,7 @@ impl Config {
                 "set REDIS_URL, or write 0",
             ));
         }
-        Ok(Settings {
+        Ok(Common {
             listen: self.listen,
             store,
             admin_token: secret(
@@ -44,13 +44,8 @@ impl Config {
             cors_origins: urls::cors_origins(&self.cors_origins)?,
             body_limit: self.body_limit,
             max_batch: self.max_batch,
-            checkin_retention_days: self.checkin_retention_days,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             access_log: self.access_log == OnOff::On,
-            clients_file: self.clients_file.clone(),
-            policies_file: self.policies_file.clone(),
-            anonymous_backend_routes: self.anonymous_backend_routes == OnOff::On,
-            ratelimit_max_ttl_s: self.ratelimit_max_ttl_s,
             jwt: self.jwt()?,
             connections: self.guards(),
             tls: self.tls()?,
@@ -62,23 +57,7 @@ impl Config {
             workers: self
                 .workers
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
-            uv_retention_days: self.uv_retention_days,
-            uv_visitor_key: secret(
-                "GATEWAY_UV_VISITOR_KEY",
-                self.uv_visitor_key.as_deref(),
-                SECRET_BYTES,
-                "for one kept in the store",
-            )?,
-            geo_max_places: self.geo_max_places,
-            geo_retention_days: self.geo_retention_days,
-            seckill_max_orders: self.seckill_max_orders,
-            dedup_capacity: self.dedup_capacity,
-            dedup_error_rate: self.dedup_error_rate,
-            dedup_retention_days: self.dedup_retention_days,
             max_item_bytes: self.max_item_bytes,
-            queue_max_jobs: self.queue_max_jobs,
-            database_url: self.database_url()?,
-            ledger_claim_idle: Duration::from_millis(self.ledger_claim_idle_ms),
             clock: crate::clock::Clock::system(),
         })
     }
@@ -87,13 +66,6 @@ impl Config {
         match self.redis_url.as_deref().map(str::trim) {
             None | Some("") => Ok(StoreChoice::Memory),
             Some(url) => urls::redis_url(url).map(|()| StoreChoice::Redis(url.to_owned())),
-        }
-    }
-
-    fn database_url(&self) -> Result<Option<String>, Invalid> {
-        match self.database_url.as_deref().map(str::trim) {
-            None | Some("") => Ok(None),
-            Some(url) => urls::database_url(url).map(|()| Some(url.to_owned())),
         }
     }
 

@@ -15,8 +15,32 @@ use crate::error::responses::{JsonBody, Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::{name_rule, Name};
+
+/// What the dedup routes are handed (`State<DedupState>`), made once at start-up.
+pub type DedupState = Slice<Dedup>;
+
+/// The dedup routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Dedup {
+    store: Store,
+    settings: super::Settings,
+    max_batch: usize,
+    max_item_bytes: usize,
+}
+
+impl From<&Shared> for Dedup {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.dedup.clone(),
+            max_batch: shared.settings.max_batch,
+            max_item_bytes: shared.settings.max_item_bytes,
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -61,21 +85,21 @@ pub const TERMS: &[RouteTerms] = &[
     ),
 ];
 
-fn policy(state: &AppState) -> Policy {
+fn policy(state: &Dedup) -> Policy {
     let s = &state.settings;
     Policy {
         defaults: Params {
-            capacity: s.dedup_capacity,
-            error_rate: s.dedup_error_rate,
+            capacity: s.capacity,
+            error_rate: s.error_rate,
         },
-        retention_secs: u64::from(s.dedup_retention_days) * 86_400,
+        retention_secs: u64::from(s.retention_days) * 86_400,
     }
 }
 
 /// Refuses empty or oversized batches and empty or overlong items.
-fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
-    let max_batch = state.settings.max_batch;
-    let max_bytes = state.settings.max_item_bytes;
+fn validate_items(state: &Dedup, items: &[String]) -> ApiResult<()> {
+    let max_batch = state.max_batch;
+    let max_bytes = state.max_item_bytes;
     crate::extract::batch_size(items.len(), max_batch, "items")?;
     for (i, item) in items.iter().enumerate() {
         if item.is_empty() {
@@ -93,7 +117,7 @@ fn validate_items(state: &AppState, items: &[String]) -> ApiResult<()> {
 
 /// Adds `items` to `filter`: per item, whether it was definitely new; `409 filter_full` when
 /// the batch could grow the filter past its largest size (nothing added then).
-async fn add_items(state: &AppState, filter: &Name, items: &[String]) -> ApiResult<Vec<bool>> {
+async fn add_items(state: &Dedup, filter: &Name, items: &[String]) -> ApiResult<Vec<bool>> {
     match state.store.dedup_add(filter, items, policy(state)).await? {
         Added::Flags(flags) => Ok(flags),
         Added::Full => Err(ApiError::Conflict {
@@ -163,7 +187,7 @@ impl FilterView {
     }
 }
 
-async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
+async fn view(state: &Dedup, filter: &Name) -> ApiResult<FilterView> {
     let info = state
         .store
         .dedup_info(filter)
@@ -193,7 +217,7 @@ async fn view(state: &AppState, filter: &Name) -> ApiResult<FilterView> {
 )]
 async fn reserve(
     _admin: Admin,
-    State(state): State<AppState>,
+    State(state): State<DedupState>,
     ApiPath(filter): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<ReserveBody>,
@@ -230,7 +254,7 @@ async fn reserve(
     responses((status = 200, body = FilterView), Lookup)
 )]
 async fn info(
-    State(state): State<AppState>,
+    State(state): State<DedupState>,
     ApiPath(filter): ApiPath<Name>,
     _: NoQuery,
 ) -> ApiResult<Json<FilterView>> {
@@ -272,7 +296,7 @@ struct AddReply {
     responses((status = 200, body = AddReply), FilterFull, JsonBody)
 )]
 async fn add(
-    State(state): State<AppState>,
+    State(state): State<DedupState>,
     ApiPath(filter): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<ItemsBody>,
@@ -310,7 +334,7 @@ struct DedupCheckReply {
     responses((status = 200, body = DedupCheckReply), JsonBody)
 )]
 async fn check(
-    State(state): State<AppState>,
+    State(state): State<DedupState>,
     ApiPath(filter): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<ItemsBody>,
@@ -357,7 +381,7 @@ struct FilterReply {
     responses((status = 200, body = FilterReply), FilterFull, JsonBody)
 )]
 async fn filter(
-    State(state): State<AppState>,
+    State(state): State<DedupState>,
     ApiPath(filter): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<FilterBody>,

@@ -11,8 +11,10 @@ mod http;
 pub mod logic;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::{router, BloomEngine, TERMS};
+pub use http::{router, BloomEngine, DedupState, TERMS};
+pub use settings::{Flags, Settings};
 
 use logic::Params;
 
@@ -94,20 +96,18 @@ pub struct Policy {
 
 /// The configured default filter must be one the gateway can build (its first layer within
 /// bounds): refused at start-up, naming the settings.
-pub(crate) fn check_settings(
-    settings: &crate::config::Settings,
-) -> Result<(), crate::config::Invalid> {
+pub(crate) fn check_settings(settings: &Settings) -> Result<(), crate::config::Invalid> {
     use crate::config::Invalid;
     // The rate first, with the smallest capacity, so that each refusal names the one setting
     // at fault: a rate out of bounds is wrong at any capacity.
-    logic::Params::new(1, settings.dedup_error_rate).map_err(|e| {
+    logic::Params::new(1, settings.error_rate).map_err(|e| {
         Invalid::new(
             "GATEWAY_DEDUP_ERROR_RATE",
             e,
             "write a rate from 1e-12 to below 1, e.g. 0.01 (the default)",
         )
     })?;
-    logic::Params::new(settings.dedup_capacity, settings.dedup_error_rate)
+    logic::Params::new(settings.capacity, settings.error_rate)
         .map(drop)
         .map_err(|e| {
             Invalid::new(

@@ -10,11 +10,13 @@ pub mod logic;
 mod memory;
 mod redis;
 pub mod search;
+mod settings;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use http::{router, TERMS};
+pub use http::{router, GeoState, TERMS};
+pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, Refused};

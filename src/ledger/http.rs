@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{dead_letters as list_dead_letters, ReplayError};
+use super::{dead_letters as list_dead_letters, Ledger, ReplayError};
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
@@ -19,8 +19,9 @@ use crate::extract::{ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
 use crate::seckill::{not_found, OrderView, PageQuery, SeckillStore};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
 use crate::store::error::StoreError;
+use crate::store::Store;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
@@ -28,6 +29,26 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(dead_letters))
         .routes(routes!(replay_dead_letters))
+}
+
+/// What the dead-letter routes are handed (`State<DeadLetterState>`), made once at start-up.
+pub type DeadLetterState = Slice<LedgerRoutes>;
+
+/// The dead-letter routes' slice of the state: the store (the voucher, the dead letters) and
+/// the ledger (the replay).
+#[derive(Debug)]
+pub struct LedgerRoutes {
+    store: Store,
+    ledger: Ledger,
+}
+
+impl From<&Shared> for LedgerRoutes {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            ledger: shared.ledger.clone(),
+        }
+    }
 }
 
 /// One order the ledger gave up on.
@@ -66,7 +87,7 @@ struct DeadLetterPage {
 )]
 async fn dead_letters(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<DeadLetterState>,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<DeadLetterPage>> {
@@ -120,7 +141,7 @@ struct ReplayReply {
 )]
 async fn replay_dead_letters(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<DeadLetterState>,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
 ) -> ApiResult<Json<ReplayReply>> {

@@ -43,6 +43,7 @@ mod http;
 mod ingest;
 mod memory;
 mod redis;
+mod settings;
 mod sink;
 
 use std::collections::HashSet;
@@ -52,12 +53,13 @@ use std::time::Duration;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::{self, StoreChoice};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
-pub use http::router;
+pub use http::{router, DeadLetterState};
 use ingest::Ingester;
+pub use settings::{Flags, Settings};
 use sink::{Sink, SinkError};
 
 /// The consumer group every gateway instance reads the order streams with.
@@ -241,7 +243,7 @@ impl Ledger {
     /// store's concrete type is known can the compiler see that the ingester's future (made of
     /// the store's `async fn`s) may move between threads.
     pub(crate) fn start<S: LedgerStore + Clone>(
-        settings: &Settings,
+        settings: &config::Settings,
         store: &S,
         spawn: impl FnOnce(Ingester<S, db::Db>) -> tokio::task::AbortHandle,
     ) -> Result<Self, String> {
@@ -250,7 +252,7 @@ impl Ledger {
             db: None,
             _task: None,
         };
-        let Some(url) = settings.database_url.as_deref() else {
+        let Some(url) = settings.ledger.database_url.as_deref() else {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
             return Ok(off());
         };
@@ -267,7 +269,7 @@ impl Ledger {
         let ingester = Ingester::new(
             store.clone(),
             db.clone(),
-            settings.ledger_claim_idle,
+            settings.ledger.claim_idle,
             status.clone(),
         );
         let task = spawn(ingester);

@@ -18,8 +18,26 @@ use crate::error::responses::{Backend, BackendJson};
 use crate::error::{set_retry_after, ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::{name_rule, rfc3339, Name};
+
+/// What the lock routes are handed (`State<LocksState>`), made once at start-up.
+pub type LocksState = Slice<Locks>;
+
+/// The lock routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Locks {
+    store: Store,
+}
+
+impl From<&Shared> for Locks {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -186,7 +204,7 @@ fn lost(name: &Name) -> ApiError {
     )
 )]
 async fn acquire_lock(
-    State(state): State<AppState>,
+    State(state): State<LocksState>,
     lock: ScopedName,
     _: NoQuery,
     ApiJson(body): ApiJson<AcquireLock>,
@@ -233,7 +251,7 @@ async fn acquire_lock(
     )
 )]
 async fn renew_lock(
-    State(state): State<AppState>,
+    State(state): State<LocksState>,
     lock: ScopedName,
     _: NoQuery,
     ApiJson(body): ApiJson<RenewLock>,
@@ -264,7 +282,7 @@ async fn renew_lock(
     )
 )]
 async fn release_lock(
-    State(state): State<AppState>,
+    State(state): State<LocksState>,
     lock: ScopedName,
     ApiQuery(q): ApiQuery<ReleaseQuery>,
 ) -> ApiResult<StatusCode> {
@@ -286,7 +304,7 @@ async fn release_lock(
     responses((status = 200, body = LockState, description = "The holder, if any"), Backend)
 )]
 async fn inspect_lock(
-    State(state): State<AppState>,
+    State(state): State<LocksState>,
     lock: ScopedName,
     _: NoQuery,
 ) -> ApiResult<Json<LockState>> {

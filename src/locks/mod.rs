@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use http::{router, TERMS};
+pub use http::{router, LocksState, TERMS};
 pub use wake::Watch;
 
 use crate::store::error::StoreError;

@@ -13,8 +13,10 @@ mod http;
 mod memory;
 pub mod overrides;
 mod redis;
+mod settings;
 
-pub use http::{global_limit, router, GlobalRateLimitLayer, PolicyRule};
+pub use http::{global_limit, router, GlobalRateLimitLayer, PoliciesState, PolicyRule};
+pub use settings::{Flags, Settings};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

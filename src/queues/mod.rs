@@ -17,8 +17,10 @@ mod http;
 pub mod logic;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::{router, TERMS};
+pub use http::{router, QueuesState, TERMS};
+pub use settings::{Flags, Settings};
 
 use std::sync::Arc;
 use std::time::Duration;

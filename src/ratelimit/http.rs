@@ -15,13 +15,33 @@ use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{idempotency_key_doc, replayed, ApiJson, NoQuery};
 use crate::middleware::costs::{Cap, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::{Idempotency, Name, Once};
 
 /// Largest `max_burst`, `count_per_period` and `quantity` (docs/api.md).
 pub const MAX_COUNT: u64 = 1_000_000;
 /// Longest `period`: a year of seconds (docs/api.md).
 pub const MAX_PERIOD: u64 = 31_536_000;
+
+/// What the rate-limit routes are handed (`State<RatelimitState>`), made once at start-up.
+pub type RatelimitState = Slice<Ratelimit>;
+
+/// The rate-limit routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Ratelimit {
+    store: Store,
+    settings: super::Settings,
+}
+
+impl From<&Shared> for Ratelimit {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.ratelimit.clone(),
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(check))
@@ -144,7 +164,7 @@ struct RateLimitDecision {
     )
 )]
 async fn check(
-    State(state): State<AppState>,
+    State(state): State<RatelimitState>,
     namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
     _: NoQuery,
@@ -163,7 +183,7 @@ async fn check(
     in_range("count_per_period", body.count_per_period, 1, max_count)?;
     in_range("period", body.period, 1, MAX_PERIOD)?;
     in_range("quantity", quantity, 0, max_quantity)?;
-    let max_ttl_s = state.settings.ratelimit_max_ttl_s;
+    let max_ttl_s = state.settings.max_ttl_s;
     // The caller's own key: another caller's same string is another bucket.
     let shown = body.key.clone();
     body.key = namespace.scope(&body.key);
@@ -189,14 +209,14 @@ async fn check(
 /// A check of a window algorithm (`kind`), its common fields checked; `shown` is the key as
 /// the caller sent it.
 async fn window_check(
-    state: &AppState,
+    state: &Ratelimit,
     key: Option<String>,
     body: RateLimitCheck,
     shown: Name,
     kind: WindowKind,
     quantity: u64,
 ) -> ApiResult<Response> {
-    let max_ttl_s = state.settings.ratelimit_max_ttl_s;
+    let max_ttl_s = state.settings.max_ttl_s;
     if body.period > max_ttl_s {
         return Err(ApiError::invalid(format!(
             "a window's key lives for its period: period must be at most {max_ttl_s} s \
@@ -258,7 +278,7 @@ fn reply(decision: Decision) -> Response {
 }
 
 async fn gcra_check(
-    state: &AppState,
+    state: &Ratelimit,
     key: Option<String>,
     body: RateLimitCheck,
     shown: Name,

@@ -17,8 +17,10 @@ pub mod logic;
 mod budget;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::{router, TERMS};
+pub use http::{router, RatelimitState, TERMS};
+pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
 use crate::types::{Idempotency, Name, Once};

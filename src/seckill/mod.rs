@@ -2,16 +2,18 @@
 //! per-voucher lock in memory); orders in a capped stream, listed in sale order.
 //!
 //! `stock` is what is left to sell and `sold` what has been sold; `stock + sold` never exceeds
-//! `seckill_max_orders`, the cap of the order stream, so no order is ever trimmed away.
-//! Replacing a voucher (PUT on an existing one) sets its stock left, window and per-user limit
-//! but keeps what was sold: `sold`, the buyers and their orders stay.
+//! `GATEWAY_SECKILL_MAX_ORDERS` (`Settings::max_orders`), the cap of the order stream, so no
+//! order is ever trimmed away. Replacing a voucher (PUT on an existing one) sets its stock left,
+//! window and per-user limit but keeps what was sold: `sold`, the buyers and their orders stay.
 
 mod http;
 pub mod logic;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::{not_found, router, OrderView, PageQuery};
+pub use http::{not_found, router, OrderView, PageQuery, SeckillState};
+pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
@@ -20,7 +22,7 @@ use logic::Seq;
 /// Where sold orders are kept beyond the store (the order ledger, when it is on): the order
 /// listings ask it which of their orders it holds yet. The flash sale publishes this and the
 /// ledger implements it, so the ledger builds on the flash sale and never the other way round.
-pub trait OrderArchive: Send + Sync {
+pub trait OrderArchive: Send + Sync + std::fmt::Debug {
     /// Which of `order_ids` it holds; `None` when it is off or cannot answer within `within`
     /// (listings then leave the flag out).
     fn holds<'a>(
@@ -111,7 +113,7 @@ pub enum Restock {
 
 crate::store::store_trait! {
     /// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
-    /// `seckill_max_orders`.
+    /// `Settings::max_orders` (`GATEWAY_SECKILL_MAX_ORDERS`).
     pub(crate) trait SeckillStore {
         /// Creates `voucher` or replaces its stock left, window and limit (keeping what was sold).
         async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> = "seckill.put_voucher";

@@ -15,8 +15,10 @@ pub mod hll;
 mod http;
 mod memory;
 mod redis;
+mod settings;
 
-pub use http::{router, TERMS};
+pub use http::{router, UvState, TERMS};
+pub use settings::{Flags, Settings};
 
 use crate::calendar::Retention;
 use crate::store::error::StoreError;

@@ -313,7 +313,7 @@ pub fn settings(backend: Backend) -> Settings {
     };
     s.key_prefix = unique_prefix();
     s.admin_token = Some(ADMIN_TOKEN.to_owned());
-    s.uv_visitor_key = Some(redis_gateway::config::Secret(UV_VISITOR_KEY.to_owned()));
+    s.uv.visitor_key = Some(redis_gateway::config::Secret(UV_VISITOR_KEY.to_owned()));
     s.global.enabled = false;
     s.cors_origins.clear();
     s.trusted_proxies.clear();

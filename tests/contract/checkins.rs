@@ -89,7 +89,7 @@ async fn bare_post_checks_in_today(backend: Backend) {
 async fn streak_spans_leap_februaries(backend: Backend) {
     const DAYS: i64 = 1500;
     let mut settings = crate::common::settings(backend);
-    settings.checkin_retention_days = DAYS as u32;
+    settings.checkins.retention_days = DAYS as u32;
     let gw = Gateway::with_settings(settings).await;
     let today = today();
     let leap_day = (0..DAYS)

@@ -546,7 +546,7 @@ async fn memory_and_lua_agree_bit_for_bit() {
 async fn redis_filters_expire_when_idle() {
     for backend in [Backend::Redis, Backend::Cluster] {
         let mut s = settings(backend);
-        s.dedup_retention_days = 2;
+        s.dedup.retention_days = 2;
         let prefix = s.key_prefix.clone();
         let gw = Gateway::with_settings(s).await;
         let (status, _) = gw

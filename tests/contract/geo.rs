@@ -799,7 +799,7 @@ async fn redis_dense_search_takes_the_shortcut() {
 /// `409 layer_full` and writes nothing; moves of existing members still work.
 async fn layers_are_bounded(backend: Backend) {
     let mut settings = crate::common::settings(backend);
-    settings.geo_max_places = 3;
+    settings.geo.max_places = 3;
     let gw = Gateway::with_settings(settings).await;
     let places = |names: &[&str]| {
         let places: Vec<Value> = names

@@ -97,7 +97,7 @@ async fn documented_bounds_hold(
 /// operations documents that 401 in the served OpenAPI document.
 async fn unknown_api_keys_are_a_documented_401(backend: Backend, prefix: &str) {
     let mut s = settings(backend);
-    s.clients_file = Some(clients_file(&[("web", "web-secret", None)]));
+    s.clients.file = Some(clients_file(&[("web", "web-secret", None)]));
     let gw = Gateway::with_settings(s).await;
     let doc = served_document(&gw).await;
     let mut operations = 0;

@@ -493,7 +493,7 @@ async fn ranges_and_payload_cap(backend: Backend) {
 /// A queue holding GATEWAY_QUEUE_MAX_JOBS live jobs refuses new ones with 409 queue_full.
 async fn full_queue_is_refused(backend: Backend) {
     let mut s = settings(backend);
-    s.queue_max_jobs = 3;
+    s.queues.max_jobs = 3;
     let gw = Gateway::with_settings(s).await;
     for i in 0..3 {
         enqueue(&gw, "f", json!({"id": format!("f{i}"), "payload": i})).await;

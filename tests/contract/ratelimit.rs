@@ -33,7 +33,7 @@ fn fresh_key(label: &str) -> String {
 /// arithmetic at its extremes; tests/whose_resources.rs tries the default cap.
 async fn gateway(backend: Backend) -> (Gateway, String) {
     let mut settings = common::settings(backend);
-    settings.ratelimit_max_ttl_s = 1 << 50;
+    settings.ratelimit.max_ttl_s = 1 << 50;
     let prefix = settings.key_prefix.clone();
     (Gateway::with_settings(settings).await, prefix)
 }

@@ -423,7 +423,7 @@ async fn restock_is_exact_under_concurrent_buys(backend: Backend) {
 
 async fn stock_never_exceeds_the_cap(backend: Backend) {
     let mut s = settings(backend);
-    s.seckill_max_orders = 20;
+    s.seckill.max_orders = 20;
     let gw = Gateway::with_settings(s).await;
     let (status, body) = gw.admin_put(&voucher_path("c"), open(21, 1)).await;
     assert_eq!(

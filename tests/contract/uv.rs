@@ -88,7 +88,7 @@ crate::contract_tests!(
 async fn visitor_ids_are_counted_by_a_keyed_hash(backend: Backend) {
     let mut s = settings(backend);
     // The secret the store keeps (or the embedded store draws), not the suite's fixed one.
-    s.uv_visitor_key = None;
+    s.uv.visitor_key = None;
     let a = Gateway::with_settings(s.clone()).await;
     let (status, first) = a
         .post("/v1/uv/crafted", json!({"visitor": "hll-XRi76BAA"}))

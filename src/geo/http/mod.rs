@@ -10,11 +10,36 @@ use axum::routing::put;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::LayerBound;
+use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::extract::ApiPath;
 use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::Name;
+
+/// What the geo routes are handed (`State<GeoState>`), made once at start-up.
+pub type GeoState = Slice<Geo>;
+
+/// The geo routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Geo {
+    store: Store,
+    settings: super::Settings,
+    clock: Clock,
+    max_batch: usize,
+}
+
+impl From<&Shared> for Geo {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.geo.clone(),
+            clock: shared.settings.clock.clone(),
+            max_batch: shared.settings.max_batch,
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
@@ -67,20 +92,19 @@ async fn reserved_member(ApiPath(_layer): ApiPath<Name>) -> ApiError {
 }
 
 /// A layer's bound for a write made now: the configured cap, kept for the retention from now.
-fn layer_bound(state: &AppState) -> LayerBound {
+fn layer_bound(state: &Geo) -> LayerBound {
     LayerBound {
-        max_places: state.settings.geo_max_places,
-        expire_at: state.settings.clock.now_s()
-            + i64::from(state.settings.geo_retention_days) * 86_400,
+        max_places: state.settings.max_places,
+        expire_at: state.clock.now_s() + i64::from(state.settings.retention_days) * 86_400,
     }
 }
 
-fn layer_full(layer: &Name, state: &AppState) -> ApiError {
+fn layer_full(layer: &Name, state: &Geo) -> ApiError {
     ApiError::Conflict {
         code: "layer_full",
         detail: format!(
             "layer {layer} holds its most places ({}); remove some first",
-            state.settings.geo_max_places
+            state.settings.max_places
         ),
         extra: None,
     }

@@ -10,6 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::{logic, writable_member, GeoStore, LayerFull, Place, Point};
+use super::GeoState;
 use super::{layer_bound, layer_full, not_found};
 use crate::error::responses::{JsonBody, Lookup};
 use crate::error::{ApiError, ApiResult, Problem};
@@ -98,7 +99,7 @@ struct PutReply {
     )
 )]
 async fn put_place(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
     _: NoQuery,
     ApiJson(body): ApiJson<PositionBody>,
@@ -139,7 +140,7 @@ async fn put_place(
     responses((status = 200, body = PlaceView), Lookup)
 )]
 async fn get_place(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
     _: NoQuery,
 ) -> ApiResult<Json<PlaceView>> {
@@ -161,7 +162,7 @@ async fn get_place(
     responses((status = 204, description = "Removed"), Lookup)
 )]
 async fn delete_place(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath((layer, member)): ApiPath<(Name, Name)>,
     _: NoQuery,
 ) -> ApiResult<StatusCode> {
@@ -224,12 +225,12 @@ struct PutManyReply {
     responses((status = 200, body = PutManyReply), JsonBody, LayerFullProblem)
 )]
 async fn put_places(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath(layer): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<PlacesBody>,
 ) -> ApiResult<Json<PutManyReply>> {
-    crate::extract::batch_size(body.places.len(), state.settings.max_batch, "places")?;
+    crate::extract::batch_size(body.places.len(), state.max_batch, "places")?;
     let places = body
         .places
         .into_iter()

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use super::super::search::{self, ShapeKind};
 use super::super::{logic, writable_member, GeoStore, Order, Point, Unit, UnknownCentre};
 use super::not_found;
+use super::GeoState;
 use crate::error::responses::Lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
@@ -116,7 +117,7 @@ struct NearbyReply {
     responses((status = 200, body = NearbyReply), Lookup)
 )]
 async fn nearby(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<NearbyQuery>,
 ) -> ApiResult<Json<NearbyReply>> {
@@ -181,7 +182,7 @@ struct DistanceReply {
     responses((status = 200, body = DistanceReply), Lookup)
 )]
 async fn distance(
-    State(state): State<AppState>,
+    State(state): State<GeoState>,
     ApiPath(layer): ApiPath<Name>,
     ApiQuery(q): ApiQuery<DistanceQuery>,
 ) -> ApiResult<Json<DistanceReply>> {

@@ -7,10 +7,10 @@ use axum::{Extension, Json};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::PoliciesState;
 use super::PolicyRule;
 use crate::clients::{Caller, Limits};
 use crate::extract::NoQuery;
-use crate::state::AppState;
 
 /// The caller as the gateway sees it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -59,7 +59,7 @@ impl From<Limits> for LimitsView {
     )
 )]
 pub(super) async fn me(
-    State(state): State<AppState>,
+    State(state): State<PoliciesState>,
     caller: Option<Extension<Caller>>,
     _: NoQuery,
 ) -> Json<ClientView> {

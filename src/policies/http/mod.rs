@@ -21,11 +21,15 @@ use super::budget::{self, OverrideStore};
 use super::overrides::{self, Override, Stored, MAX_OVERRIDES};
 use super::{By, GLOBAL};
 use crate::auth::Admin;
+use crate::clients::Clients;
+use crate::clock::Clock;
+use crate::config::GlobalLimit;
 use crate::error::responses::{JsonBody, NotFound, StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 use crate::types::rfc3339;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -33,6 +37,31 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(me::me))
         .routes(routes!(put_override, delete_override))
         .routes(routes!(list))
+}
+
+/// What the limit policy routes are handed (`State<PoliciesState>`), made once at start-up.
+pub type PoliciesState = Slice<PolicyRoutes>;
+
+/// The limit policy routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct PolicyRoutes {
+    store: Store,
+    policies: std::sync::Arc<super::Policies>,
+    clients: std::sync::Arc<Clients>,
+    clock: Clock,
+    global: GlobalLimit,
+}
+
+impl From<&Shared> for PolicyRoutes {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            policies: shared.policies.clone(),
+            clients: shared.clients.clone(),
+            clock: shared.settings.clock.clone(),
+            global: shared.settings.global.clone(),
+        }
+    }
 }
 
 /// The global limiter when enabled (or in shadow mode); `GATEWAY_GLOBAL_LIMIT=off` is none.
@@ -105,7 +134,7 @@ impl From<&Override> for PolicyOverride {
 }
 
 /// What `{policy}` counts (`None`: the global layer), or 404.
-fn counted_by(state: &AppState, policy: &str) -> ApiResult<Option<By>> {
+fn counted_by(state: &PolicyRoutes, policy: &str) -> ApiResult<Option<By>> {
     if policy == GLOBAL {
         return Ok(None);
     }
@@ -142,7 +171,7 @@ fn counted_by(state: &AppState, policy: &str) -> ApiResult<Option<By>> {
 )]
 async fn put_override(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<PoliciesState>,
     ApiPath((policy, identity)): ApiPath<(String, String)>,
     _: NoQuery,
     ApiJson(body): ApiJson<OverrideBody>,
@@ -179,7 +208,7 @@ async fn put_override(
     let expires_at_ms = match body.ttl_s {
         None => None,
         Some(ttl @ 1..=31_536_000) => {
-            Some(state.settings.clock.now_ms() + i64::try_from(ttl).unwrap_or(0) * 1000)
+            Some(state.clock.now_ms() + i64::try_from(ttl).unwrap_or(0) * 1000)
         }
         Some(_) => return Err(ApiError::invalid("ttl_s must be 1 to 31536000")),
     };
@@ -229,7 +258,7 @@ async fn put_override(
 )]
 async fn delete_override(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<PoliciesState>,
     ApiPath((policy, identity)): ApiPath<(String, String)>,
     _: NoQuery,
 ) -> ApiResult<StatusCode> {
@@ -323,11 +352,11 @@ struct PolicyList {
 )]
 async fn list(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<PoliciesState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PolicyList>> {
     let page = Page::<u64>::parse(query.after.as_deref(), query.limit)?;
-    let global = &state.settings.global;
+    let global = &state.global;
     let overrides = state.policies.overrides();
     let views = |name: &str| -> Vec<PolicyOverride> {
         overrides

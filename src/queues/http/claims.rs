@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 
 use super::super::{claim_waiting, logic, Acked, QueueStore};
 use super::json;
+use super::QueuesState;
 use crate::clients::{Namespace, ScopedName};
 use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult, Problem};
@@ -97,7 +98,7 @@ struct ClaimReply {
     )
 )]
 async fn claim(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     queue: ScopedName,
     _: NoQuery,
     OptionalJson(body): OptionalJson<ClaimBody>,
@@ -158,7 +159,7 @@ struct AckBody {
     )
 )]
 async fn ack(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
     _: NoQuery,

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 
 use super::super::{logic, made_id, Cancelled, Enqueued, Idempotency, NewJob, QueueStore};
 use super::present;
+use super::QueuesState;
 use crate::clients::{IdempotencyKey, Namespace};
 use crate::clock::Clock;
 use crate::error::responses::{Backend, BackendJson, NotFound};
@@ -94,15 +95,15 @@ struct JobRef {
     )
 )]
 async fn enqueue(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     namespace: Namespace,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(queue): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<EnqueueBody>,
 ) -> Result<Response, ApiError> {
-    let (job, idem) = new_job(body, key, &state.settings.clock)?;
-    let max_jobs = state.settings.queue_max_jobs;
+    let (job, idem) = new_job(body, key, &state.clock)?;
+    let max_jobs = state.settings.max_jobs;
     let once = state
         .store
         .queue_enqueue(&namespace.scope(&queue), &job, max_jobs, idem.as_ref())
@@ -202,7 +203,7 @@ fn enqueued(queue: &Name, max_jobs: u64, outcome: Enqueued) -> Response {
     )
 )]
 async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     namespace: Namespace,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
     _: NoQuery,

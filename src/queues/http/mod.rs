@@ -13,8 +13,31 @@ use serde_json::value::RawValue;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::logic;
+use crate::clock::Clock;
 use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
+
+/// What the delayed-queue routes are handed (`State<QueuesState>`), made once at start-up.
+pub type QueuesState = Slice<Queues>;
+
+/// The delayed-queue routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Queues {
+    store: Store,
+    settings: super::Settings,
+    clock: Clock,
+}
+
+impl From<&Shared> for Queues {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.queues.clone(),
+            clock: shared.settings.clock.clone(),
+        }
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     jobs::routes()

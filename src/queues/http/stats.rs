@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::super::{DeadJob, QueueStore};
 use super::json;
+use super::QueuesState;
 use crate::clients::ScopedName;
 use crate::error::responses::Backend;
 use crate::error::ApiResult;
@@ -47,7 +48,7 @@ struct StatsView {
     responses((status = 200, body = StatsView), Backend)
 )]
 async fn stats(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     queue: ScopedName,
     _: NoQuery,
 ) -> ApiResult<Json<StatsView>> {
@@ -100,7 +101,7 @@ struct DeadPage {
     responses((status = 200, body = DeadPage), Backend)
 )]
 async fn dead(
-    State(state): State<AppState>,
+    State(state): State<QueuesState>,
     queue: ScopedName,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> ApiResult<Json<DeadPage>> {

@@ -7,15 +7,44 @@ mod common;
 mod orders;
 mod vouchers;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use utoipa_axum::router::OpenApiRouter;
 
 pub use common::{not_found, PageQuery};
 pub use orders::OrderView;
 
-use crate::state::AppState;
+use crate::seckill::OrderArchive;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(vouchers::router())
         .merge(orders::router())
+}
+
+/// What the flash-sale routes are handed (`State<SeckillState>`), made once at start-up.
+pub type SeckillState = Slice<Seckill>;
+
+/// The flash-sale routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Seckill {
+    store: Store,
+    settings: super::Settings,
+    store_timeout: Duration,
+    /// Where orders are kept beyond the store (the order ledger): which of them it holds.
+    archive: Arc<dyn OrderArchive>,
+}
+
+impl From<&Shared> for Seckill {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.seckill.clone(),
+            store_timeout: shared.settings.store_timeout,
+            archive: Arc::new(shared.ledger.clone()),
+        }
+    }
 }

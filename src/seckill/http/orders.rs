@@ -12,6 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::common::{not_found, PageQuery};
+use super::SeckillState;
 use crate::auth::Acting;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, UserAuth};
@@ -19,7 +20,7 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{replayed, ApiJson, ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
-use crate::seckill::{Bought, Idempotency, Order, OrderArchive, Refusal, SeckillStore};
+use crate::seckill::{Bought, Idempotency, Order, Refusal, SeckillStore};
 use crate::state::AppState;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name, UserId};
@@ -71,14 +72,14 @@ impl OrderView {
 }
 
 /// Marks each order ingested or not, when the ledger is on and answers.
-async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
+async fn mark_ingested(state: &super::Seckill, orders: &mut [OrderView]) {
     if orders.is_empty() {
         return;
     }
-    let archive: &dyn OrderArchive = &state.ledger;
+    let archive = &state.archive;
     let ids: Vec<String> = orders.iter().map(|o| o.order_id.clone()).collect();
     if let Some(present) = archive
-        .holds(&ids, LEDGER_LOOKUP.min(state.settings.store_timeout))
+        .holds(&ids, LEDGER_LOOKUP.min(state.store_timeout))
         .await
     {
         for o in orders {
@@ -115,7 +116,7 @@ async fn mark_ingested(state: &AppState, orders: &mut [OrderView]) {
     )
 )]
 async fn buy(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     key: IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
@@ -123,7 +124,7 @@ async fn buy(
     ApiJson(body): ApiJson<BuyBody>,
 ) -> Result<Response, ApiError> {
     acting.for_user(body.user_id)?;
-    let cap = state.settings.seckill_max_orders;
+    let cap = state.settings.max_orders;
     let IdempotencyKey(key) = key.for_user(body.user_id.0);
     let idem = key.map(|key| Idempotency {
         key,
@@ -212,7 +213,7 @@ struct OrderPage {
     )
 )]
 async fn list_orders(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
@@ -253,7 +254,7 @@ struct UserOrders {
     responses(Lookup, UserAuth, (status = 200, body = UserOrders))
 )]
 async fn user_orders(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     acting: Acting,
     ApiPath((voucher, user)): ApiPath<(Name, UserId)>,
     _: NoQuery,

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::common::not_found;
+use super::SeckillState;
 use crate::auth::Admin;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};
@@ -102,12 +103,12 @@ fn instant(field: &str, s: &str) -> Result<i64, ApiError> {
 )]
 async fn put_voucher(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<VoucherBody>,
 ) -> ApiResult<(StatusCode, Json<VoucherView>)> {
-    let cap = state.settings.seckill_max_orders;
+    let cap = state.settings.max_orders;
     let begin_ms = instant("begin", &body.begin)?;
     let end_ms = instant("end", &body.end)?;
     if end_ms <= begin_ms {
@@ -169,13 +170,13 @@ struct RestockBody {
 )]
 async fn restock(
     _: Admin,
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
     ApiJson(body): ApiJson<RestockBody>,
 ) -> Result<Response, ApiError> {
-    let cap = state.settings.seckill_max_orders;
+    let cap = state.settings.max_orders;
     if body.quantity == 0 || body.quantity > cap {
         return Err(ApiError::invalid(format!(
             "quantity must be within 1..={cap}, got {}",
@@ -211,7 +212,7 @@ async fn restock(
     responses((status = 200, body = VoucherView), Lookup)
 )]
 async fn get_voucher(
-    State(state): State<AppState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
 ) -> ApiResult<Json<VoucherView>> {

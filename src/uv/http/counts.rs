@@ -9,6 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::{days, page, UvStore, MAX_PAGES};
+use super::UvState;
 use crate::error::responses::StoreErrors;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
@@ -96,7 +97,7 @@ enum PageView {
     responses((status = 200, body = PageView), StoreErrors)
 )]
 async fn page_view(
-    State(state): State<AppState>,
+    State(state): State<UvState>,
     ApiPath(name): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<PageView>> {
@@ -178,7 +179,7 @@ struct UnionReply {
     responses((status = 200, body = UnionReply), StoreErrors)
 )]
 async fn union(
-    State(state): State<AppState>,
+    State(state): State<UvState>,
     ApiQuery(q): ApiQuery<UnionQuery>,
 ) -> ApiResult<Json<UnionReply>> {
     let pages = q

@@ -8,6 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::{days, page, retention, FoldDay, Merge, UvStore, MAX_MERGE_SOURCES};
+use super::UvState;
 use crate::error::responses::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, NoQuery};
@@ -62,7 +63,7 @@ struct MergeReply {
     responses((status = 200, body = MergeReply), JsonBody)
 )]
 async fn merge(
-    State(state): State<AppState>,
+    State(state): State<UvState>,
     _: NoQuery,
     ApiJson(body): ApiJson<MergeBody>,
 ) -> ApiResult<Json<MergeReply>> {
@@ -86,7 +87,7 @@ async fn merge(
     // Folding a page into itself changes nothing.
     sources.retain(|s| *s != into);
     let range = days(body.from, body.to)?;
-    let cal = retention(state.today(), state.settings.uv_retention_days);
+    let cal = retention(state.today(), state.settings.retention_days);
     let fold: Vec<FoldDay> = range
         .iter()
         .filter(|d| cal.contains(**d))

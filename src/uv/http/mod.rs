@@ -11,9 +11,46 @@ use axum::routing::get;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::RESERVED_PAGE;
+use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::middleware::costs::{Cap, Query, RouteTerms, Rule};
-use crate::state::AppState;
+use crate::state::{AppState, Shared, Slice};
+use crate::store::Store;
+use crate::types::Day;
+
+/// What the unique-visitor routes are handed (`State<UvState>`), made once at start-up.
+pub type UvState = Slice<Uv>;
+
+/// The unique-visitor routes' slice of the state: only what they use.
+#[derive(Debug)]
+pub struct Uv {
+    store: Store,
+    settings: super::Settings,
+    clock: Clock,
+    tz: chrono_tz::Tz,
+    max_batch: usize,
+    max_item_bytes: usize,
+}
+
+impl From<&Shared> for Uv {
+    fn from(shared: &Shared) -> Self {
+        Self {
+            store: shared.store.clone(),
+            settings: shared.settings.uv.clone(),
+            clock: shared.settings.clock.clone(),
+            tz: shared.settings.tz,
+            max_batch: shared.settings.max_batch,
+            max_item_bytes: shared.settings.max_item_bytes,
+        }
+    }
+}
+
+impl Uv {
+    /// Today in the configured time zone.
+    fn today(&self) -> Day {
+        crate::calendar::today(&self.clock, self.tz)
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     record::routes()

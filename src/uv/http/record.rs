@@ -10,6 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::super::{page, retention, NewVisits, Recorded, UvStore};
+use super::UvState;
 use crate::clients::IdempotencyKey;
 use crate::error::responses::{JsonBody, Unprocessable};
 use crate::error::{ApiError, ApiResult};
@@ -69,7 +70,7 @@ struct VisitReply {
     responses((status = 200, body = VisitReply), JsonBody, Unprocessable)
 )]
 async fn record(
-    State(state): State<AppState>,
+    State(state): State<UvState>,
     IdempotencyKey(key): IdempotencyKey,
     ApiPath(name): ApiPath<Name>,
     _: NoQuery,
@@ -85,19 +86,18 @@ async fn record(
             ))
         }
     };
-    let settings = &state.settings;
-    crate::extract::batch_size(visitors.len(), settings.max_batch, "visitors")?;
+    crate::extract::batch_size(visitors.len(), state.max_batch, "visitors")?;
     if let Some(bad) = visitors
         .iter()
-        .position(|v| v.is_empty() || v.len() > settings.max_item_bytes)
+        .position(|v| v.is_empty() || v.len() > state.max_item_bytes)
     {
         return Err(ApiError::invalid(format!(
             "visitor ids are 1-{} bytes; item {bad} has {}",
-            settings.max_item_bytes,
+            state.max_item_bytes,
             visitors[bad].len()
         )));
     }
-    let cal = retention(state.today(), state.settings.uv_retention_days);
+    let cal = retention(state.today(), state.settings.retention_days);
     let day = body.date.unwrap_or(cal.today);
     cal.writable(day)?;
     // The request as sent (a date left to "today" stays unset), so a retry the next day still
@@ -126,7 +126,7 @@ async fn record(
             NewVisits {
                 day,
                 visitors: &visitors,
-                secret: settings.uv_visitor_key.as_deref(),
+                secret: state.settings.visitor_key.as_deref(),
                 expire_at: cal.expire_at(day),
                 idem: idem.as_ref(),
             },

@@ -1,0 +1,63 @@
+//! The dedup settings: flags and environment ([`Flags`], pulled into the binary's command)
+//! and what the routes run on ([`Settings`]).
+
+use crate::config::parse;
+
+/// The dedup part of the command line and environment.
+#[derive(Debug, Clone, clap::Args)]
+#[group(skip)]
+pub struct Flags {
+    /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
+    // Small: any caller can create a filter by naming a new one, and the first layer is
+    // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
+    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: docs/performance.md
+    // "Abuse budget"); the filter adds layers as it fills, keeping the error rate.
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_CAPACITY",
+        default_value_t = 500,
+        value_parser = parse::at_least::<u64>(1)
+    )]
+    pub dedup_capacity: u64,
+
+    /// Error rate of a dedup filter created on first use.
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_ERROR_RATE",
+        default_value_t = 0.01,
+        value_parser = parse::rate
+    )]
+    pub dedup_error_rate: f64,
+
+    /// Days an idle dedup filter is kept.
+    #[arg(
+        long,
+        env = "GATEWAY_DEDUP_RETENTION_DAYS",
+        default_value_t = 30,
+        value_parser = parse::at_least::<u32>(1)
+    )]
+    pub dedup_retention_days: u32,
+}
+
+/// Validated dedup settings: the filter a first use creates, and how long an idle one is kept.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `GATEWAY_DEDUP_CAPACITY`.
+    pub capacity: u64,
+    /// `GATEWAY_DEDUP_ERROR_RATE`.
+    pub error_rate: f64,
+    /// `GATEWAY_DEDUP_RETENTION_DAYS`.
+    pub retention_days: u32,
+}
+
+impl Flags {
+    /// The ranges are the parsers'; whether the two make a filter is checked at start-up
+    /// (`check_settings`).
+    pub fn settings(&self) -> Settings {
+        Settings {
+            capacity: self.dedup_capacity,
+            error_rate: self.dedup_error_rate,
+            retention_days: self.dedup_retention_days,
+        }
+    }
+}

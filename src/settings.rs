@@ -1,0 +1,106 @@
+//! The configuration put together: the shared settings (`config/`) and each domain's own
+//! (`src/<domain>/settings.rs`) as one clap command, [`Config`], and one validated
+//! [`Settings`]. A domain's settings are one `flatten` line here and one field below.
+
+use clap::Parser;
+
+use crate::config::{Command, Common, Flags, Invalid};
+use crate::{checkins, clients, dedup, geo, ledger, policies, queues, ratelimit, seckill, uv};
+
+/// Command line and environment of the `redis-gateway` binary. Each part is
+/// `#[group(skip)]`: clap would make a group of each, named after its struct, and the parts
+/// share the name `Flags`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "redis-gateway",
+    version,
+    about = "HTTP/JSON gateway for six classic Redis patterns"
+)]
+pub struct Config {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub common: Flags,
+    #[command(flatten)]
+    pub checkins: checkins::Flags,
+    #[command(flatten)]
+    pub clients: clients::Flags,
+    #[command(flatten)]
+    pub policies: policies::Flags,
+    #[command(flatten)]
+    pub ratelimit: ratelimit::Flags,
+    #[command(flatten)]
+    pub uv: uv::Flags,
+    #[command(flatten)]
+    pub geo: geo::Flags,
+    #[command(flatten)]
+    pub seckill: seckill::Flags,
+    #[command(flatten)]
+    pub dedup: dedup::Flags,
+    #[command(flatten)]
+    pub queues: queues::Flags,
+    #[command(flatten)]
+    pub ledger: ledger::Flags,
+}
+
+/// Validated settings the library runs on: the shared ones (reached through `Deref`, e.g.
+/// `settings.tz`) and each domain's (`settings.geo.max_places`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub common: Common,
+    pub checkins: checkins::Settings,
+    pub clients: clients::Settings,
+    pub policies: policies::Settings,
+    pub ratelimit: ratelimit::Settings,
+    pub uv: uv::Settings,
+    pub geo: geo::Settings,
+    pub seckill: seckill::Settings,
+    pub dedup: dedup::Settings,
+    pub queues: queues::Settings,
+    pub ledger: ledger::Settings,
+}
+
+impl Config {
+    /// Checks the parsed configuration and turns it into [`Settings`]: the shared settings
+    /// first, then each domain's, so the first refusal is the one told.
+    pub fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
+            common: self.common.settings()?,
+            checkins: self.checkins.settings(),
+            clients: self.clients.settings(),
+            policies: self.policies.settings(),
+            ratelimit: self.ratelimit.settings(),
+            uv: self.uv.settings()?,
+            geo: self.geo.settings(),
+            seckill: self.seckill.settings(),
+            dedup: self.dedup.settings(),
+            queues: self.queues.settings(),
+            ledger: self.ledger.settings()?,
+        })
+    }
+}
+
+impl Settings {
+    /// Settings as the binary would have them with no flags and no environment: handy in tests.
+    pub fn defaults() -> Self {
+        Config::parse_from(["redis-gateway"])
+            .settings()
+            .expect("the defaults are valid")
+    }
+}
+
+// The shared settings are read everywhere (`settings.tz`, `settings.max_batch`): through
+// `Deref` they keep their paths, and only a domain's own settings are named by domain.
+impl std::ops::Deref for Settings {
+    type Target = Common;
+
+    fn deref(&self) -> &Common {
+        &self.common
+    }
+}
+
+impl std::ops::DerefMut for Settings {
+    fn deref_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+}
