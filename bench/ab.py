@@ -9,7 +9,7 @@
 
 Each variant is NAME=BINARY[:VAR=VALUE,...]; all run side by side (idle while another is
 measured) and are measured in turn, so machine noise hits every variant alike. Prints the
-median req/s, p50/p99 and CPU µs per request of each (see driver.py for the measuring).
+median req/s, p50/p99 and CPU µs per request of each (see harness.py for the measuring).
 """
 
 import argparse
@@ -20,7 +20,8 @@ import statistics
 import sys
 import tempfile
 
-import driver
+import harness
+import seeds
 
 
 def main():
@@ -40,66 +41,66 @@ def main():
     args = ap.parse_args()
 
     logdir = tempfile.mkdtemp(prefix="gateway-ab-")
-    procs = driver.Procs(logdir)
+    procs = harness.Procs(logdir)
     try:
-        rport = driver.free_port()
-        driver.PIDS["redis"] = procs.start("redis", [
+        rport = harness.free_port()
+        harness.PIDS["redis"] = procs.start("redis", [
             "redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--dir", logdir]).pid
-        redis = driver.Redis(rport)
-        driver.wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
+        redis = harness.Redis(rport)
+        harness.wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
         if args.replica:
             import durable
             durable.start_replica(procs, logdir, rport)
             if args.replica_nice:
-                os.setpriority(os.PRIO_PROCESS, driver.PIDS["replica"], args.replica_nice)
+                os.setpriority(os.PRIO_PROCESS, harness.PIDS["replica"], args.replica_nice)
         variants = []
         for spec in args.variants:
             name, rest = spec.split("=", 1)
             binary, _, envs = rest.partition(":")
-            port = driver.free_port()
+            port = harness.free_port()
             env = dict(os.environ, REDIS_URL="redis://127.0.0.1:%d" % rport,
                        GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
-                       GATEWAY_ADMIN_TOKEN=driver.ADMIN_TOKEN, RUST_LOG="info",
-                       GATEWAY_SECKILL_MAX_ORDERS=str(driver.SECKILL_STOCK * 2),
+                       GATEWAY_ADMIN_TOKEN=harness.ADMIN_TOKEN, RUST_LOG="info",
+                       GATEWAY_SECKILL_MAX_ORDERS=str(seeds.SECKILL_STOCK * 2),
                        # The enqueue scenario adds a job per request: the queue never fills.
                        GATEWAY_QUEUE_MAX_JOBS="1000000000")
             env.update(kv.split("=", 1) for kv in envs.split(",") if kv)
-            driver.PIDS[port] = procs.start(name, [binary], env=env).pid
-            driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,
-                              name)
+            harness.PIDS[port] = procs.start(name, [binary], env=env).pid
+            harness.wait_until(lambda: harness.Http(port).call("GET", "/readyz")[0] == 200, 30,
+                               name)
             variants.append((name, port))
         if args.scenario.startswith("seckill"):
             # The variants share the Redis and its keys: one seeding serves them all.
-            st = driver.seed_vouchers(driver.Http(variants[0][1]))
+            st = seeds.seed_vouchers(harness.Http(variants[0][1]))
             if st not in (200, 201):
                 sys.exit("bench: seeding the vouchers answered %s" % st)
         if args.scenario == "claim_ack":
             # Every variant drains the one queue: enough due jobs for all runs (and warm-ups)
             # of all of them at 30,000 requests/s (half of them claims), above the rates
             # measured so far; a drained queue would answer empty claims and skew the row.
-            driver.seed_queue_jobs(redis, 15_000 * args.duration * (args.runs + 1)
-                                   * len(variants))
+            seeds.seed_queue_jobs(redis, 15_000 * args.duration * (args.runs + 1)
+                                  * len(variants))
         runs = {name: [] for name, _ in variants}
         for name, port in variants:  # warm-up
-            driver.run_wrk(port, args.scenario, args.connections, args.threads, 1)
+            harness.run_wrk(port, args.scenario, args.connections, args.threads, 1)
         base = 0
         for i in range(args.runs):
             for name, port in variants:
                 base += 20_000_000
-                r = driver.run_wrk(port, args.scenario, args.connections, args.threads,
-                                   args.duration, base)
+                r = harness.run_wrk(port, args.scenario, args.connections, args.threads,
+                                    args.duration, base)
                 runs[name].append(r)
                 print("run %d %s: %.0f req/s, %d non-2xx" % (i + 1, name, r["rps"], r["non2xx"]),
                       file=sys.stderr)
         if args.scenario == "claim_ack":
-            left = redis.cli("ZCARD", driver.PREFIX + "q:{bench-claim}:due")
+            left = redis.cli("ZCARD", harness.PREFIX + "q:{bench-claim}:due")
             print("(claim_ack: %s due jobs left: the queue never ran dry)" % left)
         print("| variant | req/s (median) | p50 / p99 ms | CPU µs/request: gateway + Redis + wrk"
               " | all runs |")
         print("|---|---:|---:|---:|---|")
         for name, _ in variants:
-            m = driver.median_of(runs[name])
+            m = harness.median_of(runs[name])
             print("| %s | %.0f | %.2f / %.2f | %.0f + %.0f + %.0f | %s |" % (
                 name, m["rps"], m["p50"], m["p99"], m["cpu"]["gateway"], m["cpu"]["redis"],
                 m["cpu"]["client"], ", ".join("%.0f" % r["rps"] for r in runs[name])))
@@ -110,7 +111,7 @@ def main():
             for name, port in variants:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 conn.request("GET", "/metrics",
-                             headers={"Authorization": "Bearer " + driver.ADMIN_TOKEN})
+                             headers={"Authorization": "Bearer " + harness.ADMIN_TOKEN})
                 text = conn.getresponse().read().decode()
                 conn.close()
                 for line in text.splitlines():

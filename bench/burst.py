@@ -23,7 +23,8 @@ import subprocess
 import tempfile
 import time
 
-import driver
+import harness
+import seeds
 
 STOCK = 1_000
 CONNECTIONS = 200
@@ -37,7 +38,7 @@ P99_GOAL_MS = 20.0
 def cluster_port():
     """A free port a Cluster node can use: its bus listens 10,000 higher, so at most 55,535."""
     while True:
-        port = driver.free_port()
+        port = harness.free_port()
         if port > 55_535:
             continue
         try:
@@ -49,13 +50,13 @@ def cluster_port():
 
 
 def redis_server(procs, logdir, name, extra=(), port=None):
-    port = port or driver.free_port()
+    port = port or harness.free_port()
     d = os.path.join(logdir, name)
     os.makedirs(d, exist_ok=True)
     procs.start(name, ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                        "--appendonly", "no", "--dir", d, *extra])
-    r = driver.Redis(port)
-    driver.wait_until(lambda: r.cli("PING") == "PONG", 10, name)
+    r = harness.Redis(port)
+    harness.wait_until(lambda: r.cli("PING") == "PONG", 10, name)
     return port
 
 
@@ -71,8 +72,8 @@ def cluster(procs, logdir):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("redis-cli --cluster create failed:\n" + r.stdout + r.stderr)
-    driver.wait_until(lambda: all("cluster_state:ok" in driver.Redis(p).cli("CLUSTER", "INFO")
-                                  for p in ports), 30, "the burst's Redis Cluster")
+    harness.wait_until(lambda: all("cluster_state:ok" in harness.Redis(p).cli("CLUSTER", "INFO")
+                                   for p in ports), 30, "the burst's Redis Cluster")
     return "redis-cluster://127.0.0.1:%d?%s" % (
         ports[0], "&".join("node=127.0.0.1:%d" % p for p in ports[1:]))
 
@@ -118,12 +119,12 @@ class Postgres:
                                     "UTF8", "--no-sync"), capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError("initdb failed: " + r.stderr)
-        self.port = driver.free_port()
+        self.port = harness.free_port()
         procs.start("postgres", self.cmd(
             "postgres", "-D", data, "-p", str(self.port), "-k", self.dir,
             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
             "-c", "synchronous_commit=off", "-c", "full_page_writes=off"))
-        driver.wait_until(lambda: subprocess.run(
+        harness.wait_until(lambda: subprocess.run(
             self.cmd("pg_isready", "-h", "127.0.0.1", "-p", str(self.port), "-q")).returncode == 0,
             30, "PostgreSQL")
 
@@ -191,10 +192,10 @@ def orders(gw, voucher):
 
 
 def one_burst(client, gw_port, voucher, first_user, pg=None, db=None):
-    gw = driver.Http(gw_port)
+    gw = harness.Http(gw_port)
     now = time.time()
     st, _, body = gw.call("PUT", "/v1/seckill/vouchers/%s" % voucher, dict(
-        stock=STOCK, begin=driver.rfc3339(now - 3600), end=driver.rfc3339(now + 86400),
+        stock=STOCK, begin=seeds.rfc3339(now - 3600), end=seeds.rfc3339(now + 86400),
         per_user_limit=1), admin=True)
     if st not in (200, 201):
         raise RuntimeError("creating voucher %s answered %s: %s" % (voucher, st, body))
@@ -259,7 +260,7 @@ def measure(procs, logdir, gateway, base_env, args):
               "3-master Cluster": cluster(procs, logdir)}
     gws = {}
     for i, (store, url) in enumerate(stores.items()):
-        port = driver.free_port()
+        port = harness.free_port()
         env = dict(base_env, REDIS_URL=url, GATEWAY_LISTEN="127.0.0.1:%d" % port,
                    GATEWAY_GLOBAL_LIMIT="off")
         db = None
@@ -268,8 +269,8 @@ def measure(procs, logdir, gateway, base_env, args):
             env["DATABASE_URL"] = pg.database(db)
         name = "gateway-burst-%d" % i
         procs.start(name, [gateway], env=env)
-        driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,
-                          "%s (log: %s)" % (name, procs.log_tail(name)))
+        harness.wait_until(lambda: harness.Http(port).call("GET", "/readyz")[0] == 200, 30,
+                           "%s (log: %s)" % (name, procs.log_tail(name)))
         gws[store] = (port, db)
     out = {s: [] for s in stores}
     user = 1_000_000
@@ -283,7 +284,7 @@ def measure(procs, logdir, gateway, base_env, args):
         for store, (port, db) in gws.items():
             user += 100_000
             b = one_burst(client, port, "burst-%d" % i, user, pg, db)
-            driver.log("burst, %s, run %d/%d: %d sold, p99 %.2f ms%s" % (
+            harness.log("burst, %s, run %d/%d: %d sold, p99 %.2f ms%s" % (
                 store, i + 1, args.runs + 2, b["sold"], b["p99"] or 0,
                 "; " + "; ".join(b["problems"]) if b["problems"] else ""))
             out[store].append(b)

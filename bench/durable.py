@@ -13,12 +13,11 @@ is measured without replication, as before):
   between runs, where no run is timed; an N=1 run cannot defer it).
 """
 
-import os
 import re
 import statistics
 import time
 
-import driver
+import harness
 
 # id, label, wrk scenario (bench/wrk.lua), whether the answer waits for the replica.
 ROWS = [
@@ -37,7 +36,7 @@ def waits(redis):
     return int(m.group(1)) if m else 0
 
 
-# The replica started by `start_replica` (a driver.Redis), to read its own offset.
+# The replica started by `start_replica` (a harness.Redis), to read its own offset.
 REPLICA = []
 
 
@@ -60,7 +59,7 @@ def caught_up(redis):
     """Waits until the replica holds the whole stream: on two shared cores a replica falls
     behind while a run writes at full speed, and the next run's waits would pay for the
     backlog (a whole N=1 run of 503s once, 2026-11-26)."""
-    driver.wait_until(lambda: (replica_behind(redis) or 0) == 0, 60, "the replica catching up")
+    harness.wait_until(lambda: (replica_behind(redis) or 0) == 0, 60, "the replica catching up")
 
 
 def catch_up_time(redis):
@@ -73,28 +72,28 @@ def catch_up_time(redis):
 
 
 def start_replica(procs, logdir, rport):
-    """A replica of the private Redis on `rport`, in sync (its pid in `driver.PIDS`)."""
-    redis = driver.Redis(rport)
+    """A replica of the private Redis on `rport`, in sync (its pid in `harness.PIDS`)."""
+    redis = harness.Redis(rport)
     redis.cli("CONFIG", "SET", "repl-diskless-sync-delay", "0")
-    replica_port = driver.free_port()
-    driver.PIDS["replica"] = procs.start("redis-replica", ["redis-server", "--port", str(replica_port), "--bind",
-                                  "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-                                  logdir, "--dbfilename", "replica.rdb",
-                                  "--replicaof", "127.0.0.1", str(rport)]).pid
-    driver.wait_until(lambda: "state=online" in redis.cli("INFO", "replication"), 60,
-                      "the replica's sync")
-    REPLICA[:] = [driver.Redis(replica_port)]
+    replica_port = harness.free_port()
+    harness.PIDS["replica"] = procs.start("redis-replica", [
+        "redis-server", "--port", str(replica_port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", logdir, "--dbfilename", "replica.rdb",
+        "--replicaof", "127.0.0.1", str(rport)]).pid
+    harness.wait_until(lambda: "state=online" in redis.cli("INFO", "replication"), 60,
+                       "the replica's sync")
+    REPLICA[:] = [harness.Redis(replica_port)]
 
 
 def start(procs, logdir, rport, gateway, base_env):
     """A replica of the private Redis, in sync, and a gateway with N=1; its port."""
     start_replica(procs, logdir, rport)
-    port = driver.free_port()
-    driver.PIDS[port] = procs.start("gateway-durable", [gateway], env=dict(
+    port = harness.free_port()
+    harness.PIDS[port] = procs.start("gateway-durable", [gateway], env=dict(
         base_env, GATEWAY_LISTEN="127.0.0.1:%d" % port, GATEWAY_GLOBAL_LIMIT="off",
         GATEWAY_WRITE_REPLICAS="1")).pid
-    driver.wait_until(lambda: driver.Http(port).call("GET", "/readyz")[0] == 200, 30,
-                      "gateway-durable (log: %s)" % procs.log_tail("gateway-durable"))
+    harness.wait_until(lambda: harness.Http(port).call("GET", "/readyz")[0] == 200, 30,
+                       "gateway-durable (log: %s)" % procs.log_tail("gateway-durable"))
     return port
 
 
@@ -115,7 +114,7 @@ def measure(bench, redis, ports, args):
             res["wait_calls"] += waits(redis) - before
             res["writes"] += g["requests"] - g["non2xx"] if row["waits"] else 0
             res["n1"].append(g)
-            driver.log("durable %s: run %d/%d N=0 %.0f req/s, N=1 %.0f req/s" % (
+            harness.log("durable %s: run %d/%d N=0 %.0f req/s, N=1 %.0f req/s" % (
                 row["id"], i + 1, args.runs, res["n0"][-1]["rps"], g["rps"]))
         bad = sum(r["non2xx"] + r["socket_errors"] for r in res["n0"] + res["n1"])
         if row["waits"] and bad:
@@ -131,11 +130,11 @@ def replica_run(bench, redis, port, row, args):
     """One wrk run, with what it left the replica: `behind` (bytes of stream unacknowledged
     at its end), `catch_up` (seconds to apply them) and `replica_cpu` (µs per request, the
     run and the catch-up together)."""
-    before = driver.proc_cpu(driver.PIDS["replica"])
+    before = harness.proc_cpu(harness.PIDS["replica"])
     r = bench.wrk(port, row, args.connections)
     r["behind"] = replica_behind(redis) or 0
     r["catch_up"] = catch_up_time(redis)
-    r["replica_cpu"] = (driver.proc_cpu(driver.PIDS["replica"]) - before) * 1e6 / max(
+    r["replica_cpu"] = (harness.proc_cpu(harness.PIDS["replica"]) - before) * 1e6 / max(
         r["requests"], 1)
     return r
 

@@ -22,7 +22,8 @@ import subprocess
 import tempfile
 import time
 
-import driver
+import harness
+import seeds
 
 # id, label, wrk scenario of the gateway and the floor (`webdis`: webdis's own scenario), the
 # variants measured, and the goals: `cpu_goal`, the gateway's server CPU per request at most
@@ -112,27 +113,27 @@ class Peers:
         self.base = BASE
         self.missing = {}
         need = {SERVERS[v] for _, variants in rows for v in variants}
-        redis = driver.Redis(redis_port)
+        redis = harness.Redis(redis_port)
         for key in ("floor:sk:{bench}", "bench:wsk"):
-            redis.cli("HSET", key, *driver.raw_voucher(HUGE_STOCK))
+            redis.cli("HSET", key, *seeds.raw_voucher(HUGE_STOCK))
         if "floor" in need:
             floor_bin = os.path.join(os.path.dirname(gateway_bin), "examples", "floor")
-            self.ports["floor"] = driver.free_port()
-            driver.PIDS[self.ports["floor"]] = procs.start("floor", [floor_bin], env=dict(
+            self.ports["floor"] = harness.free_port()
+            harness.PIDS[self.ports["floor"]] = procs.start("floor", [floor_bin], env=dict(
                 os.environ, FLOOR_LISTEN="127.0.0.1:%d" % self.ports["floor"],
                 REDIS_URL="redis://127.0.0.1:%d" % redis_port,
                 FLOOR_GCRA_SHA=shas.get("gcra", ""), FLOOR_SECKILL_SHA=shas.get("seckill", ""),
                 FLOOR_ENQUEUE_SHA=shas.get("enqueue", ""))).pid
         if "gateway-nolog" in need:
-            self.ports["gateway-nolog"] = driver.free_port()
-            driver.PIDS[self.ports["gateway-nolog"]] = procs.start("gateway-nolog", [gateway_bin],
+            self.ports["gateway-nolog"] = harness.free_port()
+            harness.PIDS[self.ports["gateway-nolog"]] = procs.start("gateway-nolog", [gateway_bin],
                 env=dict(base_env, GATEWAY_LISTEN="127.0.0.1:%d" % self.ports["gateway-nolog"],
                          GATEWAY_GLOBAL_LIMIT="off", GATEWAY_ACCESS_LOG="off")).pid
         if "webdis" not in need:
             pass
         elif shutil.which("webdis"):
-            self.ports["webdis"] = driver.free_port()
-            driver.PIDS[self.ports["webdis"]] = procs.start("webdis", [
+            self.ports["webdis"] = harness.free_port()
+            harness.PIDS[self.ports["webdis"]] = procs.start("webdis", [
                 "webdis", webdis_config(logdir, self.ports["webdis"], redis_port)]).pid
         else:
             self.missing["webdis"] = "webdis is not installed"
@@ -140,8 +141,8 @@ class Peers:
             if name in self.ports:
                 port = self.ports[name]
                 path = "/PING" if name == "webdis" else "/healthz"
-                driver.wait_until(lambda: driver.Http(port).call("GET", path)[0] == 200, 30,
-                                  name + " (log: %s)" % procs.log_tail(name))
+                harness.wait_until(lambda: harness.Http(port).call("GET", path)[0] == 200, 30,
+                                   name + " (log: %s)" % procs.log_tail(name))
 
     def wrk(self, row, variant, conns, threads, seconds):
         port = self.ports[SERVERS[variant]]
@@ -155,7 +156,7 @@ class Peers:
         if row["id"] in ("seckill", "enqueue"):
             # user_id stays ≤ 4,294,967,295: only the rows that number their requests move on.
             self.base += 20_000_000
-        return driver.run_wrk(port, scenario, conns, threads, seconds, self.base, env)
+        return harness.run_wrk(port, scenario, conns, threads, seconds, self.base, env)
 
     def syscalls(self, row, variant, conns, threads, seconds=3):
         """System calls per request of the server's process (all threads) over a short wrk
@@ -163,7 +164,7 @@ class Peers:
         request. → (total per request, {call: per request} of the main ones)."""
         if not shutil.which("strace"):
             return None
-        pid = driver.PIDS[self.ports[SERVERS[variant]]]
+        pid = harness.PIDS[self.ports[SERVERS[variant]]]
         tids = os.listdir("/proc/%d/task" % pid)
         out = tempfile.mktemp(prefix="strace-")
         argv = ["strace", "-c", "-f", "-o", out] + [x for t in tids for x in ("-p", t)]
@@ -192,7 +193,7 @@ def measure(peers, rows, args, redis):
     for row, variants in rows:
         variants = [v for v in variants if SERVERS[v] in peers.ports]
         runs = {v: [] for v in variants}
-        driver.log("peers, %s: warming up" % row["label"])
+        harness.log("peers, %s: warming up" % row["label"])
         for v in variants:
             peers.wrk(row, v, args.connections, args.threads, 1)
         buyers = int(redis.cli("HLEN", "bench:wsk:buyers") or 0)
@@ -200,9 +201,9 @@ def measure(peers, rows, args, redis):
             for v in variants:
                 runs[v].append(peers.wrk(row, v, args.connections, args.threads,
                                          args.duration))
-            driver.log("peers, %s: run %d/%d %s" % (row["label"], i + 1, args.runs, ", ".join(
+            harness.log("peers, %s: run %d/%d %s" % (row["label"], i + 1, args.runs, ", ".join(
                 "%s %.0f" % (v, runs[v][-1]["rps"]) for v in variants)))
-        med = {v: driver.median_of(r) for v, r in runs.items()}
+        med = {v: harness.median_of(r) for v, r in runs.items()}
         problems, notes = [], []
         for v in variants:
             bad = sum(r["non2xx"] + r["socket_errors"] for r in runs[v])

@@ -21,8 +21,8 @@ import tempfile
 import threading
 import time
 
-import driver
-from driver import Http, Procs, Redis, free_port, log, wait_until
+import harness
+from harness import Http, Procs, Redis, free_port, log, wait_until
 
 SECTION = "## Memory under sustained load (soak)"
 GOAL_MB_PER_M = 1.0
@@ -46,9 +46,9 @@ def rss_mb(pid):
 def wrk(port, scenario, conns, threads, seconds):
     env = dict(os.environ, BENCH_SCENARIO=scenario, BENCH_BASE="0")
     argv = ["wrk", "-t", str(threads), "-c", str(conns), "-d", "%ds" % seconds, "--timeout", "5s",
-            "--latency", "-s", os.path.join(driver.BENCH, "wrk.lua"), "http://127.0.0.1:%d" % port]
+            "--latency", "-s", os.path.join(harness.BENCH, "wrk.lua"), "http://127.0.0.1:%d" % port]
     r = subprocess.run(argv, capture_output=True, text=True, env=env)
-    parsed = driver.parse_wrk(r.stdout)
+    parsed = harness.parse_wrk(r.stdout)
     if r.returncode != 0 or parsed is None:
         sys.exit("soak: wrk failed (%s):\n%s%s" % (" ".join(argv), r.stdout, r.stderr))
     if parsed["non2xx"] or parsed["socket_errors"]:
@@ -125,8 +125,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--backends", default="memory,redis")
     ap.add_argument("--routes", default=",".join(r for r, _ in ROUTES))
-    ap.add_argument("--gateway", default=driver.GATEWAY)
-    ap.add_argument("--out", default=os.path.join(driver.ROOT, "docs/performance.md"))
+    ap.add_argument("--gateway", default=harness.GATEWAY)
+    ap.add_argument("--out", default=os.path.join(harness.ROOT, "docs/performance.md"))
     ap.add_argument("--command", default="./scripts/bench --soak", help=argparse.SUPPRESS)
     args = ap.parse_args()
     routes = [r for r in ROUTES if r[0] in args.routes.split(",")]
@@ -134,8 +134,8 @@ def main():
         if not shutil.which(tool):
             sys.exit("soak: %s is missing (./scripts/bench installs it)" % tool)
 
-    started, load_start = time.time(), driver.loadavg()
-    commit = driver.sh("git", "-C", driver.ROOT, "rev-parse", "--short", "HEAD")
+    started, load_start = time.time(), harness.loadavg()
+    commit = harness.sh("git", "-C", harness.ROOT, "rev-parse", "--short", "HEAD")
     logdir = tempfile.mkdtemp(prefix="gateway-soak-")
     procs = Procs(logdir)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -146,7 +146,7 @@ def main():
                               "--save", "", "--appendonly", "no", "--dir", logdir])
         redis = Redis(rport)
         wait_until(lambda: redis.cli("PING") == "PONG", 10, "redis-server")
-        base = dict(os.environ, GATEWAY_ADMIN_TOKEN=driver.ADMIN_TOKEN, GATEWAY_GLOBAL_LIMIT="off",
+        base = dict(os.environ, GATEWAY_ADMIN_TOKEN=harness.ADMIN_TOKEN, GATEWAY_GLOBAL_LIMIT="off",
                     RUST_LOG=os.environ.get("BENCH_RUST_LOG", "info"))
         base.pop("REDIS_URL", None)
         for backend in args.backends.split(","):
@@ -176,7 +176,7 @@ def main():
                     failures.append("%s exited:\n%s" % (name, procs.log_tail(name)))
                 p.terminate()
                 p.wait(timeout=10)
-        load = "%s → %s" % (load_start, driver.loadavg())
+        load = "%s → %s" % (load_start, harness.loadavg())
     finally:
         procs.stop_all()
         shutil.rmtree(logdir, ignore_errors=True)
@@ -204,7 +204,7 @@ def main():
     text = "\n".join(body) + "\n"
     write_section(args.out, text)
     print(text)
-    print("written to %s" % os.path.relpath(args.out, driver.ROOT))
+    print("written to %s" % os.path.relpath(args.out, harness.ROOT))
     if failures:
         print("\nOVER THE GOAL:\n" + "\n".join(failures), file=sys.stderr)
         return 1
