@@ -14,7 +14,7 @@
 //!
 //! - [`config`]: the settings the domains share, from flags and environment; [`settings`]:
 //!   those and each domain's own (`src/<domain>/settings.rs`) as one command and one
-//!   [`config::Settings`]
+//!   [`settings::Settings`]
 //! - [`app`]: the router with every route and the middleware stack (tests build it in-process)
 //! - [`run`]: serve on a listener until a shutdown future resolves ([`serve`]: the connection
 //!   guards); [`workers`]: how the binary runs it, one single-threaded runtime per core
@@ -74,8 +74,8 @@ use std::sync::Arc;
 use axum::Router;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::config::Settings;
 use crate::error::ApiError;
+use crate::settings::Settings;
 use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::store::Store;
@@ -192,7 +192,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         overrides.refresh(&reached).await;
     });
     // The ingester is spawned here, where the store's type is concrete (`Ledger::start`).
-    let ledger = ledger::Ledger::start(&settings, &store, |ingester| {
+    let ledger = ledger::Ledger::start(&settings.ledger, &settings, &store, |ingester| {
         tokio::spawn(ingester.run()).abort_handle()
     })
     .map_err(StartError::Ledger)?;

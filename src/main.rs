@@ -5,7 +5,8 @@
 use std::io::Write;
 
 use anyhow::Context;
-use redis_gateway::config::{listen_refused, Command, Config};
+use redis_gateway::config::{listen_refused, Command};
+use redis_gateway::settings::Config;
 use redis_gateway::StartError;
 
 /// mimalloc rather than the system allocator: measured (perf, the UV add row),

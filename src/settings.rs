@@ -2,9 +2,9 @@
 //! (`src/<domain>/settings.rs`) as one clap command, [`Config`], and one validated
 //! [`Settings`]. A domain's settings are one `flatten` line here and one field below.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use crate::config::{Command, Common, Flags, Invalid};
+use crate::config::{self, Command, Common, Flags, Invalid};
 use crate::{checkins, clients, dedup, geo, ledger, policies, queues, ratelimit, seckill, uv};
 
 /// Command line and environment of the `redis-gateway` binary. Each part is
@@ -58,14 +58,30 @@ pub struct Settings {
     pub dedup: dedup::Settings,
     pub queues: queues::Settings,
     pub ledger: ledger::Settings,
+    /// The certificate and key of `tls_files`, read and checked (`None`: plain HTTP).
+    pub tls: Option<crate::serve::Tls>,
 }
 
 impl Config {
+    /// Parses the process's arguments and environment (`config::load`).
+    pub fn load() -> Result<Self, Invalid> {
+        config::register_command(Self::command);
+        config::load()
+    }
+
     /// Checks the parsed configuration and turns it into [`Settings`]: the shared settings
     /// first, then each domain's, so the first refusal is the one told.
     pub fn settings(&self) -> Result<Settings, Invalid> {
+        config::register_command(Self::command);
+        let common = self.common.settings()?;
+        // Read now, so a bad pair stops the start before the store is opened.
+        let tls = match &common.tls_files {
+            Some(f) => Some(crate::serve::Tls::load(f.cert.clone(), f.key.clone())?),
+            None => None,
+        };
         Ok(Settings {
-            common: self.common.settings()?,
+            common,
+            tls,
             checkins: self.checkins.settings(),
             clients: self.clients.settings(),
             policies: self.policies.settings(),

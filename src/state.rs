@@ -8,8 +8,8 @@ use axum::extract::FromRef;
 
 use crate::auth::Credentials;
 use crate::clients::Clients;
-use crate::config::Settings;
 use crate::ledger::Ledger;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::Slices;
 

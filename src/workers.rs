@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::config::Settings;
+use crate::settings::Settings;
 
 /// Serves `listener` with `settings.workers` worker threads until Ctrl-C or SIGTERM, then
 /// drains every worker. Blocks the calling thread.

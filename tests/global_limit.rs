@@ -7,7 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use redis_gateway::config::{FailPolicy, Settings, StoreChoice};
+use redis_gateway::config::{FailPolicy, StoreChoice};
+use redis_gateway::settings::Settings;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use redis_gateway::config::{Settings, StoreChoice};
+use redis_gateway::config::StoreChoice;
+use redis_gateway::settings::Settings;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 

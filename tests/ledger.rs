@@ -18,7 +18,7 @@ use sqlx::PgPool;
 use common::poll::eventually;
 use common::postgres::Postgres;
 use common::{settings, shared_redis, Backend, Gateway};
-use redis_gateway::config::Settings;
+use redis_gateway::settings::Settings;
 
 /// Longest wait for the ingester to catch up: generous, since the machine is shared; the
 /// assertions are about what lands, not how fast.

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use redis_gateway::config::Settings;
+use redis_gateway::settings::Settings;
 use serde_json::{json, Value};
 
 use common::{Backend, Gateway};

@@ -9,7 +9,7 @@ use common::{Backend, Gateway, RedisProcess};
 use redis_gateway::config::{FailPolicy, StoreChoice};
 use serde_json::json;
 
-fn settings_on(redis: &RedisProcess) -> redis_gateway::config::Settings {
+fn settings_on(redis: &RedisProcess) -> redis_gateway::settings::Settings {
     let mut s = common::settings(Backend::Memory);
     s.store = StoreChoice::Redis(redis.url());
     s.store_timeout = Duration::from_millis(300);

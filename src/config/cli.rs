@@ -1,31 +1,30 @@
-//! Reading the command line and environment into [`Config`]. clap's own refusal names the
+//! Reading the command line and environment into the composition's `Config` (any clap
+//! parser: config does not know every domain's flags). clap's own refusal names the
 //! flag (`--global-burst <GLOBAL_BURST>`) even when the value came from the environment, and
 //! gives the parser's text ("invalid digit found in string"); here such a refusal is told again
 //! in the one form of [`Invalid`]: the variable, its flag, the rule the value breaks, and what
 //! to write.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Arg, CommandFactory, FromArgMatches};
+use clap::{Arg, Parser};
 
 use super::parse::Rule;
-use super::{Config, Invalid};
+use super::Invalid;
 
-impl Config {
-    /// Parses the process's arguments and environment. `Err` is a value refused for one
-    /// setting; `--help`, `--version` and other usage errors are clap's (printed, then the
-    /// process exits as clap does).
-    pub fn load() -> Result<Self, Invalid> {
-        let matches = match Self::command().try_get_matches() {
-            Ok(m) => m,
-            Err(e) => return Err(explain(&e).unwrap_or_else(|| e.exit())),
-        };
-        Ok(Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
-    }
+/// Parses the process's arguments and environment into `C`. `Err` is a value refused for one
+/// setting; `--help`, `--version` and other usage errors are clap's (printed, then the process
+/// exits as clap does).
+pub fn load<C: Parser>() -> Result<C, Invalid> {
+    let matches = match C::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return Err(explain(&e, &C::command()).unwrap_or_else(|| e.exit())),
+    };
+    Ok(C::from_arg_matches(&matches).unwrap_or_else(|e| e.exit()))
 }
 
 /// A refused value retold as an [`Invalid`], or `None` for an error that is not about one
 /// setting's value.
-fn explain(e: &clap::Error) -> Option<Invalid> {
+fn explain(e: &clap::Error, command: &clap::Command) -> Option<Invalid> {
     if !matches!(
         e.kind(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue
@@ -40,7 +39,6 @@ fn explain(e: &clap::Error) -> Option<Invalid> {
     };
     // `shown` is the flag as clap prints it: `--global-burst <GLOBAL_BURST>`.
     let long = shown.split_whitespace().next()?.strip_prefix("--")?;
-    let command = Config::command();
     let arg = command
         .get_arguments()
         .find(|a| a.get_long() == Some(long))?;

@@ -5,10 +5,7 @@
 
 use std::ffi::OsStr;
 use std::fmt;
-
-use clap::CommandFactory;
-
-use super::Config;
+use std::sync::OnceLock;
 
 /// A setting refused at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +21,10 @@ impl Invalid {
     /// hold a secret: the line reaches logs and terminals.
     pub fn new(var: &str, what: impl Into<String>, hint: impl Into<String>) -> Self {
         let flag = flag_of(var);
-        debug_assert!(flag.is_some(), "{var} is not a setting of Config");
+        debug_assert!(
+            flag.is_some() || COMMAND.get().is_none(),
+            "{var} is not a setting of the command line"
+        );
         Self {
             var: var.to_owned(),
             flag,
@@ -57,10 +57,31 @@ impl fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
+/// The whole command line's definition, registered by the composition that puts every
+/// domain's flags together (`src/settings.rs`): config names no domain, so it cannot build it.
+static COMMAND: OnceLock<fn() -> clap::Command> = OnceLock::new();
+
+#[cfg(not(test))]
+fn registered() -> Option<fn() -> clap::Command> {
+    COMMAND.get().copied()
+}
+
+// config's own unit tests make refusals without the binary's start-up: the whole command
+// line stands registered for them.
+#[cfg(test)]
+fn registered() -> Option<fn() -> clap::Command> {
+    Some(*COMMAND.get_or_init(|| <crate::settings::Config as clap::CommandFactory>::command))
+}
+
+/// Registers the command line whose flags refusals name (the first registration stays).
+pub fn register_command(command: fn() -> clap::Command) {
+    let _ = COMMAND.set(command);
+}
+
 /// The long flag of the setting read from `var`, from the clap definition itself so that the
 /// two names printed can never disagree with `--help`.
 pub(super) fn flag_of(var: &str) -> Option<String> {
-    Config::command()
+    registered()?()
         .get_arguments()
         .find(|a| a.get_env() == Some(OsStr::new(var)))
         .and_then(|a| a.get_long())

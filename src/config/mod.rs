@@ -21,11 +21,13 @@ mod switches;
 mod urls;
 mod validate;
 
-pub use crate::settings::{Config, Settings};
+pub use cli::load;
 pub use files::{read_file, toml_error};
-pub use invalid::{listen_refused, Invalid};
+pub use invalid::{listen_refused, register_command, Invalid};
 pub(crate) use secrets::{secret, SECRET_BYTES};
-pub use settings::{Common, GlobalLimit, JwtKey, JwtSettings, Secret, StoreChoice, WriteReplicas};
+pub use settings::{
+    Common, GlobalLimit, Guards, JwtKey, JwtSettings, Secret, StoreChoice, TlsFiles, WriteReplicas,
+};
 pub use switches::{Command, FailPolicy, LimitMode, LogFormat, OnOff};
 pub(crate) use urls::database_url;
 

@@ -57,9 +57,10 @@ pub struct Common {
     pub body_limit: usize,
     pub max_batch: usize,
     pub request_timeout: Duration,
-    pub connections: crate::serve::Guards,
-    /// `None`: plain HTTP (`GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` unset).
-    pub tls: Option<crate::serve::Tls>,
+    pub connections: Guards,
+    /// `None`: plain HTTP (`GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` unset). Read
+    /// and loaded where the configuration is put together (`src/settings.rs`), by the server.
+    pub tls_files: Option<TlsFiles>,
     pub access_log: bool,
     pub jwt: Option<JwtSettings>,
     pub redis_pool_size: usize,
@@ -130,4 +131,26 @@ impl std::fmt::Debug for JwtKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("JwtKey(..)")
     }
+}
+
+/// The connection guards (docs/configuration.md), which the server keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Guards {
+    /// A request's header must arrive whole within this.
+    pub header_timeout: Duration,
+    /// A kept-alive connection with no traffic either way for this long is closed.
+    pub idle_timeout: Duration,
+    /// A connection whose answers are not read for this long is closed.
+    pub write_timeout: Duration,
+    /// Connections served at once; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// Connections one peer address (IPv4 address, IPv6 /64) may hold; a further one is closed.
+    pub max_per_address: usize,
+}
+
+/// The certificate chain and key files of `GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
 }

@@ -8,8 +8,8 @@ use ipnet::IpNet;
 
 use super::secrets::{secret, HS256_SECRET_BYTES, SECRET_BYTES};
 use super::{
-    read_file, urls, Common, Flags, GlobalLimit, Invalid, JwtKey, JwtSettings, LimitMode, OnOff,
-    StoreChoice, WriteReplicas,
+    read_file, urls, Common, Flags, GlobalLimit, Guards, Invalid, JwtKey, JwtSettings, LimitMode,
+    OnOff, StoreChoice, TlsFiles, WriteReplicas,
 };
 
 impl Flags {
@@ -48,7 +48,7 @@ impl Flags {
             access_log: self.access_log == OnOff::On,
             jwt: self.jwt()?,
             connections: self.guards(),
-            tls: self.tls()?,
+            tls_files: self.tls()?,
             redis_pool_size: self.redis_pool_size,
             write_replicas: WriteReplicas {
                 replicas: self.write_replicas,
@@ -120,8 +120,8 @@ impl Flags {
         }
     }
 
-    fn guards(&self) -> crate::serve::Guards {
-        crate::serve::Guards {
+    fn guards(&self) -> Guards {
+        Guards {
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             write_timeout: Duration::from_millis(self.write_timeout_ms),
@@ -130,8 +130,8 @@ impl Flags {
         }
     }
 
-    /// Both TLS files or neither; both are read now, so a bad pair stops the start.
-    fn tls(&self) -> Result<Option<crate::serve::Tls>, Invalid> {
+    /// Both TLS files or neither (the server reads them, before the store is opened).
+    fn tls(&self) -> Result<Option<TlsFiles>, Invalid> {
         let alone = |var: &str, other: &str| {
             Invalid::new(
                 var,
@@ -141,7 +141,10 @@ impl Flags {
         };
         match (&self.tls_cert_file, &self.tls_key_file) {
             (None, None) => Ok(None),
-            (Some(cert), Some(key)) => crate::serve::Tls::load(cert.clone(), key.clone()).map(Some),
+            (Some(cert), Some(key)) => Ok(Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })),
             (Some(_), None) => Err(alone("GATEWAY_TLS_CERT_FILE", "GATEWAY_TLS_KEY_FILE")),
             (None, Some(_)) => Err(alone("GATEWAY_TLS_KEY_FILE", "GATEWAY_TLS_CERT_FILE")),
         }

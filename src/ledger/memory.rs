@@ -214,8 +214,8 @@ impl LedgerStore for MemoryStore {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::config::Settings;
     use crate::seckill::{Bought, SeckillStore, Spec};
+    use crate::settings::Settings;
     use crate::types::UserId;
 
     /// A memory store with voucher `v1` on sale now and an order for each of `buyers`, in turn

@@ -243,7 +243,8 @@ impl Ledger {
     /// store's concrete type is known can the compiler see that the ingester's future (made of
     /// the store's `async fn`s) may move between threads.
     pub(crate) fn start<S: LedgerStore + Clone>(
-        settings: &config::Settings,
+        settings: &Settings,
+        common: &config::Common,
         store: &S,
         spawn: impl FnOnce(Ingester<S, db::Db>) -> tokio::task::AbortHandle,
     ) -> Result<Self, String> {
@@ -252,24 +253,24 @@ impl Ledger {
             db: None,
             _task: None,
         };
-        let Some(url) = settings.ledger.database_url.as_deref() else {
+        let Some(url) = settings.database_url.as_deref() else {
             tracing::info!("order ledger is off: DATABASE_URL is not set");
             return Ok(off());
         };
-        let StoreChoice::Redis(_) = &settings.store else {
+        let StoreChoice::Redis(_) = &common.store else {
             tracing::warn!("order ledger is off: it ingests Redis streams and needs REDIS_URL");
             return Ok(off());
         };
         let db = db::Db::connect_lazy(
             url,
-            settings.store_timeout.max(Duration::from_secs(2)),
-            settings.store_timeout,
+            common.store_timeout.max(Duration::from_secs(2)),
+            common.store_timeout,
         )?;
         let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
         let ingester = Ingester::new(
             store.clone(),
             db.clone(),
-            settings.ledger.claim_idle,
+            settings.claim_idle,
             status.clone(),
         );
         let task = spawn(ingester);

@@ -192,7 +192,7 @@ mod tests {
     impl Counted {
         fn new() -> Arc<Self> {
             Arc::new(Self {
-                store: MemoryStore::new(&crate::config::Settings::defaults()),
+                store: MemoryStore::new(&crate::settings::Settings::defaults()),
                 tries: AtomicUsize::new(0),
                 stall_next: AtomicBool::new(false),
             })
@@ -293,7 +293,7 @@ mod tests {
     /// A lease ends when the store's clock passes it, to the millisecond, with no waiting.
     #[tokio::test]
     async fn a_lease_ends_when_the_store_clock_passes_it() {
-        let mut settings = crate::config::Settings::defaults();
+        let mut settings = crate::settings::Settings::defaults();
         settings.clock = crate::clock::Clock::manual(std::time::SystemTime::now());
         let store = MemoryStore::new(&settings);
         let lock = name("clock");

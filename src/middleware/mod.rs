@@ -56,7 +56,7 @@ pub use maybe::Maybe;
 pub use observe::LimiterNote;
 pub use startup::{Operations, StartupGateLayer};
 
-use crate::config::Settings;
+use crate::config::Common;
 
 /// Wraps `router` in the stack described in the module docs, in one `Router::layer` call:
 /// each call boxes every route once more, and a request then clones each box.
@@ -66,7 +66,7 @@ use crate::config::Settings;
 /// names no route and no domain.
 pub fn stack<S, L>(
     router: Router<S>,
-    settings: &Settings,
+    settings: &Common,
     terms: &'static costs::Terms,
     inner: L,
 ) -> Router<S>

@@ -434,7 +434,7 @@ mod tests {
     impl Counted {
         fn new() -> Arc<Self> {
             Arc::new(Self {
-                store: MemoryStore::new(&crate::config::Settings::defaults()),
+                store: MemoryStore::new(&crate::settings::Settings::defaults()),
                 looks: AtomicUsize::new(0),
                 stall_next: AtomicBool::new(false),
             })

@@ -273,7 +273,7 @@ budget_on_client_buckets!(BudgetStore, Step, MemoryStore);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::settings::Settings;
 
     /// The global limiter writes one bucket per client; once they are full again (expired)
     /// the purge must give their memory back, not only hide them.

@@ -75,20 +75,7 @@ const MAX_BUF_BYTES: usize = 2 * MAX_HEAD_BYTES;
 /// raising it makes hyper allocate its header arrays on the heap for every request.
 pub const MAX_HEADER_FIELDS: usize = 100;
 
-/// The connection guards (docs/configuration.md).
-#[derive(Debug, Clone, Copy)]
-pub struct Guards {
-    /// A request's header must arrive whole within this.
-    pub header_timeout: Duration,
-    /// A kept-alive connection with no traffic either way for this long is closed.
-    pub idle_timeout: Duration,
-    /// A connection whose answers are not read for this long is closed.
-    pub write_timeout: Duration,
-    /// Connections served at once; further ones wait in the listen backlog.
-    pub max_connections: usize,
-    /// Connections one peer address (IPv4 address, IPv6 /64) may hold; a further one is closed.
-    pub max_per_address: usize,
-}
+pub use crate::config::Guards;
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains: no new connections,
 /// in-flight requests finish, idle connections close. `per_address` is the per-address cap;

@@ -26,7 +26,7 @@ pub(crate) mod stall;
 
 pub use error::StoreError;
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::{Common, StoreChoice};
 
 /// What `/readyz` reports about the store.
 #[derive(Debug, Clone)]
@@ -211,7 +211,7 @@ impl Store {
     /// Builds the backend `settings` ask for and, for Redis, starts connecting without waiting
     /// for it ([`Store::reached`]): Redis being down is not an error here, the gateway starts,
     /// reports not ready, and serves once the client connects.
-    pub async fn open(settings: &Settings) -> Result<Self, StoreError> {
+    pub async fn open(settings: &Common) -> Result<Self, StoreError> {
         match &settings.store {
             StoreChoice::Memory => Ok(Self::Memory(memory::MemoryStore::new(settings))),
             StoreChoice::Redis(url) => Ok(Self::Redis(

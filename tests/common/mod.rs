@@ -20,7 +20,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use redis_gateway::clock::Clock;
-use redis_gateway::config::{Settings, StoreChoice};
+use redis_gateway::config::StoreChoice;
+use redis_gateway::settings::Settings;
 use reqwest::StatusCode;
 use serde_json::Value;
 

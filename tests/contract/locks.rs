@@ -699,7 +699,7 @@ impl Private {
     }
 
     /// Settings for gateways on this store; instances made from one value share its keys.
-    fn settings(&self) -> redis_gateway::config::Settings {
+    fn settings(&self) -> redis_gateway::settings::Settings {
         let mut s = common::settings(Backend::Memory);
         s.store = redis_gateway::config::StoreChoice::Redis(match self {
             Self::Redis(r) => r.url(),

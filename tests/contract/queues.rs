@@ -1045,7 +1045,7 @@ impl Private {
     }
 
     /// Settings for gateways on this store; instances made from one value share its keys.
-    fn settings(&self) -> redis_gateway::config::Settings {
+    fn settings(&self) -> redis_gateway::settings::Settings {
         let mut s = settings(Backend::Memory);
         s.store = redis_gateway::config::StoreChoice::Redis(self.url());
         s.request_timeout = Duration::from_secs(40);

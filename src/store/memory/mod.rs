@@ -16,7 +16,7 @@ use super::error::StoreError;
 use super::slots::{Kept, Slot, Slots};
 use super::ReadyInfo;
 use crate::clock::Clock;
-use crate::config::Settings;
+use crate::config::Common;
 
 /// Cheap-clone handle to the in-memory state.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct MemoryStore {
 #[derive(Debug)]
 struct Shared {
     slots: Slots,
-    /// What every domain's state reads "now" from (`Settings::clock`).
+    /// What every domain's state reads "now" from (`Common::clock`).
     clock: Clock,
 }
 
@@ -54,7 +54,7 @@ impl<T: Purge> Kept for Locked<T> {
 const PURGE_EVERY: Duration = Duration::from_secs(10);
 
 impl MemoryStore {
-    pub fn new(settings: &Settings) -> Self {
+    pub fn new(settings: &Common) -> Self {
         let shared = Arc::new(Shared {
             slots: Slots::default(),
             clock: settings.clock.clone(),

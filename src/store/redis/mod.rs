@@ -31,7 +31,7 @@ use super::error::{StoreError, Unreachable};
 use super::keys::Keys;
 use super::slots::{Kept, Slot, Slots};
 use super::{MasterReplicas, ReadyInfo, WriteReplicasInfo};
-use crate::config::{Settings, WriteReplicas};
+use crate::config::{Common, WriteReplicas};
 use route::replicas::{Durability, Replicas};
 
 /// Cheap-clone handle to the Redis clients.
@@ -59,7 +59,7 @@ impl RedisStore {
     /// Builds the pool and starts connecting, without waiting for a connection ([`reach`]:
     /// [`RedisStore::reached`] says when Redis answers). Fails only for a `REDIS_URL` fred
     /// cannot use.
-    pub async fn connect(url: &str, settings: &Settings) -> Result<Self, StoreError> {
+    pub async fn connect(url: &str, settings: &Common) -> Result<Self, StoreError> {
         let mut config =
             Config::from_url(url).map_err(|e| StoreError::Internal(format!("REDIS_URL: {e}")))?;
         // Retry the first connection like any later one: a gateway started before Redis must

@@ -248,7 +248,7 @@ mod tests {
     use super::outcomes::Outcomes;
     use super::*;
     use crate::config::FailPolicy;
-    use crate::config::Settings;
+    use crate::settings::Settings;
     use crate::store::memory::MemoryStore;
 
     /// One request a minute, no burst.
