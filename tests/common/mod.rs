@@ -134,7 +134,7 @@ impl RedisProcess {
 
     fn spawn(&mut self) {
         let log = std::fs::File::create(self.dir.join("log")).expect("create the server log");
-        let mut cmd = process::tied(&server_binary());
+        let mut cmd = process::tied(server_binary());
         if let Some(module) = server_module() {
             cmd.args(["--loadmodule", &module]);
         }
