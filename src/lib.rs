@@ -80,46 +80,6 @@ use crate::state::AppState;
 use crate::store::error::StoreError;
 use crate::store::Store;
 
-/// Each domain's slice of the state, made once with the state (`AppState::new`) and handed to
-/// that domain's handlers alone (`State<…>` through `FromRef`): a domain is one line of
-/// `slices!`.
-macro_rules! slices {
-    ($($domain:ident: $slice:ty),* $(,)?) => {
-        /// Each domain's slice of the state (see `slices!`).
-        #[derive(Debug)]
-        pub struct Slices {
-            $(pub $domain: $slice,)*
-        }
-
-        impl Slices {
-            pub(crate) fn new(shared: &state::Shared) -> Self {
-                Self {
-                    $($domain: <$slice>::of(shared),)*
-                }
-            }
-        }
-
-        $(impl axum::extract::FromRef<AppState> for $slice {
-            fn from_ref(state: &AppState) -> Self {
-                state.slices().$domain.clone()
-            }
-        })*
-    };
-}
-
-slices! {
-    checkins: checkins::CheckinsState,
-    uv: uv::UvState,
-    geo: geo::GeoState,
-    seckill: seckill::SeckillState,
-    ledger: ledger::DeadLetterState,
-    ratelimit: ratelimit::RatelimitState,
-    dedup: dedup::DedupState,
-    locks: locks::LocksState,
-    queues: queues::QueuesState,
-    policies: policies::PoliciesState,
-}
-
 /// Why the gateway cannot start: each names what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -196,26 +156,53 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         tokio::spawn(ingester.run()).abort_handle()
     })
     .map_err(StartError::Ledger)?;
-    Ok(AppState::new(state::Shared {
+    let credentials = Arc::new(auth::Credentials {
+        admin_token,
+        user_tokens,
+    });
+    let ready_probe = readiness::ReadyProbe::new(vec![Box::new(dedup::BloomEngine)]);
+    let archive: Arc<dyn seckill::OrderArchive> = Arc::new(ledger.clone());
+    // The parts: each domain's settings, and what one domain offers another.
+    let shared = state::Shared::new(
         store,
-        settings: Arc::new(settings),
-        credentials: Arc::new(auth::Credentials {
-            admin_token,
-            user_tokens,
-        }),
-        ledger,
-        clients,
-        policies,
-        ready_probe: readiness::ReadyProbe::new(vec![Box::new(dedup::BloomEngine)]),
+        Arc::new(settings.common.clone()),
+        settings.tls.clone(),
+        credentials,
+        ready_probe,
         startup,
-    }))
+    );
+    let shared = settings
+        .domain_parts(shared)
+        .with(ledger)
+        .with(archive)
+        .with(clients)
+        .with(policies);
+    Ok(slices(AppState::build(shared)))
+}
+
+/// Each domain's slice, handed to its handlers alone (`State<…>` through `FromRef`): a domain
+/// is one line here.
+fn slices(state: state::Slices) -> AppState {
+    state
+        .slice::<checkins::CheckinsState>()
+        .slice::<uv::UvState>()
+        .slice::<geo::GeoState>()
+        .slice::<seckill::SeckillState>()
+        .slice::<ledger::DeadLetterState>()
+        .slice::<ratelimit::RatelimitState>()
+        .slice::<dedup::DedupState>()
+        .slice::<locks::LocksState>()
+        .slice::<queues::QueuesState>()
+        .slice::<policies::PoliciesState>()
+        .done()
 }
 
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.
 pub fn app(state: AppState) -> Router {
     telemetry::metrics();
     let (api, ops, mut document) = openapi::split();
-    openapi::with_policies(&mut document, &state.policies.current());
+    let policies = state.part::<Arc<policies::Policies>>();
+    openapi::with_policies(&mut document, &policies.current());
     let operations = document.paths.paths.keys().cloned().collect();
     let api = api
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", document))
@@ -227,9 +214,9 @@ pub fn app(state: AppState) -> Router {
     // which also answers the identify layer's refusals once it has charged the address.
     let settings = &state.settings;
     let identify = clients::IdentifyLayer::new(
-        state.clients.clone(),
+        state.part::<Arc<clients::Clients>>().clone(),
         settings.trusted_proxies.clone(),
-        settings.clients.anonymous_backend_routes,
+        state.part::<clients::Settings>().anonymous_backend_routes,
         settings.global.enabled,
     );
     let limit = middleware::Maybe(policies::global_limit(&state, terms));
@@ -259,7 +246,7 @@ pub async fn run(
         guards.max_per_address,
         state.settings.trusted_proxies.clone(),
     );
-    let tls = state.settings.tls.clone();
+    let tls = state.tls.clone();
     serve::serve(listener, app(state), guards, per_address, tls, shutdown).await
 }
 

@@ -81,7 +81,7 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
         backend: info.store.backend,
         redis_version: info.store.redis_version,
         bloom_engine,
-        ledger: state.ledger.status(),
+        ledger: state.part::<crate::ledger::Ledger>().status(),
         // The client's own view of the topology, no store call: shown as of now, so a load
         // balancer sees a master go down without waiting for the next probe.
         degraded: state.store.degraded(),

@@ -5,6 +5,7 @@
 use clap::{CommandFactory, Parser};
 
 use crate::config::{self, Command, Common, Flags, Invalid};
+use crate::state::Shared;
 use crate::{checkins, clients, dedup, geo, ledger, policies, queues, ratelimit, seckill, uv};
 
 /// Command line and environment of the `redis-gateway` binary. Each part is
@@ -97,6 +98,22 @@ impl Config {
 }
 
 impl Settings {
+    /// Each domain's settings, added to `shared` as the parts its slice reads
+    /// (`Shared::part`).
+    pub(crate) fn domain_parts(&self, shared: Shared) -> Shared {
+        shared
+            .with(self.checkins.clone())
+            .with(self.clients.clone())
+            .with(self.policies.clone())
+            .with(self.ratelimit.clone())
+            .with(self.uv.clone())
+            .with(self.geo.clone())
+            .with(self.seckill.clone())
+            .with(self.dedup.clone())
+            .with(self.queues.clone())
+            .with(self.ledger.clone())
+    }
+
     /// Settings as the binary would have them with no flags and no environment: handy in tests.
     pub fn defaults() -> Self {
         Config::parse_from(["redis-gateway"])

@@ -83,7 +83,7 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
                             let shutdown = async move {
                                 let _ = stopping.wait_for(|s| *s).await;
                             };
-                            let tls = state.settings.tls.clone();
+                            let tls = state.tls.clone();
                             let app = crate::app(state);
                             crate::serve::serve(listener, app, guards, per_address, tls, shutdown)
                                 .await

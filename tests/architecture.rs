@@ -466,6 +466,18 @@ fn module_circles(src: &Path) -> Vec<String> {
     circles
 }
 
+/// docs/design.md "Shape": modules import one way, so each can be read, tested and changed
+/// with only what is below it in mind; the crate's root alone puts them all together.
+#[test]
+fn modules_import_one_way() {
+    let circles = module_circles(&src());
+    assert!(
+        circles.is_empty(),
+        "top-level modules that import each other:\n{}",
+        circles.join("\n")
+    );
+}
+
 /// Longest a source file may be, its unit tests not counted (docs/design.md "Shape", small parts).
 const MAX_FILE_LINES: usize = 450;
 /// Longest a function may be, from its `fn` line to its closing brace.

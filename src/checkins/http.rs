@@ -35,7 +35,7 @@ impl From<&Shared> for Checkins {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.checkins.clone(),
+            settings: shared.part::<crate::checkins::Settings>().clone(),
             clock: shared.settings.clock.clone(),
             tz: shared.settings.tz,
         }

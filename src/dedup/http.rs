@@ -35,7 +35,7 @@ impl From<&Shared> for Dedup {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.dedup.clone(),
+            settings: shared.part::<crate::dedup::Settings>().clone(),
             max_batch: shared.settings.max_batch,
             max_item_bytes: shared.settings.max_item_bytes,
         }

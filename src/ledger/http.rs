@@ -46,7 +46,7 @@ impl From<&Shared> for LedgerRoutes {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            ledger: shared.ledger.clone(),
+            ledger: shared.part::<Ledger>().clone(),
         }
     }
 }

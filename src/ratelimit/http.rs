@@ -38,7 +38,7 @@ impl From<&Shared> for Ratelimit {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.ratelimit.clone(),
+            settings: shared.part::<crate::ratelimit::Settings>().clone(),
         }
     }
 }

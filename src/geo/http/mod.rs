@@ -34,7 +34,7 @@ impl From<&Shared> for Geo {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.geo.clone(),
+            settings: shared.part::<crate::geo::Settings>().clone(),
             clock: shared.settings.clock.clone(),
             max_batch: shared.settings.max_batch,
         }

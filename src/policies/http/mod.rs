@@ -56,8 +56,8 @@ impl From<&Shared> for PolicyRoutes {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            policies: shared.policies.clone(),
-            clients: shared.clients.clone(),
+            policies: shared.part::<std::sync::Arc<super::Policies>>().clone(),
+            clients: shared.part::<std::sync::Arc<Clients>>().clone(),
             clock: shared.settings.clock.clone(),
             global: shared.settings.global.clone(),
         }
@@ -75,7 +75,10 @@ pub fn global_limit(
             .with_trusted_proxies(settings.trusted_proxies.clone())
             .with_body_limit(settings.body_limit)
             .with_terms(terms)
-            .with_policies(state.policies.clone(), state.credentials.clone())
+            .with_policies(
+                state.part::<std::sync::Arc<super::Policies>>().clone(),
+                state.credentials.clone(),
+            )
     })
 }
 

@@ -33,7 +33,7 @@ impl From<&Shared> for Queues {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.queues.clone(),
+            settings: shared.part::<crate::queues::Settings>().clone(),
             clock: shared.settings.clock.clone(),
         }
     }

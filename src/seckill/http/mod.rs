@@ -42,9 +42,9 @@ impl From<&Shared> for Seckill {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.seckill.clone(),
+            settings: shared.part::<crate::seckill::Settings>().clone(),
             store_timeout: shared.settings.store_timeout,
-            archive: Arc::new(shared.ledger.clone()),
+            archive: shared.part::<Arc<dyn OrderArchive>>().clone(),
         }
     }
 }

@@ -36,7 +36,7 @@ impl From<&Shared> for Uv {
     fn from(shared: &Shared) -> Self {
         Self {
             store: shared.store.clone(),
-            settings: shared.settings.uv.clone(),
+            settings: shared.part::<crate::uv::Settings>().clone(),
             clock: shared.settings.clock.clone(),
             tz: shared.settings.tz,
             max_batch: shared.settings.max_batch,
