@@ -166,6 +166,17 @@ async fn sigterm_drains_in_flight_requests() {
     })
     .await;
 
+    let in_flight = || async {
+        let text = client.get(format!("{base}/metrics")).send().await.ok()?;
+        let text = text.text().await.ok()?;
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gateway_http_requests_in_flight "))?;
+        line.trim().parse::<f64>().ok()
+    };
+    // The scrape itself may count.
+    let idle = common::poll::eventually(Duration::from_secs(10), "a scrape", in_flight).await;
+
     // Block Redis for a moment so the requests below are genuinely in flight at SIGTERM.
     let mut sleeper = std::process::Command::new("redis-cli")
         .args(["-p", &redis.port.to_string(), "debug", "sleep", "1.5"])
@@ -180,8 +191,11 @@ async fn sigterm_drains_in_flight_requests() {
             tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) })
         })
         .collect();
-    // Real time: for the requests to reach the child process and wait on the sleeping Redis.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = "the 50 requests in flight, waiting on the sleeping Redis";
+    common::poll::eventually(Duration::from_secs(10), waiting, || async {
+        in_flight().await.filter(|n| *n >= idle + 50.0)
+    })
+    .await;
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

@@ -23,7 +23,7 @@ pub use http::{router, TERMS};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::clock::Clock;
 
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -229,9 +229,9 @@ impl Default for Bells {
 }
 
 impl Bells {
-    /// The room of `queue`, made when nobody holds it.
-    pub fn room(&self, queue: &Name) -> Arc<Room> {
-        self.rooms.room(queue.as_str())
+    /// The room of `queue`, made (sleeping on `clock`, the store's) when nobody holds it.
+    pub fn room(&self, queue: &Name, clock: &Clock) -> Arc<Room> {
+        self.rooms.room(queue.as_str(), clock)
     }
 
     /// A job was created in `queue`, due in `due_in_ms` by the store's clock: a job due now
@@ -245,7 +245,9 @@ impl Bells {
             room.give_turn();
         } else {
             // +1 ms: a job due at `now + due_in` is claimable from that ms on.
-            room.expect(Instant::now() + Duration::from_millis(due_in_ms.saturating_add(1)));
+            room.expect(
+                room.clock().now_us() + us(Duration::from_millis(due_in_ms.saturating_add(1))),
+            );
         }
     }
 
@@ -301,16 +303,16 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
     let Some((bell, _seat)) = seated else {
         return Ok(store.queue_claim(queue, max, visibility_ms).await?.jobs);
     };
-    wait_in_room(&bell.room, Instant::now() + wait, || async {
+    wait_in_room(&bell.room, wait, || async {
         let claim = store.queue_claim(queue, max, visibility_ms).await?;
-        let now = Instant::now();
+        let now = bell.room.clock().now_us();
         // +1 ms: a job due at `now + next` is claimable from that ms on.
         let next = claim
             .next_in_ms
-            .map(|ms| now + Duration::from_millis(ms.saturating_add(1)));
+            .map(|ms| now + us(Duration::from_millis(ms.saturating_add(1))));
         let next = match (next, bell.recheck) {
-            (Some(next), Some(recheck)) => Some(next.min(now + recheck)),
-            (next, recheck) => next.or(recheck.map(|r| now + r)),
+            (Some(next), Some(recheck)) => Some(next.min(now + us(recheck))),
+            (next, recheck) => next.or(recheck.map(|r| now + us(r))),
         };
         Ok(Look {
             done: !claim.jobs.is_empty(),
@@ -320,4 +322,9 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
         })
     })
     .await
+}
+
+/// `d` in µs, as the rooms' times are.
+fn us(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }

@@ -310,8 +310,7 @@ async fn long_poll_wakes_on_enqueue(backend: Backend) {
     };
     let bound = claim_on("lp-empty", 4000);
     let waiter = claim_on("lp", 20000);
-    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    gw.until_sleeping(2).await;
     enqueue(&gw, "lp", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
         biased;
@@ -717,8 +716,7 @@ async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
     };
     let bound = claim_on("shared-empty", 4000);
     let waiter = claim_on("shared", 20000);
-    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.until_sleeping(2).await;
     enqueue(&b, "shared", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
         biased;
@@ -907,9 +905,11 @@ async fn an_enqueue_refreshes_the_queue_expiry_only_when_it_must() {
     within(7 * DAY_MS, "enqueues that refreshed nothing");
 
     // Every job in flight: the claim's run deletes `due`; the next enqueue makes it again.
-    // Real time: the jobs' 1 s delays run on Redis's own clock.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 3);
+    // The delayed job by a claim that waits for it (its 1 s runs on Redis's clock).
+    assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 2);
+    let delayed = claim(&gw, "ttl", json!({"max": 3, "wait_ms": 5000})).await;
+    assert_eq!(delayed.len(), 1, "{delayed:?}");
+    assert_eq!(delayed[0]["id"], "given");
     present(&["flight", "meta", "pay", "ctr"]);
     enqueue(&gw, "ttl", json!({"payload": 4})).await;
     present(&["due", "flight", "meta", "pay", "ctr"]);
@@ -974,8 +974,7 @@ async fn claims_past_the_waiting_cap_answer_at_once(backend: Backend) {
             tokio::spawn(async move { claim(&gw, "capped", json!({"wait_ms": 20000})).await })
         })
         .collect();
-    // Real time: for the claims to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    gw.until_sleeping(cap).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let extra = tokio::time::timeout(
         Duration::from_secs(10),
@@ -1059,7 +1058,7 @@ type Waiting = tokio::task::JoinHandle<Vec<Value>>;
 /// They arrive one after the other, each once the one before has looked: claims arriving
 /// together share their looks' script runs, and this counts one run per look.
 async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usize) -> Vec<Waiting> {
-    let mut waiting = Vec::with_capacity(n);
+    let (mut waiting, asleep) = (Vec::with_capacity(n), gw.sleeping());
     for _ in 0..n {
         let before = store.runs();
         let (gw, queue) = (gw.clone(), queue.to_owned());
@@ -1068,8 +1067,7 @@ async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usiz
         }));
         store.until_runs(before + 1).await;
     }
-    // Real time: the gateway's claims go to sleep after their look, which nothing shows.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw.until_sleeping(asleep + n).await;
     waiting
 }
 
