@@ -708,12 +708,17 @@ async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
     s.request_timeout = Duration::from_secs(40);
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Gateway::with_settings(s).await;
-    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     let claim_on = |queue: &'static str, wait_ms: u64| {
         let a = a.clone();
         tokio::spawn(async move { claim(&a, queue, json!({"wait_ms": wait_ms})).await })
     };
+    // A's first waiting claim starts its subscriber; it hears of B's enqueue once that listens
+    // (the announcement, or the look each subscription makes). Then A listens for the race
+    // below, where only the announcement can wake its claim in time.
+    let warm = claim_on("warm", 20000);
+    a.until_sleeping(1).await;
+    enqueue(&b, "warm", json!({"id": "w", "payload": 0})).await;
+    assert_eq!(warm.await.unwrap().len(), 1);
     let bound = claim_on("shared-empty", 4000);
     let waiter = claim_on("shared", 20000);
     a.until_sleeping(2).await;
@@ -1043,6 +1048,25 @@ impl Private {
             .await;
     }
 
+    /// Waits until `n` connections listen on a pattern on this (standalone) store: the
+    /// gateways' enqueue announcement subscribers (one pattern for all: `PUBSUB NUMPAT` counts
+    /// it once).
+    async fn until_pattern_subscriptions(&self, n: usize) {
+        let Self::Redis(r) = self else {
+            unreachable!("a standalone store's subscriptions")
+        };
+        let listening = format!("{n} subscribers listen");
+        crate::common::poll::eventually_holds(Duration::from_secs(20), &listening, || {
+            let clients = r.cli(&["client", "list"]).expect("redis-cli answers");
+            let subscribed = clients
+                .lines()
+                .filter(|l| l.split(' ').any(|field| field == "psub=1"))
+                .count();
+            subscribed >= n
+        })
+        .await;
+    }
+
     /// Settings for gateways on this store; instances made from one value share its keys.
     fn settings(&self) -> redis_gateway::config::Settings {
         let mut s = settings(Backend::Memory);
@@ -1146,13 +1170,16 @@ async fn an_enqueue_wakes_one_waiting_claim_per_instance() {
     let s = store.settings();
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Arc::new(Gateway::with_settings(s).await);
-    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     // Loads the scripts, so that each run below is one run.
     enqueue(&b, "two", json!({"payload": 0})).await;
     assert_eq!(claim(&b, "two", json!({})).await.len(), 1);
     let on_a = waiting_claims(&store, &a, "two", 20).await;
     let on_b = waiting_claims(&store, &b, "two", 20).await;
+    // Both instances' subscribers (started by their first waiting claims) listen, and the look
+    // each subscription makes is over: every claim is asleep again.
+    store.until_pattern_subscriptions(2).await;
+    a.until_sleeping(20).await;
+    b.until_sleeping(20).await;
     let before = store.runs();
     enqueue(&b, "two", json!({"id": "x", "payload": 1})).await;
     let all: Vec<Waiting> = on_a.into_iter().chain(on_b).collect();
