@@ -31,9 +31,6 @@ use tokio::sync::Notify;
 
 use crate::clock::Clock;
 
-/// An alarm set for "at once": before any time a look can start.
-const AT_ONCE: i64 = i64::MIN;
-
 /// The waiters of this process on one thing in the store.
 #[derive(Debug, Default)]
 pub struct Room {
@@ -111,7 +108,9 @@ impl Room {
     fn looked(&self, started: i64, next: Option<i64>) {
         let earlier = {
             let mut state = self.state();
-            let kept = state.alarm.filter(|alarm| *alarm > started);
+            // Set at its very start (a clock that stands still between readings) is not
+            // covered: one look too many rather than an event missed.
+            let kept = state.alarm.filter(|alarm| *alarm >= started);
             let alarm = match (kept, next) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -185,7 +184,7 @@ struct Standing<'a>(Option<&'a Room>);
 impl Drop for Standing<'_> {
     fn drop(&mut self) {
         if let Some(room) = self.0 {
-            room.expect(AT_ONCE);
+            room.expect(room.clock.now_us());
         }
     }
 }
@@ -278,7 +277,7 @@ impl Rooms {
     pub fn missed(&self) {
         let rooms: Vec<Arc<Room>> = self.lock().values().filter_map(Weak::upgrade).collect();
         for room in rooms {
-            room.expect(AT_ONCE);
+            room.expect(room.clock.now_us());
         }
     }
 }

@@ -51,11 +51,16 @@ async fn open_voucher(gw: &Gateway, name: &str) {
 }
 
 async fn gateway(url: String, replicas: u32) -> (Gateway, String) {
+    gateway_waiting(url, replicas, WAIT).await
+}
+
+/// [`gateway`], its writes waiting up to `wait` for their replicas.
+async fn gateway_waiting(url: String, replicas: u32, wait: Duration) -> (Gateway, String) {
     let mut s = common::settings(Backend::Memory);
     s.store = StoreChoice::Redis(url);
     s.write_replicas = WriteReplicas {
         replicas,
-        timeout: WAIT,
+        timeout: wait,
     };
     let prefix = s.key_prefix.clone();
     (Gateway::with_settings(s).await, prefix)
@@ -561,7 +566,8 @@ async fn concurrent_writes_share_their_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wait_does_not_stall_other_requests() {
     let (master, replica) = master_with_replica();
-    let (gw, _) = gateway(master.url(), 1).await;
+    // A wait long enough to be seen under way (and the reads made meanwhile) on a busy machine.
+    let (gw, _) = gateway_waiting(master.url(), 1, Duration::from_secs(3)).await;
     open_voucher(&gw, "w").await;
     let replica_pid = replica.pid();
     signal("-STOP", &replica_pid);
@@ -576,9 +582,15 @@ async fn a_wait_does_not_stall_other_requests() {
         (r, Instant::now())
     };
     let read = async {
-        // Sent once the purchase's write is surely done and its wait under way.
-        // Real time: the purchase waits on a real replica's acknowledgement (WAIT).
-        tokio::time::sleep(WAIT / 3).await;
+        // Sent once the purchase's write is done and its wait under way: the master holds a
+        // client blocked in WAIT.
+        let waiting = "the purchase waits for the replica";
+        eventually_holds(Duration::from_secs(10), waiting, || {
+            master
+                .cli(&["info", "clients"])
+                .is_some_and(|i| i.contains("blocked_clients:1"))
+        })
+        .await;
         let mut done = Vec::new();
         for _ in 0..5 {
             let (status, _) = gw.get("/v1/seckill/vouchers/w").await;

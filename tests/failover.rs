@@ -145,8 +145,19 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         })
     };
 
-    // Real time: the load runs against the healthy cluster before the master is lost.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The load runs against the healthy cluster before the master is lost: each voucher has
+    // sold, so that what is acknowledged and then kept across the failover is tried.
+    let sold = "every voucher sold before the fault";
+    eventually_holds(Duration::from_secs(30), sold, || {
+        let samples = samples.lock().unwrap();
+        (0..NAMES).all(|name| {
+            let acked = samples
+                .iter()
+                .filter(|s| s.name == name && s.op == 0 && s.status == 201);
+            acked.count() >= 10
+        })
+    })
+    .await;
     let pid = cluster.node(victim).pid();
     let fault = Instant::now();
     signal(if hang { "-STOP" } else { "-KILL" }, &pid);
