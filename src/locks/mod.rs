@@ -127,7 +127,11 @@ pub(crate) async fn acquire<S: LockStore>(
             Attempt::Acquired(_) => ttl_ms,
         };
         Ok(Look {
-            next: Some(room.clock().now_us() + ms_in_us(lease_ms.saturating_add(1))),
+            next: Some(
+                room.clock()
+                    .now_us()
+                    .saturating_add(ms_in_us(lease_ms.saturating_add(1))),
+            ),
             // A turn given during a winning attempt was for a release made before it, so it
             // is spent here rather than sending another waiter to find the lock taken.
             done: matches!(attempt, Attempt::Acquired(_)),

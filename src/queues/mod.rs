@@ -245,9 +245,8 @@ impl Bells {
             room.give_turn();
         } else {
             // +1 ms: a job due at `now + due_in` is claimable from that ms on.
-            room.expect(
-                room.clock().now_us() + us(Duration::from_millis(due_in_ms.saturating_add(1))),
-            );
+            let due_in = us(Duration::from_millis(due_in_ms.saturating_add(1)));
+            room.expect(room.clock().now_us().saturating_add(due_in));
         }
     }
 
@@ -309,10 +308,11 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
         // +1 ms: a job due at `now + next` is claimable from that ms on.
         let next = claim
             .next_in_ms
-            .map(|ms| now + us(Duration::from_millis(ms.saturating_add(1))));
-        let next = match (next, bell.recheck) {
-            (Some(next), Some(recheck)) => Some(next.min(now + us(recheck))),
-            (next, recheck) => next.or(recheck.map(|r| now + us(r))),
+            .map(|ms| now.saturating_add(us(Duration::from_millis(ms.saturating_add(1)))));
+        let recheck = bell.recheck.map(|r| now.saturating_add(us(r)));
+        let next = match (next, recheck) {
+            (Some(next), Some(recheck)) => Some(next.min(recheck)),
+            (next, recheck) => next.or(recheck),
         };
         Ok(Look {
             done: !claim.jobs.is_empty(),
