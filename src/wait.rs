@@ -14,16 +14,22 @@
 //!
 //! The domains decide what a look is and when it is enough ([`wait_in_room`]); a room's places
 //! are capped by the domain ([`Room::seat`]).
+//!
+//! A room's times are on its store's clock (µs since the epoch) and its waiters sleep on it
+//! (`Clock::sleep_until`): what they wait for (a lease's end, a job's due time) is the store's
+//! time, so on a clock a test moves they wake when it is moved, not after real time.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
-use tokio::time::Instant;
+
+use crate::clock::Clock;
 
 /// The waiters of this process on one thing in the store.
 #[derive(Debug, Default)]
@@ -31,16 +37,32 @@ pub struct Room {
     turn: Notify,
     retimed: Notify,
     state: Mutex<RoomState>,
+    /// The store's clock, which the room's times are on and its waiters sleep on.
+    clock: Clock,
 }
 
 #[derive(Debug, Default)]
 struct RoomState {
     /// Waiters seated.
     waiting: usize,
-    alarm: Option<Instant>,
+    /// µs since the epoch on the room's clock.
+    alarm: Option<i64>,
 }
 
 impl Room {
+    /// An empty room whose times are on `clock`.
+    pub fn new(clock: Clock) -> Self {
+        Self {
+            clock,
+            ..Self::default()
+        }
+    }
+
+    /// The clock this room's times are on.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     fn state(&self) -> MutexGuard<'_, RoomState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -65,8 +87,8 @@ impl Room {
         self.turn.notify_one();
     }
 
-    /// A look may find something at `at`: the alarm rings no later.
-    pub fn expect(&self, at: Instant) {
+    /// A look may find something at `at` (µs on the room's clock): the alarm rings no later.
+    pub fn expect(&self, at: i64) {
         let earlier = {
             let mut state = self.state();
             let earlier = state.alarm.is_none_or(|alarm| at < alarm);
@@ -83,10 +105,12 @@ impl Room {
     /// A look that started at `started` saw the next thing due at `next`. It covers every
     /// alarm due by its start, so its own replaces those; a later one (set while it ran)
     /// still stands, the earlier of the two ringing.
-    fn looked(&self, started: Instant, next: Option<Instant>) {
+    fn looked(&self, started: i64, next: Option<i64>) {
         let earlier = {
             let mut state = self.state();
-            let kept = state.alarm.filter(|alarm| *alarm > started);
+            // Set at its very start (a clock that stands still between readings) is not
+            // covered: one look too many rather than an event missed.
+            let kept = state.alarm.filter(|alarm| *alarm >= started);
             let alarm = match (kept, next) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -102,7 +126,7 @@ impl Room {
 
     /// Takes the alarm set for `at` unless another waiter has (or it moved): `true` means the
     /// caller looks for the room.
-    fn take(&self, at: Instant) -> bool {
+    fn take(&self, at: i64) -> bool {
         let mut state = self.state();
         let mine = state.alarm == Some(at);
         if mine {
@@ -113,7 +137,7 @@ impl Room {
 
     /// Sleeps until this waiter should look: its turn, the room's alarm (taken), or
     /// `deadline`. `true` when it looks on the room's behalf.
-    async fn wait_turn(&self, mut turn: Pin<&mut Notified<'_>>, deadline: Instant) -> bool {
+    async fn wait_turn(&self, mut turn: Pin<&mut Notified<'_>>, deadline: i64) -> bool {
         loop {
             let retimed = self.retimed.notified();
             tokio::pin!(retimed);
@@ -122,8 +146,8 @@ impl Room {
             tokio::select! {
                 () = turn.as_mut() => return true,
                 () = retimed.as_mut() => {}
-                () = tokio::time::sleep_until(wake) => {
-                    let now = Instant::now();
+                () = self.clock.sleep_until(wake) => {
+                    let now = self.clock.now_us();
                     let took_alarm = alarm.is_some_and(|alarm| alarm <= now && self.take(alarm));
                     // A turn given meanwhile is taken too: this waiter is about to look anyway.
                     let took_turn = turn.as_mut().now_or_never().is_some();
@@ -160,7 +184,7 @@ struct Standing<'a>(Option<&'a Room>);
 impl Drop for Standing<'_> {
     fn drop(&mut self) {
         if let Some(room) = self.0 {
-            room.expect(Instant::now());
+            room.expect(room.clock.now_us());
         }
     }
 }
@@ -172,20 +196,24 @@ pub struct Look<T> {
     pub answer: T,
     /// Whether it stops here (it got what it waited for).
     pub done: bool,
-    /// When the room should look next without a turn, as far as this look saw.
-    pub next: Option<Instant>,
+    /// When the room should look next without a turn, as far as this look saw (µs on the
+    /// room's clock).
+    pub next: Option<i64>,
     /// A look that got what it waited for also used up a turn given while it ran (the event
     /// came before it): true where one event serves one waiter only (a lock).
     pub spends_turn: bool,
 }
 
-/// Looks (`look`), and until a look is done waits in `room` up to `deadline`, looking again
-/// on a turn, on the room's alarm and once more at the deadline; answers the last look.
-pub async fn wait_in_room<T, E, F, Fut>(room: &Room, deadline: Instant, mut look: F) -> Result<T, E>
+/// Looks (`look`), and until a look is done waits in `room` for `wait` of its clock's time,
+/// looking again on a turn, on the room's alarm and once more at the deadline; answers the
+/// last look.
+pub async fn wait_in_room<T, E, F, Fut>(room: &Room, wait: Duration, mut look: F) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<T>, E>>,
 {
+    let wait = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
+    let deadline = room.clock.now_us().saturating_add(wait);
     let mut for_room = false;
     loop {
         // Listening before the look, so a turn given while it runs (an event it may have come
@@ -195,7 +223,7 @@ where
         tokio::pin!(turn);
         turn.as_mut().enable();
         let mut standing = Standing(for_room.then_some(room));
-        let started = Instant::now();
+        let started = room.clock.now_us();
         let found = look().await?;
         room.looked(started, found.next);
         standing.0 = None;
@@ -205,7 +233,7 @@ where
             }
             return Ok(found.answer);
         }
-        if Instant::now() >= deadline {
+        if room.clock.now_us() >= deadline {
             return Ok(found.answer);
         }
         for_room = room.wait_turn(turn.as_mut(), deadline).await;
@@ -225,8 +253,8 @@ impl Rooms {
         self.rooms.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The room of `name`, made when nobody holds it.
-    pub fn room(&self, name: &str) -> Arc<Room> {
+    /// The room of `name`, made (its times on `clock`) when nobody holds it.
+    pub fn room(&self, name: &str, clock: &Clock) -> Arc<Room> {
         let mut rooms = self.lock();
         if let Some(room) = rooms.get(name).and_then(Weak::upgrade) {
             return room;
@@ -234,7 +262,7 @@ impl Rooms {
         if rooms.len() >= 1024 {
             rooms.retain(|_, room| room.strong_count() > 0);
         }
-        let room = Arc::new(Room::default());
+        let room = Arc::new(Room::new(clock.clone()));
         rooms.insert(name.to_owned(), Arc::downgrade(&room));
         room
     }
@@ -249,7 +277,7 @@ impl Rooms {
     pub fn missed(&self) {
         let rooms: Vec<Arc<Room>> = self.lock().values().filter_map(Weak::upgrade).collect();
         for room in rooms {
-            room.expect(Instant::now());
+            room.expect(room.clock.now_us());
         }
     }
 }
@@ -257,12 +285,11 @@ impl Rooms {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[tokio::test]
     async fn a_turn_sends_one_waiter_and_rooms_are_forgotten() {
         let rooms = Rooms::default();
-        let room = rooms.room("a");
+        let room = rooms.room("a", &Clock::system());
         let seat = room.seat(2).unwrap();
         {
             let (first, second) = (room.turn.notified(), room.turn.notified());
@@ -288,43 +315,72 @@ mod tests {
     #[test]
     fn past_the_cap_there_is_no_seat() {
         let rooms = Rooms::default();
-        let room = rooms.room("a");
+        let room = rooms.room("a", &Clock::system());
         let seats: Vec<Seat> = (0..3).filter_map(|_| room.seat(3)).collect();
         assert_eq!(seats.len(), 3);
         assert!(room.seat(3).is_none(), "full");
-        assert!(rooms.room("b").seat(3).is_some(), "another room");
+        assert!(
+            rooms.room("b", &Clock::system()).seat(3).is_some(),
+            "another room"
+        );
         drop(seats);
         assert!(room.seat(3).is_some(), "places given back");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_waiter_looks_again_at_the_alarm_and_at_its_deadline() {
-        let room = Arc::new(Room::default());
-        let start = Instant::now();
-        let mut looks = Vec::new();
-        let answer: Result<usize, ()> =
-            wait_in_room(&room, start + Duration::from_secs(10), || {
-                looks.push(Instant::now() - start);
-                let n = looks.len();
-                async move {
-                    Ok(Look {
-                        answer: n,
-                        done: false,
+    /// Yields until `done` holds (the tasks of this test's one thread run meanwhile).
+    async fn settled(mut done: impl FnMut() -> bool) {
+        for _ in 0..10_000 {
+            if done() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("never settled");
+    }
+
+    #[tokio::test]
+    async fn a_waiter_looks_again_at_the_alarm_and_at_its_deadline_on_the_rooms_clock() {
+        let clock = Clock::manual(std::time::SystemTime::now());
+        let room = Arc::new(Room::new(clock.clone()));
+        let start = clock.now_us();
+        let looks = Arc::new(Mutex::new(Vec::new()));
+        let waiter = {
+            let (room, looks, clock) = (room.clone(), looks.clone(), clock.clone());
+            tokio::spawn(async move {
+                let answer: Result<usize, ()> =
+                    wait_in_room(&room, Duration::from_secs(10), || {
+                        let n = {
+                            let mut looks = looks.lock().unwrap();
+                            looks.push(clock.now_us() - start);
+                            looks.len()
+                        };
                         // The first look sees something due in 3 s.
-                        next: (n == 1).then(|| Instant::now() + Duration::from_secs(3)),
-                        spends_turn: false,
+                        let next = (n == 1).then(|| clock.now_us() + 3_000_000);
+                        async move {
+                            Ok(Look {
+                                answer: n,
+                                done: false,
+                                next,
+                                spends_turn: false,
+                            })
+                        }
                     })
-                }
+                    .await;
+                answer
             })
-            .await;
-        assert_eq!(answer, Ok(3));
-        assert_eq!(
-            looks,
-            [
-                Duration::ZERO,
-                Duration::from_secs(3),
-                Duration::from_secs(10)
-            ]
-        );
+        };
+        let looked = |n: usize| looks.lock().unwrap().len() == n && clock.sleeping() == 1;
+        settled(|| looked(1)).await;
+        clock.advance(Duration::from_millis(2_999));
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(looks.lock().unwrap().len(), 1, "not before the alarm");
+        clock.advance(Duration::from_millis(1));
+        settled(|| looked(2)).await;
+        clock.advance(Duration::from_secs(7));
+        assert_eq!(waiter.await.unwrap(), Ok(3));
+        assert_eq!(*looks.lock().unwrap(), [0, 3_000_000, 10_000_000]);
+        assert_eq!(clock.sleeping(), 0);
     }
 }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::poll::{eventually, until};
 use common::{closed_by_server, server_ends, settings, Backend, Gateway, ESTABLISHED};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -168,17 +169,14 @@ async fn one_address_cannot_take_every_connection() {
 
     // A connection that ends gives its address's place back.
     drop(first);
-    for attempt in 0.. {
+    let freed = "the closed connection's place is freed";
+    let head = eventually(Duration::from_secs(20), freed, || async {
         let mut again = connect_from("127.0.0.2", gw.addr).await;
         let _ = again.write_all(REQUEST).await;
-        if let Some(head) = response_head(&mut again, Duration::from_secs(2)).await {
-            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-            break;
-        }
-        assert!(attempt < 20, "the closed connection's place is never freed");
-        // Real time: the kernel and the gateway's accept loop free the closed connection's place.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        response_head(&mut again, Duration::from_secs(2)).await
+    })
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
 
 /// Reads one whole response: its head, and the body its `content-length` announces.
@@ -426,42 +424,37 @@ async fn never_reading(n: usize, requests: &[u8], most: u64) {
         sock.write_all(requests).await.unwrap();
         socks.push(sock);
     }
-    let sent = Instant::now();
-    let mut held = 0;
-    loop {
+    let (mut held, mut open) = (0, n);
+    // A hang guard, ten times the write timeout: only a connection never closed fails it.
+    let closed = until(write * 10, || {
         let ends = server_ends(gw.addr, &ports);
         held = ends.iter().map(|&(_, queued)| queued).fold(held, u64::max);
-        let open = ends
+        open = ends
             .iter()
             .filter(|&&(state, _)| state == ESTABLISHED)
             .count();
-        if open == 0 {
-            break;
-        }
-        // A hang guard, ten times the write timeout: only a connection never closed fails it.
-        assert!(
-            sent.elapsed() < write * 10,
-            "{open} of {n} still open {:?} after they stopped reading, up to {held} bytes \
-             queued for one",
-            sent.elapsed()
-        );
-        // Real time: the kernel closes these sockets on the gateway's write timer, a real one.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let closed = open == 0;
+        async move { closed.then_some(()) }
+    })
+    .await;
+    assert!(
+        closed.is_some(),
+        "{open} of {n} still open {:?} after they stopped reading, up to {held} bytes queued \
+         for one",
+        write * 10
+    );
     assert!(
         held <= most,
         "a connection that never reads had {held} bytes queued in the kernel"
     );
     // A close that waits to deliver what is queued (a FIN behind it) would keep it for minutes.
     let mut queued = u64::MAX;
-    for _ in 0..100 {
+    until(Duration::from_secs(5), || {
         queued = server_ends(gw.addr, &ports).iter().map(|&(_, q)| q).sum();
-        if queued == 0 {
-            break;
-        }
-        // Real time: the kernel drops what it queued as the resets go out.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let dropped = queued == 0;
+        async move { dropped.then_some(()) }
+    })
+    .await;
     assert_eq!(
         queued, 0,
         "the closed connections' answers are still queued"

@@ -8,9 +8,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
+use common::poll::eventually;
 use common::postgres::Postgres;
 use common::{settings, Backend, Gateway};
 use serde_json::{json, Value};
@@ -344,29 +345,18 @@ async fn every_queried_metric_is_exposed() {
     gw.get("/nope").await;
 
     // The ledger's counters and gauges appear once it has written the order.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
+    let wrote = "the ledger writes the order";
+    eventually(Duration::from_secs(90), wrote, || async {
         let (_, ready) = gw.get("/readyz").await;
-        if ready["ledger"]["ingested"] == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the ledger never wrote the order: {ready}"
-        );
-        // Real time: the gateway's ledger ingester writing to a real PostgreSQL.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (ready["ledger"]["ingested"] == 1).then_some(())
+    })
+    .await;
     // The ledger's gauges are measured every second: wait for them rather than a fixed sleep.
-    let text = loop {
+    let text = eventually(Duration::from_secs(30), "the ledger's gauges", || async {
         let text = gw.text("/metrics").await;
-        if text.contains("gateway_ledger_lag") {
-            break text;
-        }
-        assert!(Instant::now() < deadline, "no ledger gauges: {text}");
-        // Real time: the ledger's backlog gauges are measured on the gateway's own timer.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        text.contains("gateway_ledger_lag").then_some(text)
+    })
+    .await;
 
     let mut known = exposed(&text);
     let src = source();

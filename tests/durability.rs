@@ -13,9 +13,14 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::poll::{eventually, eventually_holds, until_blocking, until_every};
 use common::{Backend, FailoverCluster, Gateway, RedisProcess};
 use redis_gateway::config::{StoreChoice, WriteReplicas};
 use serde_json::{json, Value};
+
+/// Between two retries of a write the store refused: each one is a request, so not faster
+/// than a client backing off would send them.
+const RETRY: Duration = Duration::from_millis(100);
 
 /// Writes of each kind made while the replica is paused.
 const PAUSED: usize = 4;
@@ -46,11 +51,16 @@ async fn open_voucher(gw: &Gateway, name: &str) {
 }
 
 async fn gateway(url: String, replicas: u32) -> (Gateway, String) {
+    gateway_waiting(url, replicas, WAIT).await
+}
+
+/// [`gateway`], its writes waiting up to `wait` for their replicas.
+async fn gateway_waiting(url: String, replicas: u32, wait: Duration) -> (Gateway, String) {
     let mut s = common::settings(Backend::Memory);
     s.store = StoreChoice::Redis(url);
     s.write_replicas = WriteReplicas {
         replicas,
-        timeout: WAIT,
+        timeout: wait,
     };
     let prefix = s.key_prefix.clone();
     (Gateway::with_settings(s).await, prefix)
@@ -316,27 +326,20 @@ async fn failover_after_paused_writes(replicas: u32) {
     }
     if replicas > 0 {
         // Operators see it: the master's replica stops acknowledging, /readyz says degraded.
-        let deadline = Instant::now() + Duration::from_secs(8);
-        loop {
+        let degraded = "/readyz says degraded";
+        let ready = eventually(Duration::from_secs(8), degraded, || async {
             let (_, ready) = gw.get("/readyz").await;
-            if ready["write_replicas"]["degraded"] == true {
-                let victim_entry = ready["write_replicas"]["masters"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|m| m["node"] == format!("127.0.0.1:{victim}"))
-                    .cloned()
-                    .unwrap();
-                assert_eq!(victim_entry["replicas"], 0, "{ready}");
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "/readyz never said degraded: {ready}"
-            );
-            // Real time: /readyz probes a real stalled replica on the gateway's own timer.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            (ready["write_replicas"]["degraded"] == true).then_some(ready)
+        })
+        .await;
+        let victim_entry = ready["write_replicas"]["masters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["node"] == format!("127.0.0.1:{victim}"))
+            .cloned()
+            .unwrap();
+        assert_eq!(victim_entry["replicas"], 0, "{ready}");
         let metrics = gw.text("/metrics").await;
         assert!(
             metrics.contains("gateway_replica_waits_total{outcome=\"timed_out\"}"),
@@ -348,53 +351,38 @@ async fn failover_after_paused_writes(replicas: u32) {
     let victim_pid = cluster.node(victim).pid();
     signal("-9", &victim_pid);
     signal("-CONT", &replica_pid);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    // Asked again at the pace the nodes take it, until they have promoted it.
+    let promote = Duration::from_millis(200);
+    let promoted = until_every(Duration::from_secs(20), promote, || async {
         let promoted = cluster.node(replica_port);
         let _ = promoted.cli_timed(&["cluster", "failover", "takeover"]);
-        if promoted
+        let master = promoted
             .cli_timed(&["info", "replication"])
-            .is_some_and(|i| i.contains("role:master"))
-            && cluster.owner(slot) == Some(replica_port)
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the replica was not promoted");
-        // Real time: real Redis Cluster nodes promoting the replica.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            .is_some_and(|i| i.contains("role:master"));
+        (master && cluster.owner(slot) == Some(replica_port)).then_some(())
+    })
+    .await;
+    assert!(promoted.is_some(), "the replica was not promoted");
     // Back to N healthy replicas: the dead master comes back as the new master's replica.
     if replicas > 0 {
         let node = cluster.nodes.iter_mut().find(|n| n.port == victim).unwrap();
         node.restart();
         let promoted = cluster.node(replica_port);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !promoted
-            .cli_timed(&["info", "replication"])
-            .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the old master did not rejoin as a replica"
-            );
-            // Real time: the restarted node rejoining as a replica.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let rejoined = "the old master rejoins as a replica";
+        eventually_holds(Duration::from_secs(20), rejoined, || {
+            promoted
+                .cli_timed(&["info", "replication"])
+                .is_some_and(|i| i.contains("connected_slaves:1") && i.contains("state=online"))
+        })
+        .await;
     }
     // The gateway finds the new owner.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let voucher_now = loop {
+    let served = "the voucher's slots serve again";
+    let voucher_now = eventually(Duration::from_secs(20), served, || async {
         let (status, v) = gw.get(&format!("/v1/seckill/vouchers/{voucher}")).await;
-        if status == 200 {
-            break v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the voucher's slots never served again: {v}"
-        );
-        // Real time: the gateway's real client finding the promoted master.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        (status == 200).then_some(v)
+    })
+    .await;
 
     // Every write acknowledged before is there.
     let buyers = |orders: &Value| -> BTreeSet<u64> {
@@ -461,27 +449,22 @@ async fn failover_after_paused_writes(replicas: u32) {
                 job_body(&a.key),
             ),
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        let retried = until_every(Duration::from_secs(10), RETRY, || async {
             let (status, body, _) = post(&gw, &path, key, &body).await;
             if matches!(status, 200 | 201) {
-                if a.kind == "lock" {
-                    let token = body["token"].as_u64().unwrap();
-                    assert!(
-                        before_tokens.iter().all(|t| *t < token),
-                        "a fencing token went back: {token} after {before_tokens:?}"
-                    );
-                }
-                break;
+                return Some(body);
             }
             assert_eq!(status, 503, "{} retry: {body}", a.kind);
+            None
+        })
+        .await;
+        let body = retried.unwrap_or_else(|| panic!("{} retry never succeeded", a.kind));
+        if a.kind == "lock" {
+            let token = body["token"].as_u64().unwrap();
             assert!(
-                Instant::now() < deadline,
-                "{} retry never succeeded: {body}",
-                a.kind
+                before_tokens.iter().all(|t| *t < token),
+                "a fencing token went back: {token} after {before_tokens:?}"
             );
-            // Real time: a real redis-server resuming, and the client reconnecting to it.
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
     let (_, orders) = gw
@@ -509,24 +492,15 @@ fn master_with_replica() -> (RedisProcess, RedisProcess) {
         &["--replicaof", "127.0.0.1", &master.port.to_string()],
         false,
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !master
-        .cli(&["info", "replication"])
-        .is_some_and(|i| i.contains("state=online"))
-    {
-        assert!(Instant::now() < deadline, "the replica did not sync");
-        // Real time: a real replica syncing.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let synced = until_blocking(Duration::from_secs(10), || {
+        master
+            .cli(&["info", "replication"])
+            .is_some_and(|i| i.contains("state=online"))
+    });
+    assert!(synced, "the replica did not sync");
     // Online is not yet acknowledging: wait until a write on one connection is confirmed.
-    while !replicated(&master) {
-        assert!(
-            Instant::now() < deadline,
-            "the replica does not acknowledge"
-        );
-        // Real time: a real replica acknowledging.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let acknowledges = until_blocking(Duration::from_secs(10), || replicated(&master));
+    assert!(acknowledges, "the replica does not acknowledge");
     (master, replica)
 }
 
@@ -592,7 +566,8 @@ async fn concurrent_writes_share_their_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wait_does_not_stall_other_requests() {
     let (master, replica) = master_with_replica();
-    let (gw, _) = gateway(master.url(), 1).await;
+    // A wait long enough to be seen under way (and the reads made meanwhile) on a busy machine.
+    let (gw, _) = gateway_waiting(master.url(), 1, Duration::from_secs(3)).await;
     open_voucher(&gw, "w").await;
     let replica_pid = replica.pid();
     signal("-STOP", &replica_pid);
@@ -607,9 +582,15 @@ async fn a_wait_does_not_stall_other_requests() {
         (r, Instant::now())
     };
     let read = async {
-        // Sent once the purchase's write is surely done and its wait under way.
-        // Real time: the purchase waits on a real replica's acknowledgement (WAIT).
-        tokio::time::sleep(WAIT / 3).await;
+        // Sent once the purchase's write is done and its wait under way: the master holds a
+        // client blocked in WAIT.
+        let waiting = "the purchase waits for the replica";
+        eventually_holds(Duration::from_secs(10), waiting, || {
+            master
+                .cli(&["info", "clients"])
+                .is_some_and(|i| i.contains("blocked_clients:1"))
+        })
+        .await;
         let mut done = Vec::new();
         for _ in 0..5 {
             let (status, _) = gw.get("/v1/seckill/vouchers/w").await;
@@ -628,26 +609,17 @@ async fn a_wait_does_not_stall_other_requests() {
     );
     // The retry with its key answers the recorded order once the replica holds it (503s until
     // the resumed replica has caught up).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (status, body, _) = post(
-            &gw,
-            "/v1/seckill/vouchers/w/orders",
-            Some("k1"),
-            &purchase_body(1),
-        )
-        .await;
+    let retried = until_every(Duration::from_secs(10), RETRY, || async {
+        let path = "/v1/seckill/vouchers/w/orders";
+        let (status, body, _) = post(&gw, path, Some("k1"), &purchase_body(1)).await;
         if status == 201 {
-            break;
+            return Some(());
         }
         assert_eq!(status, 503, "{body}");
-        assert!(
-            Instant::now() < deadline,
-            "the retry never succeeded: {body}"
-        );
-        // Real time: a real redis-server resuming, and the client reconnecting to it.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        None
+    })
+    .await;
+    assert!(retried.is_some(), "the retry never succeeded");
     let (_, orders) = gw.get("/v1/seckill/vouchers/w/orders").await;
     assert_eq!(
         orders["orders"].as_array().map(Vec::len),
@@ -681,17 +653,16 @@ async fn a_renewal_waits_for_its_replica() {
     assert_eq!(lost, 409, "{lost_body}");
     assert_eq!(lost_body["code"], "lock_lost", "{lost_body}");
     // Once the replica is back the same renewal is acknowledged.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let renewed = until_every(Duration::from_secs(10), RETRY, || async {
         let (status, body, _) = renew(token).await;
         if status == 200 {
-            break;
+            return Some(());
         }
         assert_eq!(status, 503, "{body}");
-        assert!(Instant::now() < deadline, "never renewed: {body}");
-        // Real time: a real replica resuming; the gateway renews on its own timer.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        None
+    })
+    .await;
+    assert!(renewed.is_some(), "never renewed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::poll::{eventually, eventually_holds, until};
 use common::{Backend, FailoverCluster, Gateway};
 use redis_gateway::config::StoreChoice;
 use serde_json::json;
@@ -144,30 +145,35 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
         })
     };
 
-    // Real time: the load runs against the healthy cluster before the master is lost.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The load runs against the healthy cluster before the master is lost: each voucher has
+    // sold, so that what is acknowledged and then kept across the failover is tried.
+    let sold = "every voucher sold before the fault";
+    eventually_holds(Duration::from_secs(30), sold, || {
+        let samples = samples.lock().unwrap();
+        (0..NAMES).all(|name| {
+            let acked = samples
+                .iter()
+                .filter(|s| s.name == name && s.op == 0 && s.status == 201);
+            acked.count() >= 10
+        })
+    })
+    .await;
     let pid = cluster.node(victim).pid();
     let fault = Instant::now();
     signal(if hang { "-STOP" } else { "-KILL" }, &pid);
     // Wait for a replica to take the victim's slots over: Redis's doing, a few seconds with
     // `cluster-node-timeout 1000`. The bound, over ten times that, only catches a Cluster
     // that never promotes one.
-    let promotion = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let c = cluster.clone();
-            let slot = slots[0];
-            let owner = tokio::task::spawn_blocking(move || c.owner(slot))
-                .await
-                .unwrap();
-            if owner.is_some_and(|o| o != victim) {
-                break Instant::now();
-            }
-            // Real time: real Redis Cluster nodes electing a new master.
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+    let promotion = until(Duration::from_secs(60), || async {
+        let c = cluster.clone();
+        let slot = slots[0];
+        let owner = tokio::task::spawn_blocking(move || c.owner(slot))
+            .await
+            .unwrap();
+        owner.is_some_and(|o| o != victim).then(Instant::now)
     })
     .await;
-    let Ok(promoted) = promotion else {
+    let Some(promoted) = promotion else {
         panic!(
             "no promotion: {:?} {:?}",
             cluster.masters(),
@@ -183,19 +189,15 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
     // Until the failed master's keys serve again (the gateway re-reads the slot table on the
     // first request for a down master: without that they never would), then a few seconds of
     // load on the new layout. The bound only catches the "never".
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while !samples
+    let served = "the failed master's keys serve again after the promotion";
+    eventually_holds(Duration::from_secs(30), served, || {
+        samples
             .lock()
             .unwrap()
             .iter()
             .any(|s| doomed[s.name] && s.start >= promoted && (200..300).contains(&s.status))
-        {
-            // Real time: the gateway's real client finding the promoted master.
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
     })
-    .await
-    .expect("the failed master's keys never served again after the promotion");
+    .await;
     // Real time: the load goes on against the healed cluster.
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Relaxed);
@@ -272,16 +274,12 @@ async fn failover_under_load(hang: bool, full_coverage: bool) {
             .iter()
             .filter(|s| s.name == i && s.op == 0 && (s.status == 503 || s.status == 0))
             .count() as u64;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let sold = loop {
-            let (status, v) = gw.get(&format!("/v1/seckill/vouchers/{n}")).await;
-            if let Some(sold) = v["sold"].as_u64() {
-                break sold;
-            }
-            assert!(Instant::now() < deadline, "{n}: {status} {v}");
-            // Real time: real Redis Cluster nodes settling after the failover.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let answered = format!("voucher {n} answers after the failover");
+        let sold = eventually(Duration::from_secs(10), &answered, || async {
+            let (_, v) = gw.get(&format!("/v1/seckill/vouchers/{n}")).await;
+            v["sold"].as_u64()
+        })
+        .await;
         assert!(
             (acked - at_risk..=acked + unknown).contains(&sold),
             "{n}: sold {sold}, acknowledged {acked} ({at_risk} within {LAG:?} before the fault), \

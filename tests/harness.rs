@@ -99,7 +99,7 @@ fn a_dropped_server_ends_even_when_hung() {
 /// The most pauses on the wall clock the suite may hold. Each one is time every run spends
 /// whatever the machine, or a verdict that depends on its load: one more must replace
 /// another, or wait on a condition instead (`common::poll`), or on a clock the test moves.
-const MOST_SLEEPS: usize = 63;
+const MOST_SLEEPS: usize = 20;
 
 /// Every `sleep(` in `tests/`: (file, line number, whether the comment above it says why real
 /// time is needed).

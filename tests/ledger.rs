@@ -549,6 +549,15 @@ async fn failing_with(gw: &Gateway, reason: &str, behind: u64) -> Value {
     .await
 }
 
+/// Waits until PostgreSQL has refused more writes in database `db` (errors saying `what`) than
+/// an order may be delivered before it is dead-lettered: that many rounds of the ingester,
+/// however long its back-off makes them.
+async fn refused_rounds(pg: &Postgres, db: &str, what: &str) {
+    let rounds = redis_gateway::ledger::MAX_ATTEMPTS as usize + 2;
+    let refused = format!("{rounds} writes refused with {what}");
+    common::poll::eventually_holds(CATCH_UP, &refused, || pg.errors(db, what) >= rounds).await;
+}
+
 /// A database that answers but refuses every insert — read-only (a promoted replica, a
 /// maintenance window), or its table renamed — is an outage of the database, not a fault of
 /// the orders: for many claim rounds nothing is dead-lettered, `/readyz` says `failing` with a
@@ -579,9 +588,7 @@ async fn a_read_only_or_broken_database_never_dead_letters_good_orders() {
     }
     let l = failing_with(&gw, "read_only", 10).await;
     assert_eq!(l["dead_lettered"], 0);
-    // Real time: far more than MAX_DELIVERIES claim rounds (claim idle 300 ms) on the
-    // gateway's own timers, its back-off between them growing to 5 s.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    refused_rounds(pg, &name, "read-only transaction").await;
     let (_, ready) = gw.get("/readyz").await;
     assert_eq!(ready["ledger"]["dead_lettered"], 0, "{ready}");
     assert_eq!(ready["ledger"]["state"], "failing");
@@ -604,8 +611,7 @@ async fn a_read_only_or_broken_database_never_dead_letters_good_orders() {
         assert_eq!(buy(&gw, "ro", u).await.0, 201);
     }
     failing_with(&gw, "undefined_table", 3).await;
-    // Real time: as above, many claim rounds on the gateway's own timers.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    refused_rounds(pg, &name, "relation \"seckill_orders\" does not exist").await;
     sqlx::query("ALTER TABLE seckill_orders_moved RENAME TO seckill_orders")
         .execute(&db)
         .await

@@ -341,15 +341,10 @@ async fn overrides_and_denies_reach_every_instance(backend: Backend) {
     // bound only catches an instance that never picks the deny up, 40 polls on, far beyond
     // what a slow machine takes. Asked at the poll's pace, so that bob's global budget (100)
     // outlasts the bound.
-    let denied = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let r = send(read(b, "bob")).await;
-            if r.status != 200 {
-                break r;
-            }
-            // Real time: paced as the other instance polls, as said above.
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+    let poll = Duration::from_millis(250);
+    let denied = common::poll::until_every(Duration::from_secs(10), poll, || async {
+        let r = send(read(b, "bob")).await;
+        (r.status != 200).then_some(r)
     })
     .await
     .expect("the other instance never applied the deny");

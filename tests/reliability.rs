@@ -166,32 +166,45 @@ async fn sigterm_drains_in_flight_requests() {
     })
     .await;
 
-    // Block Redis for a moment so the requests below are genuinely in flight at SIGTERM.
-    let mut sleeper = std::process::Command::new("redis-cli")
-        .args(["-p", &redis.port.to_string(), "debug", "sleep", "1.5"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Real time: for the DEBUG SLEEP to begin; a Redis inside it cannot say so.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let in_flight = || async {
+        let text = client.get(format!("{base}/metrics")).send().await.ok()?;
+        let text = text.text().await.ok()?;
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gateway_http_requests_in_flight "))?;
+        line.trim().parse::<f64>().ok()
+    };
+    // The scrape itself may count.
+    let idle = common::poll::eventually(Duration::from_secs(10), "a scrape", in_flight).await;
+
+    // Redis stopped (SIGSTOP: stopped once `kill` returns), so the requests below are
+    // genuinely in flight at SIGTERM; it resumes once the gateway has been told to stop.
+    let redis_pid = redis.pid();
+    let signal = |sig: &str, pid: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([sig, pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP", &redis_pid);
     let requests: Vec<_> = (0..50)
         .map(|i| {
             let (client, url) = (client.clone(), format!("{base}/v1/checkins/{i}"));
             tokio::spawn(async move { client.post(url).send().await.map(|r| r.status().as_u16()) })
         })
         .collect();
-    // Real time: for the requests to reach the child process and wait on the sleeping Redis.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let waiting = "the 50 requests in flight, waiting on the sleeping Redis";
+    common::poll::eventually(Duration::from_secs(10), waiting, || async {
+        in_flight().await.filter(|n| *n >= idle + 50.0)
+    })
+    .await;
+    signal("-TERM", &child.id().to_string());
+    signal("-CONT", &redis_pid);
 
     for r in requests {
         assert_eq!(r.await.unwrap().expect("in-flight request completes"), 200);
     }
-    let _ = sleeper.wait();
     let mut status = None;
     common::poll::until_blocking(Duration::from_secs(15), || {
         status = child.try_wait().unwrap();

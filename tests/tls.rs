@@ -9,10 +9,11 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::Request;
 use common::binary::Binary;
+use common::poll::{eventually, until};
 use common::{server_ends, ESTABLISHED};
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -124,20 +125,18 @@ async fn https_serves_http1_and_h2_by_alpn() {
 /// Waits until the server has closed its end of each connection from `ports` (a hang guard of
 /// ten write timeouts fails the test if it does not).
 async fn closed_by_the_server(addr: SocketAddr, ports: &HashSet<u16>, write: Duration) {
-    let started = Instant::now();
-    loop {
-        let ends = server_ends(addr, ports);
-        if ends.iter().all(|&(state, _)| state != ESTABLISHED) {
-            return;
-        }
-        assert!(
-            started.elapsed() < write * 10,
-            "still open {:?} after the client stopped reading: {ends:?}",
-            started.elapsed()
-        );
-        // Real time: the kernel closes these sockets on the gateway's write timer, a real one.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut ends = Vec::new();
+    let closed = until(write * 10, || {
+        ends = server_ends(addr, ports);
+        let closed = ends.iter().all(|&(state, _)| state != ESTABLISHED);
+        async move { closed.then_some(()) }
+    })
+    .await;
+    assert!(
+        closed.is_some(),
+        "still open {:?} after the client stopped reading: {ends:?}",
+        write * 10
+    );
 }
 
 /// Over TLS too, a connection whose answers are not read is closed the write timeout later:
@@ -244,14 +243,11 @@ async fn a_changed_certificate_is_reloaded_and_a_bad_one_is_not() {
     put(&cert_file, &second);
     // The files are looked at every 2 s; the bound, fifteen times that, only catches a
     // certificate never reloaded.
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while served(gw.addr(), &trusted).await != der(&second) {
-            // Real time: the gateway's own file watcher picks up the new certificate.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    let reloaded = "the new certificate is served";
+    eventually(Duration::from_secs(30), reloaded, || async {
+        (served(gw.addr(), &trusted).await == der(&second)).then_some(())
     })
-    .await
-    .expect("the new certificate is never served");
+    .await;
 
     // A key of another certificate: refused, the second certificate still served.
     let (_, stray_key) = certificate();

@@ -125,7 +125,9 @@ impl LockStore for MemoryStore {
 
     async fn lock_watch(&self, name: &Name) -> Watch {
         // Every release is this process's own and tells the room (`lock_release`).
-        self.state(&STATE).wakeups.watch(name.as_str())
+        self.state(&STATE)
+            .wakeups
+            .watch(name.as_str(), self.clock())
     }
 }
 

@@ -21,8 +21,6 @@ pub mod wake;
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 pub use http::{router, LocksState, TERMS};
 pub use wake::Watch;
 
@@ -111,9 +109,8 @@ pub(crate) async fn acquire<S: LockStore>(
     ttl_ms: u64,
     wait: Duration,
 ) -> Result<Attempt, StoreError> {
-    let deadline = Instant::now() + wait;
     let first = store.lock_acquire(name, owner, ttl_ms).await?;
-    if matches!(first, Attempt::Acquired(_)) || Instant::now() >= deadline {
+    if matches!(first, Attempt::Acquired(_)) || wait.is_zero() {
         return Ok(first);
     }
     // Listening (subscribed) from here on; the attempt below, at once, covers a release made
@@ -122,7 +119,7 @@ pub(crate) async fn acquire<S: LockStore>(
     let Some(room) = watch.room() else {
         return Ok(first);
     };
-    wait_in_room(room, deadline, || async {
+    wait_in_room(room, wait, || async {
         let attempt = store.lock_acquire(name, owner, ttl_ms).await?;
         // +1 ms: a lease ending in `ms` is over from the ms after.
         let lease_ms = match &attempt {
@@ -130,7 +127,11 @@ pub(crate) async fn acquire<S: LockStore>(
             Attempt::Acquired(_) => ttl_ms,
         };
         Ok(Look {
-            next: Some(Instant::now() + Duration::from_millis(lease_ms.saturating_add(1))),
+            next: Some(
+                room.clock()
+                    .now_us()
+                    .saturating_add(ms_in_us(lease_ms.saturating_add(1))),
+            ),
             // A turn given during a winning attempt was for a release made before it, so it
             // is spent here rather than sending another waiter to find the lock taken.
             done: matches!(attempt, Attempt::Acquired(_)),
@@ -139,4 +140,8 @@ pub(crate) async fn acquire<S: LockStore>(
         })
     })
     .await
+}
+
+fn ms_in_us(ms: u64) -> i64 {
+    i64::try_from(ms.saturating_mul(1_000)).unwrap_or(i64::MAX)
 }

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::clock::Clock;
 use crate::wait::{Room, Rooms, Seat};
 
 use super::MAX_WAITING_ACQUISITIONS;
@@ -18,11 +19,12 @@ pub struct Wakeups {
 }
 
 impl Wakeups {
-    /// A place among the acquisitions waiting on `name` in this process, or none when
-    /// [`MAX_WAITING_ACQUISITIONS`] hold one (the acquisition then answers at once).
-    pub fn watch(&self, name: &str) -> Watch {
+    /// A place among the acquisitions waiting on `name` in this process, sleeping on `clock`
+    /// (the store's), or none when [`MAX_WAITING_ACQUISITIONS`] hold one (the acquisition then
+    /// answers at once).
+    pub fn watch(&self, name: &str, clock: &Clock) -> Watch {
         Watch {
-            seat: self.rooms.room(name).seat(MAX_WAITING_ACQUISITIONS),
+            seat: self.rooms.room(name, clock).seat(MAX_WAITING_ACQUISITIONS),
             on_drop: None,
         }
     }
@@ -87,7 +89,7 @@ mod tests {
     #[tokio::test]
     async fn a_watch_holds_a_place_until_dropped() {
         let hub = Wakeups::default();
-        let w = hub.watch("a");
+        let w = hub.watch("a", &Clock::system());
         let room = w.room().unwrap().clone();
         hub.released("b");
         hub.released("a");
@@ -103,12 +105,18 @@ mod tests {
     fn past_the_cap_a_watch_has_no_place() {
         let hub = Wakeups::default();
         let seated: Vec<Watch> = (0..MAX_WAITING_ACQUISITIONS)
-            .map(|_| hub.watch("a"))
+            .map(|_| hub.watch("a", &Clock::system()))
             .collect();
         assert!(seated.iter().all(|w| w.room().is_some()));
-        assert!(hub.watch("a").room().is_none(), "full");
-        assert!(hub.watch("b").room().is_some(), "another lock's room");
+        assert!(hub.watch("a", &Clock::system()).room().is_none(), "full");
+        assert!(
+            hub.watch("b", &Clock::system()).room().is_some(),
+            "another lock's room"
+        );
         drop(seated);
-        assert!(hub.watch("a").room().is_some(), "places given back");
+        assert!(
+            hub.watch("a", &Clock::system()).room().is_some(),
+            "places given back"
+        );
     }
 }

@@ -352,7 +352,7 @@ impl QueueStore for MemoryStore {
 
     async fn queue_bell(&self, queue: &Name) -> Bell {
         Bell {
-            room: self.kept(&BELLS).room(queue),
+            room: self.kept(&BELLS).room(queue, self.clock()),
             // Every enqueue is this process's own and tells the room.
             recheck: None,
         }

@@ -25,7 +25,7 @@ pub use settings::{Flags, Settings};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use crate::clock::Clock;
 
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -231,9 +231,9 @@ impl Default for Bells {
 }
 
 impl Bells {
-    /// The room of `queue`, made when nobody holds it.
-    pub fn room(&self, queue: &Name) -> Arc<Room> {
-        self.rooms.room(queue.as_str())
+    /// The room of `queue`, made (sleeping on `clock`, the store's) when nobody holds it.
+    pub fn room(&self, queue: &Name, clock: &Clock) -> Arc<Room> {
+        self.rooms.room(queue.as_str(), clock)
     }
 
     /// A job was created in `queue`, due in `due_in_ms` by the store's clock: a job due now
@@ -247,7 +247,8 @@ impl Bells {
             room.give_turn();
         } else {
             // +1 ms: a job due at `now + due_in` is claimable from that ms on.
-            room.expect(Instant::now() + Duration::from_millis(due_in_ms.saturating_add(1)));
+            let due_in = us(Duration::from_millis(due_in_ms.saturating_add(1)));
+            room.expect(room.clock().now_us().saturating_add(due_in));
         }
     }
 
@@ -303,16 +304,17 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
     let Some((bell, _seat)) = seated else {
         return Ok(store.queue_claim(queue, max, visibility_ms).await?.jobs);
     };
-    wait_in_room(&bell.room, Instant::now() + wait, || async {
+    wait_in_room(&bell.room, wait, || async {
         let claim = store.queue_claim(queue, max, visibility_ms).await?;
-        let now = Instant::now();
+        let now = bell.room.clock().now_us();
         // +1 ms: a job due at `now + next` is claimable from that ms on.
         let next = claim
             .next_in_ms
-            .map(|ms| now + Duration::from_millis(ms.saturating_add(1)));
-        let next = match (next, bell.recheck) {
-            (Some(next), Some(recheck)) => Some(next.min(now + recheck)),
-            (next, recheck) => next.or(recheck.map(|r| now + r)),
+            .map(|ms| now.saturating_add(us(Duration::from_millis(ms.saturating_add(1)))));
+        let recheck = bell.recheck.map(|r| now.saturating_add(us(r)));
+        let next = match (next, recheck) {
+            (Some(next), Some(recheck)) => Some(next.min(recheck)),
+            (next, recheck) => next.or(recheck),
         };
         Ok(Look {
             done: !claim.jobs.is_empty(),
@@ -322,4 +324,9 @@ pub(crate) async fn claim_waiting<S: QueueStore>(
         })
     })
     .await
+}
+
+/// `d` in µs, as the rooms' times are.
+fn us(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }

@@ -330,8 +330,10 @@ pub struct Gateway {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
     /// The store's clock as the test can read and move it: the memory store's own, or the
-    /// wall clock for Redis (whose `TIME` runs on this machine's clock).
+    /// wall clock for Redis (whose `TIME` runs on this machine's clock), never moved.
     clock: Clock,
+    /// Whether [`Gateway::pass`] moves `clock` (the memory store's) rather than waits.
+    moves: bool,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -342,9 +344,11 @@ impl Gateway {
     }
 
     pub async fn with_settings(mut settings: Settings) -> Self {
-        // Redis reads its own clock: the HTTP layers' readings must not run ahead of it.
-        if matches!(settings.store, StoreChoice::Redis(_)) {
-            settings.clock = Clock::system();
+        // Redis reads its own clock: the HTTP layers' readings must not run ahead of it. The
+        // wall clock, then, but one that counts the requests asleep on it (`sleeping`).
+        let moves = !matches!(settings.store, StoreChoice::Redis(_));
+        if !moves {
+            settings.clock = Clock::shifted();
         }
         let clock = settings.clock.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -365,6 +369,7 @@ impl Gateway {
             addr,
             client,
             clock,
+            moves,
             shutdown: Some(tx),
             task: Some(task),
         };
@@ -390,12 +395,25 @@ impl Gateway {
     /// Lets `d` of store time pass: the memory store's clock moves on at once, a Redis store's
     /// only by waiting (its clock is Redis's).
     pub async fn pass(&self, d: Duration) {
-        if self.clock.is_manual() {
+        if self.moves && self.clock.is_manual() {
             self.clock.advance(d);
         } else {
             // Real time: a Redis store's clock is Redis's own, which no test moves.
             tokio::time::sleep(d).await;
         }
+    }
+
+    /// Requests asleep in this gateway's waits (lock acquisitions, claims with `wait_ms`): they
+    /// sleep on its clock, which counts them (0 on a clock the test did not make).
+    pub fn sleeping(&self) -> usize {
+        self.clock.sleeping()
+    }
+
+    /// Waits until `n` requests are asleep in this gateway's waits: each made its look and
+    /// listens for what wakes it.
+    pub async fn until_sleeping(&self, n: usize) {
+        let what = format!("{n} requests asleep in the gateway's waits");
+        poll::eventually_holds(Duration::from_secs(20), &what, || self.sleeping() >= n).await;
     }
 
     /// The store's clock, in ms since the Unix epoch (for Redis, this machine's wall clock).

@@ -26,7 +26,20 @@ pub fn until_blocking(within: Duration, mut done: impl FnMut() -> bool) -> bool 
 }
 
 /// Looks at `look` until it gives a value or `within` has passed.
-pub async fn until<T, F>(within: Duration, mut look: impl FnMut() -> F) -> Option<T>
+pub async fn until<T, F>(within: Duration, look: impl FnMut() -> F) -> Option<T>
+where
+    F: Future<Output = Option<T>>,
+{
+    until_every(within, EVERY, look).await
+}
+
+/// [`until`], looking every `every`: for a look that is itself an act on the awaited party
+/// (a retried write, a failover asked for again), paced as that party can take it.
+pub async fn until_every<T, F>(
+    within: Duration,
+    every: Duration,
+    mut look: impl FnMut() -> F,
+) -> Option<T>
 where
     F: Future<Output = Option<T>>,
 {
@@ -39,7 +52,7 @@ where
             return None;
         }
         // real time: another process, or the gateway's own timers, act meanwhile.
-        tokio::time::sleep(EVERY).await;
+        tokio::time::sleep(every).await;
     }
 }
 

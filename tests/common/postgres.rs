@@ -133,6 +133,8 @@ impl Postgres {
             .arg(&self.dir)
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
             .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+            // Each line names its database: a test counts the errors of its own.
+            .args(["-c", "log_line_prefix=%m [%p] %d "])
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("the server log"))
             .stderr(log);
@@ -179,6 +181,15 @@ impl Postgres {
     /// Starts it again on the same port with the same data.
     pub fn restart(&mut self) {
         self.spawn();
+    }
+
+    /// Errors the server logged in database `db` whose text contains `what`.
+    pub fn errors(&self, db: &str, what: &str) -> usize {
+        let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+        let tag = format!("] {db} ERROR:");
+        log.lines()
+            .filter(|l| l.contains(&tag) && l.contains(what))
+            .count()
     }
 
     pub fn dir(&self) -> &Path {

@@ -177,8 +177,13 @@ async fn fifty_concurrent_acquirers_never_overlap(backend: Backend) {
                     other => panic!("{other}: {body}"),
                 }
             };
-            // Real time: a holder's hold must have a length for overlaps to show.
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            // A hold with a length, for overlaps to show: the holder asks who holds it.
+            let (_, state) = gw.get(&format!("/v1/locks/{name}")).await;
+            assert_eq!(
+                state["owner"],
+                owner.as_str(),
+                "held by its holder: {state}"
+            );
             let held_until = Instant::now();
             assert_eq!(release(&gw, &name, &owner, tok).await.0, 204);
             (held_from, held_until, tok)
@@ -336,8 +341,7 @@ async fn a_waiting_acquirer_is_woken_by_the_release(backend: Backend) {
         let name = name.clone();
         tokio::spawn(async move { acquire(&gw, &name, "bob", 60_000, 10_000).await })
     };
-    // Real time: for the waiter to reach the gateway and wait; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw.until_sleeping(1).await;
     assert_eq!(release(&gw, &name, "alice", token(&a)).await.0, 204);
     let (status, b) = waiter.await.unwrap();
     assert_eq!(status, 200, "the waiter got the lock: {b}");
@@ -379,8 +383,7 @@ async fn two_gateways_share_locks(backend: Backend) {
         let name = name.clone();
         tokio::spawn(async move { acquire(&gw2, &name, "bob", 60_000, 10_000).await })
     };
-    // Real time: for the waiter to reach the gateway and wait; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw2.until_sleeping(1).await;
     assert_eq!(release(&gw1, &name, "alice", token(&a)).await.0, 204);
     let (status, b) = waiter.await.unwrap();
     assert_eq!(status, 200, "{b}");
@@ -563,8 +566,7 @@ async fn acquisitions_past_the_waiting_cap_answer_at_once(backend: Backend) {
             tokio::spawn(async move { acquire(&gw, &name, &format!("w{i}"), 60_000, 10_000).await })
         })
         .collect();
-    // Real time: for the acquisitions to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    gw.until_sleeping(cap).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let (status, body) = acquire(&gw, &name, "late", 60_000, 10_000).await;
     assert!(held_for(status, &body) > 60_000, "{body}");
@@ -720,7 +722,7 @@ async fn waiting_acquisitions(
     prefix: &str,
     n: usize,
 ) -> Vec<Waiting> {
-    let before = store.refused();
+    let (before, asleep) = (store.refused(), gw.sleeping());
     let waiting = (0..n)
         .map(|i| {
             let (gw, name, owner) = (gw.clone(), name.to_owned(), format!("{prefix}{i}"));
@@ -728,8 +730,7 @@ async fn waiting_acquisitions(
         })
         .collect();
     store.until_refused(before + 2 * n as i64).await;
-    // Real time: the gateway's acquisitions go to sleep after their attempts, which nothing shows.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw.until_sleeping(asleep + n).await;
     waiting
 }
 

@@ -310,8 +310,7 @@ async fn long_poll_wakes_on_enqueue(backend: Backend) {
     };
     let bound = claim_on("lp-empty", 4000);
     let waiter = claim_on("lp", 20000);
-    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    gw.until_sleeping(2).await;
     enqueue(&gw, "lp", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
         biased;
@@ -709,16 +708,20 @@ async fn another_instances_enqueue_wakes_a_waiting_claim(backend: Backend) {
     s.request_timeout = Duration::from_secs(40);
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Gateway::with_settings(s).await;
-    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     let claim_on = |queue: &'static str, wait_ms: u64| {
         let a = a.clone();
         tokio::spawn(async move { claim(&a, queue, json!({"wait_ms": wait_ms})).await })
     };
+    // A's first waiting claim starts its subscriber; it hears of B's enqueue once that listens
+    // (the announcement, or the look each subscription makes). Then A listens for the race
+    // below, where only the announcement can wake its claim in time.
+    let warm = claim_on("warm", 20000);
+    a.until_sleeping(1).await;
+    enqueue(&b, "warm", json!({"id": "w", "payload": 0})).await;
+    assert_eq!(warm.await.unwrap().len(), 1);
     let bound = claim_on("shared-empty", 4000);
     let waiter = claim_on("shared", 20000);
-    // Real time: for the waiting claim to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.until_sleeping(2).await;
     enqueue(&b, "shared", json!({"id": "x", "payload": 1})).await;
     tokio::select! {
         biased;
@@ -907,9 +910,11 @@ async fn an_enqueue_refreshes_the_queue_expiry_only_when_it_must() {
     within(7 * DAY_MS, "enqueues that refreshed nothing");
 
     // Every job in flight: the claim's run deletes `due`; the next enqueue makes it again.
-    // Real time: the jobs' 1 s delays run on Redis's own clock.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 3);
+    // The delayed job by a claim that waits for it (its 1 s runs on Redis's clock).
+    assert_eq!(claim(&gw, "ttl", json!({"max": 3})).await.len(), 2);
+    let delayed = claim(&gw, "ttl", json!({"max": 3, "wait_ms": 5000})).await;
+    assert_eq!(delayed.len(), 1, "{delayed:?}");
+    assert_eq!(delayed[0]["id"], "given");
     present(&["flight", "meta", "pay", "ctr"]);
     enqueue(&gw, "ttl", json!({"payload": 4})).await;
     present(&["due", "flight", "meta", "pay", "ctr"]);
@@ -974,8 +979,7 @@ async fn claims_past_the_waiting_cap_answer_at_once(backend: Backend) {
             tokio::spawn(async move { claim(&gw, "capped", json!({"wait_ms": 20000})).await })
         })
         .collect();
-    // Real time: for the claims to reach the gateway and sit down; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    gw.until_sleeping(cap).await;
     assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
     let extra = tokio::time::timeout(
         Duration::from_secs(10),
@@ -1044,6 +1048,25 @@ impl Private {
             .await;
     }
 
+    /// Waits until `n` connections listen on a pattern on this (standalone) store: the
+    /// gateways' enqueue announcement subscribers (one pattern for all: `PUBSUB NUMPAT` counts
+    /// it once).
+    async fn until_pattern_subscriptions(&self, n: usize) {
+        let Self::Redis(r) = self else {
+            unreachable!("a standalone store's subscriptions")
+        };
+        let listening = format!("{n} subscribers listen");
+        crate::common::poll::eventually_holds(Duration::from_secs(20), &listening, || {
+            let clients = r.cli(&["client", "list"]).expect("redis-cli answers");
+            let subscribed = clients
+                .lines()
+                .filter(|l| l.split(' ').any(|field| field == "psub=1"))
+                .count();
+            subscribed >= n
+        })
+        .await;
+    }
+
     /// Settings for gateways on this store; instances made from one value share its keys.
     fn settings(&self) -> redis_gateway::settings::Settings {
         let mut s = settings(Backend::Memory);
@@ -1059,7 +1082,7 @@ type Waiting = tokio::task::JoinHandle<Vec<Value>>;
 /// They arrive one after the other, each once the one before has looked: claims arriving
 /// together share their looks' script runs, and this counts one run per look.
 async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usize) -> Vec<Waiting> {
-    let mut waiting = Vec::with_capacity(n);
+    let (mut waiting, asleep) = (Vec::with_capacity(n), gw.sleeping());
     for _ in 0..n {
         let before = store.runs();
         let (gw, queue) = (gw.clone(), queue.to_owned());
@@ -1068,8 +1091,7 @@ async fn waiting_claims(store: &Private, gw: &Arc<Gateway>, queue: &str, n: usiz
         }));
         store.until_runs(before + 1).await;
     }
-    // Real time: the gateway's claims go to sleep after their look, which nothing shows.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    gw.until_sleeping(asleep + n).await;
     waiting
 }
 
@@ -1148,13 +1170,16 @@ async fn an_enqueue_wakes_one_waiting_claim_per_instance() {
     let s = store.settings();
     let a = Arc::new(Gateway::with_settings(s.clone()).await);
     let b = Arc::new(Gateway::with_settings(s).await);
-    // Real time: for both instances' Redis subscribers to connect; nothing shows it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     // Loads the scripts, so that each run below is one run.
     enqueue(&b, "two", json!({"payload": 0})).await;
     assert_eq!(claim(&b, "two", json!({})).await.len(), 1);
     let on_a = waiting_claims(&store, &a, "two", 20).await;
     let on_b = waiting_claims(&store, &b, "two", 20).await;
+    // Both instances' subscribers (started by their first waiting claims) listen, and the look
+    // each subscription makes is over: every claim is asleep again.
+    store.until_pattern_subscriptions(2).await;
+    a.until_sleeping(20).await;
+    b.until_sleeping(20).await;
     let before = store.runs();
     enqueue(&b, "two", json!({"id": "x", "payload": 1})).await;
     let all: Vec<Waiting> = on_a.into_iter().chain(on_b).collect();

@@ -114,7 +114,7 @@ impl LockStore for RedisStore {
 
     async fn lock_watch(&self, name: &Name) -> Watch {
         let releases = self.kept(&RELEASES);
-        let watch = releases.wakeups.watch(name.as_str());
+        let watch = releases.wakeups.watch(name.as_str(), self.timers());
         // No place (the room is full): nothing to listen for.
         if watch.room().is_none() {
             return watch;

@@ -156,7 +156,7 @@ impl QueueStore for RedisStore {
         let announced = self.kept(&ANNOUNCED);
         announced.listening.get_or_init(|| listen(self));
         Bell {
-            room: announced.bells.room(queue),
+            room: announced.bells.room(queue, self.timers()),
             recheck: Some(RECHECK),
         }
     }

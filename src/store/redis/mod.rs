@@ -53,6 +53,9 @@ struct Inner {
     subscriber: (Config, Duration),
     /// `GATEWAY_WRITE_REPLICAS` and its timeout.
     write_replicas: WriteReplicas,
+    /// What requests waiting in this process sleep on (the wall clock but in tests): Redis
+    /// decides expiry by its own clock, the gateway only how long it waits.
+    timers: crate::clock::Clock,
 }
 
 impl RedisStore {
@@ -134,8 +137,14 @@ impl RedisStore {
                 slots: Slots::default(),
                 subscriber: (subscriber_config, timeout.max(Duration::from_secs(2))),
                 write_replicas: settings.write_replicas,
+                timers: settings.clock.clone(),
             }),
         })
+    }
+
+    /// The clock requests waiting in this process sleep on.
+    pub(crate) fn timers(&self) -> &crate::clock::Clock {
+        &self.inner.timers
     }
 
     pub fn backend(&self) -> &'static str {
