@@ -29,7 +29,7 @@
 //!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
 //!
 //! Adding a domain is its folder plus its lines of composition: one in `openapi.rs`, where the
-//! routers and their route terms are composed, one in `slices!`, its handlers' slice of the
+//! routers and their route terms are composed, one in `slices`, its handlers' slice of the
 //! state, and its settings in [`settings`].
 
 pub mod auth;

@@ -410,7 +410,7 @@ async fn filter(
 }
 
 /// `/readyz`'s `bloom_engine` and the `gateway_info` label of that name: the engine a new
-/// filter gets on this store (docs/dedup.md "Engines").
+/// filter gets on this store (docs/dedup.md, its engines).
 #[derive(Debug)]
 pub struct BloomEngine;
 
