@@ -41,6 +41,11 @@ async fn healthz() -> Json<Health> {
 pub struct Ready {
     /// `memory`, `redis` or `redis-cluster`.
     backend: &'static str,
+    /// Redis only: the server (`redis` or `valkey`), its own version and its modules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server: Option<crate::store::ServerInfo>,
+    /// Redis only: the Redis version the server reports (Valkey reports the one it is
+    /// compatible with; `server` has its own).
     #[serde(skip_serializing_if = "Option::is_none")]
     redis_version: Option<String>,
     /// `redisbloom`, `lua` or `memory`.
@@ -79,6 +84,7 @@ async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Ready>> {
     let bloom_engine = info.fact("bloom_engine").unwrap_or("unknown");
     Ok(Json(Ready {
         backend: info.store.backend,
+        server: info.store.server,
         redis_version: info.store.redis_version,
         bloom_engine,
         ledger: state.part::<crate::ledger::Ledger>().status(),

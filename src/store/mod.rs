@@ -33,10 +33,55 @@ use crate::config::{Common, StoreChoice};
 pub struct ReadyInfo {
     pub backend: &'static str,
     pub redis_version: Option<String>,
+    /// Redis only: which server answers (Redis or Valkey), its own version and its modules.
+    pub server: Option<ServerInfo>,
     /// Cluster masters that do not serve now (the others still do).
     pub degraded: Vec<DownNode>,
     /// Redis only: `GATEWAY_WRITE_REPLICAS` and each master's replicas.
     pub write_replicas: Option<WriteReplicasInfo>,
+}
+
+/// The server behind the store as `/readyz` shows it: Valkey answers `redis_version` with the
+/// Redis version it is compatible with (7.2.4), so its own name and version are told apart.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct ServerInfo {
+    /// `redis` or `valkey`.
+    #[schema(example = "redis")]
+    pub name: String,
+    /// The server's own version (Valkey's `valkey_version`, not the Redis version it emulates).
+    #[schema(example = "7.0.15")]
+    pub version: String,
+    /// The modules loaded (`bf` for RedisBloom or valkey-bloom); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
+}
+
+impl ServerInfo {
+    /// Reads an `INFO` reply (the `server` and `modules` sections); `None` when it names no
+    /// version.
+    pub fn from_info(info: &str) -> Option<Self> {
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().to_owned())
+        };
+        let name = field("server_name").unwrap_or_else(|| "redis".to_owned());
+        let version = match name.as_str() {
+            "redis" => field("redis_version")?,
+            other => field(&format!("{other}_version")).or_else(|| field("redis_version"))?,
+        };
+        // `module:name=bf,ver=20802,api=1,...`
+        let modules = info
+            .lines()
+            .filter_map(|l| l.strip_prefix("module:name="))
+            .map(|rest| rest.split(',').next().unwrap_or(rest).trim().to_owned())
+            .collect();
+        Some(Self {
+            name,
+            version,
+            modules,
+        })
+    }
 }
 
 /// `GATEWAY_WRITE_REPLICAS` as `/readyz` shows it: the setting and each master's replicas
@@ -262,5 +307,30 @@ impl Store {
             Self::Memory(_) => Vec::new(),
             Self::Redis(s) => s.degraded(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerInfo;
+
+    #[test]
+    fn valkey_is_told_apart_from_the_redis_version_it_reports() {
+        let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n\
+                      # Modules\r\nmodule:name=bf,ver=1,api=1,filters=0,usedby=[],using=[],options=[]\r\n";
+        let info = ServerInfo::from_info(valkey).unwrap();
+        assert_eq!(
+            (info.name.as_str(), info.version.as_str()),
+            ("valkey", "8.1.1")
+        );
+        assert_eq!(info.modules, ["bf"]);
+        let redis = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n# Modules\r\n";
+        let info = ServerInfo::from_info(redis).unwrap();
+        assert_eq!(
+            (info.name.as_str(), info.version.as_str()),
+            ("redis", "7.0.15")
+        );
+        assert!(info.modules.is_empty());
+        assert_eq!(ServerInfo::from_info("# Server\r\n"), None);
     }
 }

@@ -309,6 +309,28 @@ async fn info_scenario(gw: &Gateway, engine: &str) {
     let (status, ready) = gw.get("/readyz").await;
     assert_eq!(status, 200);
     assert_eq!(ready["bloom_engine"], engine);
+    if engine == "memory" {
+        assert!(ready.get("server").is_none(), "{ready}");
+    } else {
+        // The server is told apart from the Redis version it reports (Valkey says 7.2.4).
+        let server = crate::common::server_binary();
+        let name = if server.contains("valkey") {
+            "valkey"
+        } else {
+            "redis"
+        };
+        assert_eq!(ready["server"]["name"], name, "{ready}");
+        assert!(ready["server"]["version"].is_string(), "{ready}");
+        let modules = ready["server"]["modules"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            modules.contains(&json!("bf")),
+            engine == "redisbloom",
+            "{ready}"
+        );
+    }
     // The same fact labels the metric dashboards group instances by.
     let metrics = gw.text("/metrics").await;
     let info = format!("bloom_engine=\"{engine}\"");

@@ -87,6 +87,7 @@ impl MemoryStore {
         Ok(ReadyInfo {
             backend: "memory",
             redis_version: None,
+            server: None,
             degraded: Vec::new(),
             write_replicas: None,
         })

@@ -30,7 +30,7 @@ use fred::prelude::*;
 use super::error::{StoreError, Unreachable};
 use super::keys::Keys;
 use super::slots::{Kept, Slot, Slots};
-use super::{MasterReplicas, ReadyInfo, WriteReplicasInfo};
+use super::{MasterReplicas, ReadyInfo, ServerInfo, WriteReplicasInfo};
 use crate::config::{Common, WriteReplicas};
 use route::replicas::{Durability, Replicas};
 
@@ -176,6 +176,7 @@ impl RedisStore {
     }
 
     pub async fn ready(&self) -> Result<ReadyInfo, StoreError> {
+        // The default sections hold the server's and the modules'; at most once a second.
         let info: String = self.pool.info().await.map_err(map_err)?;
         let redis_version = info
             .lines()
@@ -184,6 +185,7 @@ impl RedisStore {
         Ok(ReadyInfo {
             backend: self.backend(),
             redis_version,
+            server: ServerInfo::from_info(&info),
             degraded: self.degraded(),
             write_replicas: Some(self.write_replicas().await),
         })

@@ -113,15 +113,15 @@ impl Cluster {
         self.node_for(slot_of(key))
     }
 
-    /// `INFO server` from any serving node: every one asked at once, the first answer taken
-    /// (asked in turn, each hung master cost a whole store timeout before the next).
+    /// The default `INFO` from any serving node: every one asked at once, the first answer
+    /// taken (asked in turn, each hung master cost a whole store timeout before the next).
     pub(super) async fn info(self: &Arc<Self>) -> Result<String, Error> {
         let nodes: Vec<Arc<Node>> = {
             let topo = self.topo.read().unwrap();
             topo.owners.iter().filter(|n| n.usable()).cloned().collect()
         };
         let ask = |node: Arc<Node>| async move {
-            let result = node.client.info(Some(fred::types::InfoKind::Server)).await;
+            let result = node.client.info(Some(fred::types::InfoKind::Default)).await;
             self.observe(&node, &result);
             result
         };

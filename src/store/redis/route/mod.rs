@@ -199,12 +199,13 @@ impl Route {
         result
     }
 
-    /// `INFO server` from any serving node: readiness holds while one master answers.
+    /// The default `INFO` (the server and modules sections among others) from any serving
+    /// node: readiness holds while one master answers.
     pub(crate) async fn info(&self) -> Result<String, Error> {
         match self {
             Route::Single(_) => {
                 let (client, _) = self.pick(None)?;
-                client.info(Some(fred::types::InfoKind::Server)).await
+                client.info(Some(fred::types::InfoKind::Default)).await
             }
             Route::Cluster(c) => c.info().await,
         }
