@@ -672,3 +672,67 @@ async fn big_layers_keep_every_item(backend: Backend) {
         .count();
     assert!(seen <= 12, "{seen} of 300 false positives at 1%");
 }
+
+/// A filter keeps the engine it was made with: one made by the Lua engine still answers for
+/// every item after the server gains RedisBloom (`MODULE LOAD` while it runs), and grows on
+/// Lua, while a filter made afterwards gets the native engine. Runs where RedisBloom is at
+/// hand (`target/servers/redisbloom.so`, which ./scripts/servers fetches) on the default
+/// server; the server matrix's rows load their own modules from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_keeps_its_engine_when_the_server_gains_a_module() {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let module = target.join("servers/redisbloom.so");
+    if !module.exists()
+        || crate::common::server_module().is_some()
+        || crate::common::server_binary() != "redis-server"
+    {
+        eprintln!(
+            "SKIPPED dedup::a_filter_keeps_its_engine_when_the_server_gains_a_module: needs \
+             {} (./scripts/servers) and Debian's redis-server without a module",
+            module.display()
+        );
+        return;
+    }
+    let redis = crate::common::RedisProcess::start(&["--enable-module-command", "yes"], false);
+    // One key prefix for both gateways: they share the filters.
+    let mut shared = settings(Backend::Memory);
+    shared.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let start = || Gateway::with_settings(shared.clone());
+    let before = start().await;
+    let old = items("old", 0..300);
+    assert!(add(&before, "kept", &old).await.iter().all(|a| *a));
+    let (_, info) = before.get("/v1/dedup/kept").await;
+    assert_eq!(info["engine"], "lua", "{info}");
+
+    let loaded = redis.cli(&["module", "load", module.to_str().unwrap()]);
+    assert_eq!(loaded.as_deref().map(str::trim), Some("OK"));
+    // A gateway started now finds the module; the filter made before keeps its engine.
+    let after = start().await;
+    let (_, ready) = after.get("/readyz").await;
+    assert_eq!(ready["bloom_engine"], "redisbloom", "{ready}");
+    assert!(
+        ready["server"]["modules"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("bf"))),
+        "{ready}"
+    );
+    let seen = check(&after, "kept", &old).await;
+    let (_, info) = after.get("/v1/dedup/kept").await;
+    assert!(
+        seen.iter().all(|s| *s),
+        "{} of 300 seen; {info}",
+        seen.iter().filter(|s| **s).count()
+    );
+    add(&after, "kept", &items("new", 0..100)).await;
+    let (_, info) = after.get("/v1/dedup/kept").await;
+    assert_eq!(
+        (&info["engine"], &info["items"]),
+        (&json!("lua"), &json!(400)),
+        "{info}"
+    );
+    add(&after, "fresh", &items("f", 0..10)).await;
+    let (_, info) = after.get("/v1/dedup/fresh").await;
+    assert_eq!(info["engine"], "redisbloom", "{info}");
+}
