@@ -51,7 +51,7 @@ impl Startup {
 
     /// `Ok` once the store has been reached, else why not yet, at once.
     pub fn check(&self, store: &Store) -> Result<(), StoreError> {
-        self.gate(store).check()
+        answer(&self.reached, store)
     }
 
     /// The same check, for a layer that outlives no state: it does not keep the reaching task
@@ -74,11 +74,16 @@ pub struct Gate {
 impl Gate {
     /// `Ok` once the store has been reached, else why not yet, at once.
     pub fn check(&self) -> Result<(), StoreError> {
-        if self.reached.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(self.store.unreached())
-        }
+        answer(&self.reached, &self.store)
+    }
+}
+
+/// `Ok` once `reached`, else why not yet: one atomic load, no store call.
+fn answer(reached: &AtomicBool, store: &Store) -> Result<(), StoreError> {
+    if reached.load(Ordering::Acquire) {
+        Ok(())
+    } else {
+        Err(store.unreached())
     }
 }
 

@@ -51,7 +51,7 @@ where
         if Instant::now() >= deadline {
             return None;
         }
-        // real time: another process, or the gateway's own timers, act meanwhile.
+        // Real time: another process, or the gateway's own timers, act meanwhile.
         tokio::time::sleep(every).await;
     }
 }
