@@ -149,6 +149,10 @@ impl ApiError {
                  Idempotency-Key"
                     .to_owned()
             }
+            Self::BackendUnavailable(StoreError::Unsupported(command)) => format!(
+                "the store's server has no {command} command: a module this data was made with \
+                 is not loaded there"
+            ),
             Self::BackendUnavailable(_) => "the store cannot be reached".to_owned(),
             Self::Internal(_) => "internal error".to_owned(),
             other => other.to_string(),

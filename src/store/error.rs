@@ -18,6 +18,11 @@ pub enum StoreError {
     /// confirm they hold it in time: it may or may not survive a failover.
     #[error("the write's replicas did not confirm it in time")]
     Unreplicated,
+    /// The server has no such command (named here): the data asks for a module the server
+    /// does not have loaded, such as a Bloom filter made while the server had one. Not a bug
+    /// of the gateway and not an outage: it answers again once the server has the module.
+    #[error("the server has no {0} command")]
+    Unsupported(String),
     /// The store answered something the gateway did not expect: a bug.
     #[error("store error: {0}")]
     Internal(String),
@@ -79,6 +84,7 @@ impl StoreError {
             Self::Unreachable(why) => why.reason(),
             Self::Timeout => "timeout",
             Self::Unreplicated => "unreplicated",
+            Self::Unsupported(_) => "missing_module",
             Self::Internal(_) => "internal",
         }
     }

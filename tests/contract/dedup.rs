@@ -736,3 +736,71 @@ async fn a_filter_keeps_its_engine_when_the_server_gains_a_module() {
     let (_, info) = after.get("/v1/dedup/fresh").await;
     assert_eq!(info["engine"], "redisbloom", "{info}");
 }
+
+/// A filter made natively whose server no longer has a Bloom module (a backup restored onto a
+/// server without it, a failover to a replica started without `--loadmodule`) answers a problem
+/// that names the missing module on every route, never a wrong answer: not "unseen" for items
+/// the filter holds, not an empty filter in its info, and it is not silently made anew on Lua.
+/// The metadata is written as the native engine leaves it (its data key cannot exist without
+/// the module).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_filter_without_its_module_is_a_clear_problem() {
+    if crate::common::server_module().is_some() {
+        eprintln!(
+            "SKIPPED dedup::a_native_filter_without_its_module_is_a_clear_problem: the server \
+             has a Bloom module (GATEWAY_TEST_MODULE)"
+        );
+        return;
+    }
+    let redis = crate::common::RedisProcess::start(&[], false);
+    let mut s = settings(Backend::Memory);
+    s.store = redis_gateway::config::StoreChoice::Redis(redis.url());
+    let meta = format!("{}bf:{{gone}}", s.key_prefix);
+    let gw = Gateway::with_settings(s).await;
+    let written = redis.cli(&[
+        "hset",
+        &meta,
+        "capacity",
+        "1000",
+        "error_rate",
+        "0.01",
+        "engine",
+        "redisbloom",
+    ]);
+    assert_eq!(written.as_deref().map(str::trim), Some("3"));
+    let batch = items("gone", 0..3);
+    for (what, status, body) in [
+        ("info", gw.get("/v1/dedup/gone").await),
+        (
+            "check",
+            gw.post("/v1/dedup/gone/check", json!({"items": batch}))
+                .await,
+        ),
+        (
+            "add",
+            gw.post("/v1/dedup/gone/items", json!({"items": batch}))
+                .await,
+        ),
+        (
+            "filter",
+            gw.post("/v1/dedup/gone/filter", json!({"items": batch}))
+                .await,
+        ),
+    ]
+    .map(|(what, (status, body))| (what, status, body))
+    {
+        assert_eq!(status, 503, "{what}: {body}");
+        assert!(
+            body["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("module")),
+            "{what}: {body}"
+        );
+    }
+    let engine = redis.cli(&["hget", &meta, "engine"]);
+    assert_eq!(
+        engine.as_deref().map(str::trim),
+        Some("redisbloom"),
+        "left as it was"
+    );
+}

@@ -312,6 +312,7 @@ pub(crate) fn map_err(e: Error) -> StoreError {
         StoreError::Unavailable(_) | StoreError::Unreachable(_) | StoreError::Unreplicated => {
             "unavailable"
         }
+        StoreError::Unsupported(_) => "missing_module",
         StoreError::Internal(_) => "internal",
     };
     metrics::counter!("gateway_store_errors_total", "kind" => kind).increment(1);
@@ -336,8 +337,18 @@ fn classify(e: &Error) -> StoreError {
         ErrorKind::Unknown if e.details() == "Failed to route command." => {
             StoreError::Unavailable(e.to_string())
         }
-        _ => StoreError::Internal(e.to_string()),
+        _ => match unknown_command(e.details()) {
+            Some(command) => StoreError::Unsupported(command),
+            None => StoreError::Internal(e.to_string()),
+        },
     }
+}
+
+/// The command of an `ERR unknown command 'BF.MEXISTS', with args beginning with: ...` reply
+/// (Redis and Valkey word it alike): what a server without a module answers to its commands.
+fn unknown_command(details: &str) -> Option<String> {
+    let rest = details.split_once("unknown command '")?.1;
+    Some(rest.split_once('\'')?.0.to_owned())
 }
 
 /// Why connecting to Redis fails, when fred's error tells. Only the password has a kind of its
@@ -396,6 +407,18 @@ mod tests {
         assert!(matches!(classify(&other), StoreError::Internal(_)));
         let parse = Error::new(ErrorKind::Parse, "Failed to route command.");
         assert!(matches!(classify(&parse), StoreError::Internal(_)));
+    }
+
+    #[test]
+    fn a_command_the_server_lacks_is_named() {
+        let redis7 = "ERR unknown command 'BF.MEXISTS', with args beginning with: 'k' 'a' ";
+        let e = Error::new(ErrorKind::Unknown, redis7);
+        assert!(
+            matches!(classify(&e), StoreError::Unsupported(ref c) if c == "BF.MEXISTS"),
+            "{e:?}"
+        );
+        let e = Error::new(ErrorKind::Unknown, "ERR unknown subcommand 'X'");
+        assert!(matches!(classify(&e), StoreError::Internal(_)));
     }
 
     #[test]
