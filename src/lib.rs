@@ -28,9 +28,9 @@
 //!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
 //!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
 //!
-//! Adding a domain is its folder plus its lines of composition: one in `openapi.rs`, where the
-//! routers and their route terms are composed, one in `slices`, its handlers' slice of the
-//! state, and its settings in [`settings`].
+//! Adding a domain is its folder (implementing [`domain::Domain`] in its `mod.rs`), its `mod`
+//! line here and its line in the list of [`settings`], which makes of it its flags and
+//! settings, its slice of the state, its routes and their terms.
 
 pub mod auth;
 mod calendar;
@@ -39,6 +39,7 @@ pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod dedup;
+pub mod domain;
 pub mod error;
 pub mod extract;
 pub mod gcra;
@@ -105,8 +106,6 @@ impl From<StoreError> for StartError {
 /// token. Never waits for the store: the caller serves at once. What a setting names (files,
 /// keys) is read before the store is opened, so that a refusal does not wait for Redis either.
 pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
-    // Each domain's own checks of its settings, beyond their ranges (`config/parse.rs`).
-    dedup::check_settings(&settings.dedup)?;
     let global = clients::Limits {
         burst: settings.global.max_burst,
         count: settings.global.count_per_period,
@@ -177,24 +176,7 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         .with(archive)
         .with(clients)
         .with(policies);
-    Ok(slices(AppState::build(shared)))
-}
-
-/// Each domain's slice, handed to its handlers alone (`State<…>` through `FromRef`): a domain
-/// is one line here.
-fn slices(state: state::Slices) -> AppState {
-    state
-        .slice::<checkins::CheckinsState>()
-        .slice::<uv::UvState>()
-        .slice::<geo::GeoState>()
-        .slice::<seckill::SeckillState>()
-        .slice::<ledger::DeadLetterState>()
-        .slice::<ratelimit::RatelimitState>()
-        .slice::<dedup::DedupState>()
-        .slice::<locks::LocksState>()
-        .slice::<queues::QueuesState>()
-        .slice::<policies::PoliciesState>()
-        .done()
+    Ok(settings::slices(AppState::build(shared)))
 }
 
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.

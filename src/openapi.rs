@@ -1,5 +1,5 @@
-//! The composition of the domains ([`DOMAINS`]: their routers, their route terms and their
-//! document tags) and the OpenAPI document: info and the admin security scheme here; every
+//! The domains' routes composed (from the list in `settings.rs`: their routers, their route
+//! terms and their document tags) and the OpenAPI document: info and the admin security scheme here; every
 //! path comes from the domain routers (`#[utoipa::path]` on each handler), so spec and routes
 //! cannot drift.
 
@@ -7,7 +7,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::middleware::costs::{RouteTerms, Terms};
+use crate::middleware::costs::Terms;
+use crate::settings::ROUTES;
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -34,50 +35,17 @@ impl Modify for AdminScheme {
     }
 }
 
-/// What the composition takes from a domain: its routes (with their documentation), what they
-/// declare to the shared layers, and its tag in the document.
-struct Domain {
-    router: fn() -> OpenApiRouter<AppState>,
-    terms: &'static [RouteTerms],
-    /// The document's tag for the domain's routes: name and description.
-    tag: (&'static str, &'static str),
-}
-
-/// Every domain, in the document's order: a new domain is one line here (and its `mod` in
-/// lib.rs).
-#[rustfmt::skip]
-const DOMAINS: [Domain; 8] = [
-    Domain { router: crate::checkins::router, terms: crate::checkins::TERMS, tag: ("checkins", "Daily check-ins on bitmaps") },
-    Domain { router: crate::uv::router, terms: crate::uv::TERMS, tag: ("uv", "Unique visitors on HyperLogLog") },
-    Domain { router: crate::geo::router, terms: crate::geo::TERMS, tag: ("geo", "Nearby search on geo sets") },
-    Domain { router: crate::seckill::router, terms: &[], tag: ("seckill", "Flash sales: atomic stock and orders") },
-    Domain { router: crate::ratelimit::router, terms: crate::ratelimit::TERMS, tag: ("ratelimit", "GCRA rate-limit checks, CL.THROTTLE-equivalent") },
-    Domain { router: crate::dedup::router, terms: crate::dedup::TERMS, tag: ("dedup", "News dedup on scalable Bloom filters") },
-    Domain { router: crate::locks::router, terms: crate::locks::TERMS, tag: ("locks", "Distributed locks with fencing tokens") },
-    Domain { router: crate::queues::router, terms: crate::queues::TERMS, tag: ("queues", "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts") },
-];
-
-/// The tags of the edges, after the domains'.
-const EDGE_TAGS: [(&str, &str); 3] = [
-    (
-        "clients",
-        "API clients: who the caller is and its limiter budget",
-    ),
-    (
-        "policies",
-        "Limit policies: the rules in force and their runtime overrides and denies",
-    ),
-    ("ops", "Liveness, readiness and metrics; never rate limited"),
-];
+/// The tag of the ops routes, after the domains'.
+const OPS_TAG: (&str, &str) = ("ops", "Liveness, readiness and metrics; never rate limited");
 
 /// Every API route with its documentation.
 pub fn api_router() -> OpenApiRouter<AppState> {
     let mut document = ApiDoc::openapi();
     document.tags = Some(
-        DOMAINS
+        ROUTES
             .iter()
-            .map(|d| d.tag)
-            .chain(EDGE_TAGS)
+            .filter_map(|d| d.tag)
+            .chain([OPS_TAG])
             .map(|(name, description)| {
                 utoipa::openapi::tag::TagBuilder::new()
                     .name(name)
@@ -86,13 +54,15 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             })
             .collect(),
     );
-    DOMAINS
+    ROUTES
         .iter()
         .fold(OpenApiRouter::with_openapi(document), |api, d| {
-            api.merge(tagged((d.router)(), d.tag.0))
+            let router = (d.router)();
+            api.merge(match d.tag {
+                Some((tag, _)) => tagged(router, tag),
+                None => router,
+            })
         })
-        .merge(crate::ledger::router())
-        .merge(crate::policies::router())
 }
 
 /// Files every operation of a domain's router under the domain's tag, so that its handlers do
@@ -126,7 +96,7 @@ fn operations(
 /// wait): the domains' own terms, put together once per process (they are constants).
 pub fn route_terms() -> &'static Terms {
     static TERMS: std::sync::LazyLock<Terms> = std::sync::LazyLock::new(|| {
-        Terms::new(DOMAINS.iter().flat_map(|d| d.terms).cloned().collect())
+        Terms::new(ROUTES.iter().flat_map(|d| d.terms).cloned().collect())
     });
     &TERMS
 }

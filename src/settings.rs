@@ -1,66 +1,114 @@
-//! The configuration put together: the shared settings (`config/`) and each domain's own
+//! The composition: the list of domains (`domains!` below, one line each) and what it makes
+//! of them. The configuration: the shared settings (`config/`) and each domain's own
 //! (`src/<domain>/settings.rs`) as one clap command, [`Config`], and one validated
-//! [`Settings`]. A domain's settings are one `flatten` line here and one field below.
+//! [`Settings`]; the parts of the shared state that each domain's settings are, the domains'
+//! slices ([`slices`]) and their routes ([`ROUTES`], composed in `openapi.rs`). Adding a domain
+//! is its folder, its `mod` line in lib.rs and its line in the list.
 
 use clap::{CommandFactory, Parser};
 
-use crate::config::{self, Command, Common, Flags, Invalid};
-use crate::state::Shared;
-use crate::{checkins, clients, dedup, geo, ledger, policies, queues, ratelimit, seckill, uv};
+use crate::config::{self, Command, Common, DomainFlags, Flags, Invalid};
+use crate::domain::Domain;
+use crate::middleware::costs::RouteTerms;
+use crate::state::{AppState, Shared, Slices};
 
-/// Command line and environment of the `redis-gateway` binary. Each part is
-/// `#[group(skip)]`: clap would make a group of each, named after its struct, and the parts
-/// share the name `Flags`.
-#[derive(Debug, Clone, Parser)]
-#[command(
-    name = "redis-gateway",
-    version,
-    about = "HTTP/JSON gateway for six classic Redis patterns"
-)]
-pub struct Config {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-    #[command(flatten)]
-    pub common: Flags,
-    #[command(flatten)]
-    pub checkins: checkins::Flags,
-    #[command(flatten)]
-    pub clients: clients::Flags,
-    #[command(flatten)]
-    pub policies: policies::Flags,
-    #[command(flatten)]
-    pub ratelimit: ratelimit::Flags,
-    #[command(flatten)]
-    pub uv: uv::Flags,
-    #[command(flatten)]
-    pub geo: geo::Flags,
-    #[command(flatten)]
-    pub seckill: seckill::Flags,
-    #[command(flatten)]
-    pub dedup: dedup::Flags,
-    #[command(flatten)]
-    pub queues: queues::Flags,
-    #[command(flatten)]
-    pub ledger: ledger::Flags,
+/// What the composition takes of a domain's routes (`openapi.rs` merges them in this order).
+#[derive(Debug)]
+pub struct Routes {
+    pub router: fn() -> utoipa_axum::router::OpenApiRouter<AppState>,
+    pub terms: &'static [RouteTerms],
+    /// The document's tag for them, name and description.
+    pub tag: Option<(&'static str, &'static str)>,
 }
 
-/// Validated settings the library runs on: the shared ones (reached through `Deref`, e.g.
-/// `settings.tz`) and each domain's (`settings.geo.max_places`).
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub common: Common,
-    pub checkins: checkins::Settings,
-    pub clients: clients::Settings,
-    pub policies: policies::Settings,
-    pub ratelimit: ratelimit::Settings,
-    pub uv: uv::Settings,
-    pub geo: geo::Settings,
-    pub seckill: seckill::Settings,
-    pub dedup: dedup::Settings,
-    pub queues: queues::Settings,
-    pub ledger: ledger::Settings,
-    /// The certificate and key of `tls_files`, read and checked (`None`: plain HTTP).
-    pub tls: Option<crate::serve::Tls>,
+/// Writes, from the list of domains (a field name and the type implementing [`Domain`]), the
+/// command, the settings, their parts of the state, the slices and the routes. A macro
+/// because a clap command and a struct need a field per domain, which a loop cannot give.
+macro_rules! domains {
+    ($($name:ident: $domain:ty,)*) => {
+        /// Command line and environment of the `redis-gateway` binary: the shared flags, then
+        /// each domain's. Each part is `#[group(skip)]`: clap would make a group of each,
+        /// named after its struct, and the parts share the name `Flags`.
+        #[derive(Debug, Clone, Parser)]
+        #[command(
+            name = "redis-gateway",
+            version,
+            about = "HTTP/JSON gateway for six classic Redis patterns"
+        )]
+        pub struct Config {
+            #[command(subcommand)]
+            pub command: Option<Command>,
+            #[command(flatten)]
+            pub common: Flags,
+            $(
+                #[command(flatten)]
+                pub $name: <$domain as Domain>::Flags,
+            )*
+        }
+
+        /// Validated settings the library runs on: the shared ones (reached through `Deref`,
+        /// e.g. `settings.tz`) and each domain's (`settings.geo.max_places`).
+        #[derive(Debug, Clone)]
+        pub struct Settings {
+            pub common: Common,
+            $(pub $name: <<$domain as Domain>::Flags as DomainFlags>::Settings,)*
+            /// The certificate and key of `tls_files`, read and checked (`None`: plain HTTP).
+            pub tls: Option<crate::serve::Tls>,
+        }
+
+        impl Config {
+            /// Each domain's settings, checked in the list's order.
+            fn domains(
+                &self,
+                common: Common,
+                tls: Option<crate::serve::Tls>,
+            ) -> Result<Settings, Invalid> {
+                Ok(Settings {
+                    common,
+                    tls,
+                    $($name: self.$name.settings()?,)*
+                })
+            }
+        }
+
+        impl Settings {
+            /// Each domain's settings, added to `shared` as the parts its slice reads
+            /// (`Shared::part`).
+            pub(crate) fn domain_parts(&self, shared: Shared) -> Shared {
+                shared $(.with(self.$name.clone()))*
+            }
+        }
+
+        /// Each domain's slice, handed to its handlers alone (`State<…>` through `FromRef`).
+        pub(crate) fn slices(slices: Slices) -> AppState {
+            $(let slices = <$domain as Domain>::slice(slices);)*
+            slices.done()
+        }
+
+        /// Every domain's routes, in the list's order.
+        pub const ROUTES: &[Routes] = &[$(
+            Routes {
+                router: <$domain as Domain>::router,
+                terms: <$domain as Domain>::TERMS,
+                tag: <$domain as Domain>::TAG,
+            },
+        )*];
+    };
+}
+
+// The domains, in the order of the document's tags and of `--help`.
+domains! {
+    checkins: crate::checkins::Domain,
+    uv: crate::uv::Domain,
+    geo: crate::geo::Domain,
+    seckill: crate::seckill::Domain,
+    ratelimit: crate::ratelimit::Domain,
+    dedup: crate::dedup::Domain,
+    locks: crate::locks::Domain,
+    queues: crate::queues::Domain,
+    ledger: crate::ledger::Domain,
+    clients: crate::clients::Domain,
+    policies: crate::policies::Domain,
 }
 
 impl Config {
@@ -80,40 +128,11 @@ impl Config {
             Some(f) => Some(crate::serve::Tls::load(f.cert.clone(), f.key.clone())?),
             None => None,
         };
-        Ok(Settings {
-            common,
-            tls,
-            checkins: self.checkins.settings(),
-            clients: self.clients.settings(),
-            policies: self.policies.settings(),
-            ratelimit: self.ratelimit.settings(),
-            uv: self.uv.settings()?,
-            geo: self.geo.settings(),
-            seckill: self.seckill.settings(),
-            dedup: self.dedup.settings(),
-            queues: self.queues.settings(),
-            ledger: self.ledger.settings()?,
-        })
+        self.domains(common, tls)
     }
 }
 
 impl Settings {
-    /// Each domain's settings, added to `shared` as the parts its slice reads
-    /// (`Shared::part`).
-    pub(crate) fn domain_parts(&self, shared: Shared) -> Shared {
-        shared
-            .with(self.checkins.clone())
-            .with(self.clients.clone())
-            .with(self.policies.clone())
-            .with(self.ratelimit.clone())
-            .with(self.uv.clone())
-            .with(self.geo.clone())
-            .with(self.seckill.clone())
-            .with(self.dedup.clone())
-            .with(self.queues.clone())
-            .with(self.ledger.clone())
-    }
-
     /// Settings as the binary would have them with no flags and no environment: handy in tests.
     pub fn defaults() -> Self {
         Config::parse_from(["redis-gateway"])

@@ -40,7 +40,7 @@ fn domains(src: &Path) -> Vec<String> {
 }
 
 /// Files outside the domains that may name them: where the domains are put together.
-const COMPOSITION: [&str; 5] = ["lib.rs", "openapi.rs", "ops.rs", "settings.rs", "state.rs"];
+const COMPOSITION: [&str; 4] = ["lib.rs", "openapi.rs", "ops.rs", "settings.rs"];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Place {
@@ -587,6 +587,40 @@ fn every_domain_has_its_backends_in_its_folder() {
     }
 }
 
+/// The domains the composition leaves out: each domain folder implements `crate::domain::Domain`
+/// once and has its line in the list of `settings.rs`, which makes its flags, settings, slice
+/// and routes (docs/design.md "Shape": adding a domain).
+fn uncomposed(src: &Path) -> Vec<String> {
+    let list = fs::read_to_string(src.join("settings.rs")).unwrap_or_default();
+    let mut found = Vec::new();
+    for domain in domains(src) {
+        if !list.contains(&format!("    {domain}: crate::{domain}::Domain,")) {
+            found.push(format!(
+                "src/settings.rs: no `{domain}: crate::{domain}::Domain,` in the list of domains"
+            ));
+        }
+        let mut files = Vec::new();
+        rust_files(&src.join(&domain), &mut files);
+        let implemented = files.iter().any(|f| {
+            fs::read_to_string(f)
+                .unwrap()
+                .contains("impl crate::domain::Domain for Domain {")
+        });
+        if !implemented {
+            found.push(format!(
+                "src/{domain}/: no `impl crate::domain::Domain for Domain`"
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_domain_is_composed() {
+    let found = uncomposed(&src());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// Comments and docs say why, not which issue: the tracker's numbers mean nothing to a reader
 /// of the repository. Every source, test, document, benchmark and script file.
 #[test]
@@ -732,7 +766,33 @@ fn the_check_catches_each_break() {
         ),
     );
     let long = too_long(&root);
+    // uv is in the list and implements the trait; news does neither; geo only the trait.
+    write(
+        "settings.rs",
+        "use crate::uv::Flags;\ndomains! {\n    uv: crate::uv::Domain,\n}\n",
+    );
+    write("uv/part.rs", "impl crate::domain::Domain for Domain {\n}\n");
+    write(
+        "geo/part.rs",
+        "impl crate::domain::Domain for Domain {\n}\n",
+    );
+    let uncomposed = uncomposed(&root);
     fs::remove_dir_all(&root).unwrap();
+    let left_out = |d: &str| {
+        uncomposed
+            .iter()
+            .filter(|f| f.contains(&format!("`{d}")))
+            .count()
+            + uncomposed
+                .iter()
+                .filter(|f| f.contains(&format!("src/{d}/")))
+                .count()
+    };
+    assert_eq!(
+        (left_out("uv"), left_out("geo"), left_out("news")),
+        (0, 1, 2),
+        "{uncomposed:#?}"
+    );
     let has = |file: &str, why: &str| found.iter().any(|f| f.contains(file) && f.contains(why));
     assert!(has("uv/http.rs", "fred"), "{found:#?}");
     assert!(has("uv/mod.rs", "app state"), "{found:#?}");

@@ -49,11 +49,27 @@ impl Checkins {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(check_in, month_view))
-        .routes(routes!(stats))
-        .routes(routes!(day_status))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> =
+        Some(("checkins", "Daily check-ins on bitmaps"));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .routes(routes!(check_in, month_view))
+            .routes(routes!(stats))
+            .routes(routes!(day_status))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<CheckinsState>()
+    }
 }
 
 /// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs"): stats read

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use chrono::Duration;
 
-pub use http::{router, CheckinsState, TERMS};
+pub use http::{CheckinsState, Domain};
 pub use settings::{Flags, Settings};
 
 use crate::calendar::Retention;

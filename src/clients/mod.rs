@@ -9,7 +9,7 @@
 mod http;
 mod settings;
 
-pub use http::{BadKey, ClientKey, IdempotencyKey, IdentifyLayer, Namespace, ScopedName};
+pub use http::{BadKey, ClientKey, Domain, IdempotencyKey, IdentifyLayer, Namespace, ScopedName};
 pub use settings::{Flags, Settings};
 
 use std::collections::HashMap;

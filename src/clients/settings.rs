@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::OnOff;
+use crate::config::{DomainFlags, Invalid, OnOff};
 
 /// The API clients' part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -30,12 +30,14 @@ pub struct Settings {
     pub anonymous_backend_routes: bool,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The file is read when the state is built, so nothing is refused here.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             file: self.clients_file.clone(),
             anonymous_backend_routes: self.anonymous_backend_routes == OnOff::On,
-        }
+        })
     }
 }

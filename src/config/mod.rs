@@ -12,6 +12,7 @@
 //! the library runs on ([`Common`]). The value parsers and checks are the domains' too.
 
 mod cli;
+mod domain;
 mod files;
 mod invalid;
 pub(crate) mod parse;
@@ -22,6 +23,7 @@ mod urls;
 mod validate;
 
 pub use cli::load;
+pub use domain::{DomainFlags, NoFlags};
 pub use files::{read_file, toml_error};
 pub use invalid::{listen_refused, register_command, Invalid};
 pub(crate) use secrets::{secret, SECRET_BYTES};

@@ -42,12 +42,28 @@ impl From<&Shared> for Dedup {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(reserve, info))
-        .routes(routes!(add))
-        .routes(routes!(check))
-        .routes(routes!(filter))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> =
+        Some(("dedup", "News dedup on scalable Bloom filters"));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .routes(routes!(reserve, info))
+            .routes(routes!(add))
+            .routes(routes!(check))
+            .routes(routes!(filter))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<DedupState>()
+    }
 }
 
 /// What these routes cost the global limiter (docs/ratelimit.md "Route costs"): by their body,

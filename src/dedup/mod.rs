@@ -13,7 +13,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{router, BloomEngine, DedupState, TERMS};
+pub use http::{BloomEngine, DedupState, Domain};
 pub use settings::{Flags, Settings};
 
 use logic::Params;
@@ -92,31 +92,6 @@ pub struct Policy {
     pub defaults: Params,
     /// Idle time, in seconds, after which a filter expires.
     pub retention_secs: u64,
-}
-
-/// The configured default filter must be one the gateway can build (its first layer within
-/// bounds): refused at start-up, naming the settings.
-pub(crate) fn check_settings(settings: &Settings) -> Result<(), crate::config::Invalid> {
-    use crate::config::Invalid;
-    // The rate first, with the smallest capacity, so that each refusal names the one setting
-    // at fault: a rate out of bounds is wrong at any capacity.
-    logic::Params::new(1, settings.error_rate).map_err(|e| {
-        Invalid::new(
-            "GATEWAY_DEDUP_ERROR_RATE",
-            e,
-            "write a rate from 1e-12 to below 1, e.g. 0.01 (the default)",
-        )
-    })?;
-    logic::Params::new(settings.capacity, settings.error_rate)
-        .map(drop)
-        .map_err(|e| {
-            Invalid::new(
-                "GATEWAY_DEDUP_CAPACITY",
-                e,
-                "write a smaller first layer (a filter grows by layers as it fills), e.g. 500 \
-                 (the default)",
-            )
-        })
 }
 
 crate::store::store_trait! {

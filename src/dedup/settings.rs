@@ -1,7 +1,8 @@
 //! The dedup settings: flags and environment ([`Flags`], pulled into the binary's command)
 //! and what the routes run on ([`Settings`]).
 
-use crate::config::parse;
+use super::logic::Params;
+use crate::config::{parse, DomainFlags, Invalid};
 
 /// The dedup part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -50,14 +51,42 @@ pub struct Settings {
     pub retention_days: u32,
 }
 
-impl Flags {
-    /// The ranges are the parsers'; whether the two make a filter is checked at start-up
-    /// (`check_settings`).
-    pub fn settings(&self) -> Settings {
-        Settings {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
+    /// The ranges are the parsers'; whether the two make a filter is checked here
+    /// ([`check_settings`]).
+    fn settings(&self) -> Result<Settings, Invalid> {
+        let settings = Settings {
             capacity: self.dedup_capacity,
             error_rate: self.dedup_error_rate,
             retention_days: self.dedup_retention_days,
-        }
+        };
+        check_settings(&settings)?;
+        Ok(settings)
     }
+}
+
+/// The configured default filter must be one the gateway can build (its first layer within
+/// bounds): refused at start-up, naming the settings.
+fn check_settings(settings: &Settings) -> Result<(), crate::config::Invalid> {
+    // The rate first, with the smallest capacity, so that each refusal names the one setting
+    // at fault: a rate out of bounds is wrong at any capacity.
+    Params::new(1, settings.error_rate).map_err(|e| {
+        Invalid::new(
+            "GATEWAY_DEDUP_ERROR_RATE",
+            e,
+            "write a rate from 1e-12 to below 1, e.g. 0.01 (the default)",
+        )
+    })?;
+    Params::new(settings.capacity, settings.error_rate)
+        .map(drop)
+        .map_err(|e| {
+            Invalid::new(
+                "GATEWAY_DEDUP_CAPACITY",
+                e,
+                "write a smaller first layer (a filter grows by layers as it fills), e.g. 500 \
+                 (the default)",
+            )
+        })
 }

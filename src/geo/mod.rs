@@ -15,7 +15,7 @@ mod settings;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use http::{router, GeoState, TERMS};
+pub use http::{Domain, GeoState};
 pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;

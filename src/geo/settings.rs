@@ -1,7 +1,7 @@
 //! The geo settings: flags and environment ([`Flags`], pulled into the binary's command) and
 //! what the routes run on ([`Settings`]).
 
-use crate::config::parse;
+use crate::config::{parse, DomainFlags, Invalid};
 
 /// The geo part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,12 +35,14 @@ pub struct Settings {
     pub retention_days: u32,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The parser already holds the ranges: nothing is left to refuse.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             max_places: self.geo_max_places,
             retention_days: self.geo_retention_days,
-        }
+        })
     }
 }

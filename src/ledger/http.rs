@@ -25,10 +25,22 @@ use crate::store::Store;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(dead_letters))
-        .routes(routes!(replay_dead_letters))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .routes(routes!(dead_letters))
+            .routes(routes!(replay_dead_letters))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<DeadLetterState>()
+    }
 }
 
 /// What the dead-letter routes are handed (`State<DeadLetterState>`), made once at start-up.

@@ -57,9 +57,10 @@ use crate::config::{self, StoreChoice};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
-pub use http::{router, DeadLetterState};
+pub use http::{DeadLetterState, Domain};
 use ingest::Ingester;
 pub use settings::{Flags, Settings};
+
 use sink::{Sink, SinkError};
 
 /// The consumer group every gateway instance reads the order streams with.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::{database_url, parse, Invalid};
+use crate::config::{database_url, parse, DomainFlags, Invalid};
 
 /// The ledger part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -33,9 +33,11 @@ pub struct Settings {
     pub claim_idle: Duration,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// Checks the database URL (an empty one means unset).
-    pub fn settings(&self) -> Result<Settings, Invalid> {
+    fn settings(&self) -> Result<Settings, Invalid> {
         let database_url = match self.database_url.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(url) => database_url(url).map(|()| Some(url.to_owned()))?,

@@ -39,10 +39,26 @@ impl From<&Shared> for Locks {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(acquire_lock, release_lock, inspect_lock))
-        .routes(routes!(renew_lock))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = crate::config::NoFlags;
+
+    const TAG: Option<(&'static str, &'static str)> =
+        Some(("locks", "Distributed locks with fencing tokens"));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .routes(routes!(acquire_lock, release_lock, inspect_lock))
+            .routes(routes!(renew_lock))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<LocksState>()
+    }
 }
 
 /// What these routes declare to the shared layers (docs/ratelimit.md "Route costs"). Lock steps are

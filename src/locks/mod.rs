@@ -21,7 +21,7 @@ pub mod wake;
 
 use std::time::Duration;
 
-pub use http::{router, LocksState, TERMS};
+pub use http::{Domain, LocksState};
 pub use wake::Watch;
 
 use crate::store::error::StoreError;

@@ -15,7 +15,7 @@ pub mod overrides;
 mod redis;
 mod settings;
 
-pub use http::{global_limit, router, GlobalRateLimitLayer, PoliciesState, PolicyRule};
+pub use http::{global_limit, Domain, GlobalRateLimitLayer, PoliciesState, PolicyRule};
 pub use settings::{Flags, Settings};
 
 use std::collections::{HashMap, HashSet};

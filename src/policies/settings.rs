@@ -1,6 +1,8 @@
 //! The limit policies' settings: flags and environment ([`Flags`], pulled into the binary's
 //! command) and what the policies are loaded from ([`Settings`]).
 
+use crate::config::{DomainFlags, Invalid};
+
 use std::path::PathBuf;
 
 /// The limit policies' part of the command line and environment.
@@ -20,11 +22,13 @@ pub struct Settings {
     pub file: Option<PathBuf>,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The file is read when the state is built, so nothing is refused here.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             file: self.policies_file.clone(),
-        }
+        })
     }
 }

@@ -19,7 +19,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{router, QueuesState, TERMS};
+pub use http::{Domain, QueuesState};
 pub use settings::{Flags, Settings};
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The delayed-queue settings: flags and environment ([`Flags`], pulled into the binary's
 //! command) and what the routes run on ([`Settings`]).
 
-use crate::config::parse;
+use crate::config::{parse, DomainFlags, Invalid};
 
 /// The delayed-queue part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,11 +25,13 @@ pub struct Settings {
     pub max_jobs: u64,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The parser already holds the range: nothing is left to refuse.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             max_jobs: self.queue_max_jobs,
-        }
+        })
     }
 }

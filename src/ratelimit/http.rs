@@ -43,8 +43,26 @@ impl From<&Shared> for Ratelimit {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(check))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> = Some((
+        "ratelimit",
+        "GCRA rate-limit checks, CL.THROTTLE-equivalent",
+    ));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new().routes(routes!(check))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<RatelimitState>()
+    }
 }
 
 /// What a check costs the global limiter (docs/ratelimit.md "Route costs"): 1, but a

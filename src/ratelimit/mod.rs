@@ -19,7 +19,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{router, RatelimitState, TERMS};
+pub use http::{Domain, RatelimitState};
 pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;

@@ -1,7 +1,7 @@
 //! The rate-limit check settings: flags and environment ([`Flags`], pulled into the binary's
 //! command) and what the routes run on ([`Settings`]).
 
-use crate::config::parse;
+use crate::config::{parse, DomainFlags, Invalid};
 
 /// The rate-limit part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,11 +25,13 @@ pub struct Settings {
     pub max_ttl_s: u64,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The parser already holds the range: nothing is left to refuse.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             max_ttl_s: self.ratelimit_max_ttl_s,
-        }
+        })
     }
 }

@@ -12,7 +12,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{not_found, router, OrderView, PageQuery, SeckillState};
+pub use http::{not_found, Domain, OrderView, PageQuery, SeckillState};
 pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;

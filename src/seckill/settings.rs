@@ -1,7 +1,7 @@
 //! The flash-sale settings: flags and environment ([`Flags`], pulled into the binary's
 //! command) and what the routes run on ([`Settings`]).
 
-use crate::config::parse;
+use crate::config::{parse, DomainFlags, Invalid};
 
 /// The flash-sale part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,11 +24,13 @@ pub struct Settings {
     pub max_orders: u64,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// The parser already holds the range: nothing is left to refuse.
-    pub fn settings(&self) -> Settings {
-        Settings {
+    fn settings(&self) -> Result<Settings, Invalid> {
+        Ok(Settings {
             max_orders: self.seckill_max_orders,
-        }
+        })
     }
 }

@@ -17,7 +17,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{router, UvState, TERMS};
+pub use http::{Domain, UvState};
 pub use settings::{Flags, Settings};
 
 use crate::calendar::Retention;

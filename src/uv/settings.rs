@@ -1,7 +1,7 @@
 //! The unique-visitor settings: flags and environment ([`Flags`], pulled into the binary's
 //! command) and what the routes run on ([`Settings`]).
 
-use crate::config::{parse, secret, Invalid, Secret, SECRET_BYTES};
+use crate::config::{parse, secret, DomainFlags, Invalid, Secret, SECRET_BYTES};
 
 /// The unique-visitor part of the command line and environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -32,9 +32,11 @@ pub struct Settings {
     pub visitor_key: Option<Secret>,
 }
 
-impl Flags {
+impl DomainFlags for Flags {
+    type Settings = Settings;
+
     /// Checks the visitor key the way every secret setting is checked.
-    pub fn settings(&self) -> Result<Settings, Invalid> {
+    fn settings(&self) -> Result<Settings, Invalid> {
         Ok(Settings {
             retention_days: self.uv_retention_days,
             visitor_key: secret(

@@ -208,3 +208,16 @@ impl<S: Send + Sync> FromRequestParts<S> for ScopedName {
         Ok(Self { name, scoped })
     }
 }
+
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> = Some((
+        "clients",
+        "API clients: who the caller is and its limiter budget",
+    ));
+}

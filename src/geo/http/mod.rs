@@ -41,14 +41,29 @@ impl From<&Shared> for Geo {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
-    // reserved-name 400, not a 405.
-    let reserved = || put(reserved_member).delete(reserved_member);
-    places::routes()
-        .merge(queries::routes())
-        .route("/v1/geo/{layer}/nearby", reserved())
-        .route("/v1/geo/{layer}/distance", reserved())
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> = Some(("geo", "Nearby search on geo sets"));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        // The fixed segments `nearby` and `distance` win over `{member}`; writing to them is the
+        // reserved-name 400, not a 405.
+        let reserved = || put(reserved_member).delete(reserved_member);
+        places::routes()
+            .merge(queries::routes())
+            .route("/v1/geo/{layer}/nearby", reserved())
+            .route("/v1/geo/{layer}/distance", reserved())
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<GeoState>()
+    }
 }
 
 /// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs").

@@ -32,11 +32,28 @@ use crate::state::{AppState, Shared, Slice};
 use crate::store::Store;
 use crate::types::rfc3339;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(me::me))
-        .routes(routes!(put_override, delete_override))
-        .routes(routes!(list))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> = Some((
+        "policies",
+        "Limit policies: the rules in force and their runtime overrides and denies",
+    ));
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .routes(routes!(me::me))
+            .routes(routes!(put_override, delete_override))
+            .routes(routes!(list))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<PoliciesState>()
+    }
 }
 
 /// What the limit policy routes are handed (`State<PoliciesState>`), made once at start-up.

@@ -39,10 +39,28 @@ impl From<&Shared> for Queues {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    jobs::routes()
-        .merge(claims::routes())
-        .merge(stats::routes())
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> = Some((
+        "queues",
+        "Delayed queues: due-time sorted sets, atomic claims with visibility timeouts",
+    ));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        jobs::routes()
+            .merge(claims::routes())
+            .merge(stats::routes())
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<QueuesState>()
+    }
 }
 
 /// What these routes declare to the shared layers (docs/ratelimit.md "Route costs").

@@ -19,10 +19,25 @@ use crate::seckill::OrderArchive;
 use crate::state::{AppState, Shared, Slice};
 use crate::store::Store;
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .merge(vouchers::router())
-        .merge(orders::router())
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> =
+        Some(("seckill", "Flash sales: atomic stock and orders"));
+
+    fn router() -> OpenApiRouter<AppState> {
+        OpenApiRouter::new()
+            .merge(vouchers::router())
+            .merge(orders::router())
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<SeckillState>()
+    }
 }
 
 /// What the flash-sale routes are handed (`State<SeckillState>`), made once at start-up.

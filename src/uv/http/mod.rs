@@ -52,12 +52,28 @@ impl Uv {
     }
 }
 
-pub fn router() -> OpenApiRouter<AppState> {
-    record::routes()
-        .merge(counts::routes())
-        .merge(merge::routes())
-        // `GET /v1/uv/merge` would read the reserved page: say so instead of a bare 405.
-        .route("/v1/uv/merge", get(reserved_page))
+/// What the composition takes from this domain (`crate::domain::Domain`).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = super::Flags;
+
+    const TAG: Option<(&'static str, &'static str)> =
+        Some(("uv", "Unique visitors on HyperLogLog"));
+    const TERMS: &'static [crate::middleware::costs::RouteTerms] = TERMS;
+
+    fn router() -> OpenApiRouter<AppState> {
+        record::routes()
+            .merge(counts::routes())
+            .merge(merge::routes())
+            // `GET /v1/uv/merge` would read the reserved page: say so instead of a bare 405.
+            .route("/v1/uv/merge", get(reserved_page))
+    }
+
+    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
+        slices.slice::<UvState>()
+    }
 }
 
 /// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs").
