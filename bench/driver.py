@@ -9,9 +9,9 @@ table shows gateway / raw. Endpoints that answer 404/405 (not merged yet) are sh
 with the raw side measured once so every reference command is still exercised.
 
 This file owns the rows and their measuring, and runs the other parts in turn: the peers
-(bench/peers.py), the sale burst (burst.py) and durable writes (durable.py). What they all use
-is in bench/harness.py, the seeding in seeds.py and the written report in report.py; none of
-them imports this file.
+(bench/peers.py), the sale burst (burst.py), durable writes (durable.py) and the dedup engines
+side by side (engines.py). What they all use is in bench/harness.py, the seeding in seeds.py
+and the written report in report.py; none of them imports this file.
 """
 
 import argparse
@@ -26,6 +26,7 @@ import time
 
 import burst
 import durable
+import engines
 import peers
 from harness import (ADMIN_TOKEN, BENCH, GATEWAY, PIDS, PREFIX, ROOT, Http, Procs, Redis,
                      free_port, loadavg, log, median_of, run_h2load, run_rb, run_wrk,
@@ -266,7 +267,9 @@ def main():
                     "ratelimit, seckill, lock_acquire, enqueue (against the peers, "
                     "bench/peers.py: a shared id runs both rows), peers (every peer row), "
                     "global (the global layer on ÷ off, UV add and purchase), burst (the sale "
-                    "burst, bench/burst.py) and durable (bench/durable.py)")
+                    "burst, bench/burst.py), durable (bench/durable.py) and dedup_engines "
+                    "(the dedup row on Lua, RedisBloom and valkey-bloom, each on its own "
+                    "server: bench/engines.py)")
     ap.add_argument("--no-peers", action="store_true",
                     help="skip webdis and the floor server (the global layer is still measured)")
     ap.add_argument("--cheapest", default="", help="row id for the 200-conn row "
@@ -355,6 +358,17 @@ def main():
             found = durable.measure(bench, redis, (gw_port, port), args)
             sections["durable"] = durable.report(found, args)
             goals += durable.goals(found)
+        if not only or "dedup_engines" in only:
+            # Its own servers and gateways, stopped when it is done.
+            own = Procs(logdir)
+            try:
+                found = engines.measure(own, logdir, args.gateway, base_env, args)
+                bench.failures += ["%s exited during the run:\n%s" % (n, own.log_tail(n))
+                                   for n, p in own.procs if p.poll() is not None]
+            finally:
+                own.stop_all()
+            sections["dedup_engines"], engine_failures = engines.report(found, args)
+            bench.failures += engine_failures
         for name in ("floor", "webdis", "gateway-nolog", "gateway-durable", "redis-replica"):
             if any(p.poll() is not None for n, p in procs.procs if n == name):
                 bench.failures.append("%s exited during the run:\n%s" % (name,

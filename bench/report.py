@@ -8,6 +8,7 @@ import os
 import platform
 import re
 
+from engines import SECTION as ENGINES_SECTION
 from harness import ROOT, sh
 from seeds import GEO_POINTS, QUEUE_JOBS, SECKILL_STOCK
 
@@ -173,8 +174,8 @@ BURST_SECTION = "## Sale burst (stock 1,000, 200 connections)"
 
 
 def write_report(args, results, notes, shas, elapsed, load, sections, goals):
-    """`sections`: {"peers"|"burst"|"durable": markdown lines} of the parts that ran; `goals`:
-    [(text, ok)] of every goal judged in this run."""
+    """`sections`: {"peers"|"burst"|"durable"|"dedup_engines": markdown lines} of the parts
+    that ran; `goals`: [(text, ok)] of every goal judged in this run."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     doc = ["# Performance", "",
            "How fast the gateway is against raw Redis and its peers, what one client can add "
@@ -214,6 +215,10 @@ def write_report(args, results, notes, shas, elapsed, load, sections, goals):
     doc += list(sections.get("peers", ()))
     doc += list(sections.get("burst", ())) or kept_sections(args.out, (BURST_SECTION,))
     doc += list(sections.get("durable", ())) or kept_sections(args.out, (DURABLE_SECTION,))
+    # bench/engines.py's section: rewritten when it runs, else kept as it is (it carries its
+    # own date and load average).
+    doc += list(sections.get("dedup_engines", ())) or kept_sections(args.out,
+                                                                      (ENGINES_SECTION,))
     doc += ["## Where the CPU goes (µs of CPU per request, medians)", "",
             "Read from `/proc` around each run. With every process on the same two cores, "
             "throughput is roughly 2 s of CPU per second ÷ the total here, so this says which "

@@ -14,6 +14,8 @@ GEO_CENTER = (116.40, 39.90)
 SECKILL_STOCK = 50_000_000
 QUEUE_JOBS = 200_000  # seeded for the claim+ack row (it drains them)
 QUEUE_PAYLOAD = '{"to":"user@example.com","template":"welcome","locale":"en"}'
+# The dedup filter `bench` of the dedup row (and of each engine's in bench/engines.py).
+DEDUP_FILTER = {"capacity": 100_000, "error_rate": 0.01}
 
 
 def rfc3339(t):
@@ -52,8 +54,7 @@ def seed(gw, redis, notes):
     for key, stock in (("bench:sk", 10**12), ("bench:sk0", 0)):
         redis.cli("HSET", key, *raw_voucher(stock))
 
-    st, _, _ = gw.call("PUT", "/v1/dedup/bench", {"capacity": 100_000, "error_rate": 0.01},
-                       admin=True)
+    st, _, _ = gw.call("PUT", "/v1/dedup/bench", DEDUP_FILTER, admin=True)
     if st in (404, 405):
         missing.add("dedup")
 
