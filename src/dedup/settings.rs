@@ -10,13 +10,15 @@ use crate::config::{parse, DomainFlags, Invalid};
 pub struct Flags {
     /// Capacity of a dedup filter created on first use (its first layer; it grows from there).
     // Small: any caller can create a filter by naming a new one, and the first layer is
-    // allocated whole (~600 B at 500 items and 1%, against ~120 KB at 100,000; with its
-    // metadata a new filter stays under the ~1.4 KiB a limiter unit may add: docs/performance.md
-    // "Abuse budget"); the filter adds layers as it fills, keeping the error rate.
+    // allocated whole (~380 B at 300 items and 1% on Lua, ~570 B as a RedisBloom filter, which
+    // reserves its first layer at half the rate; against ~120 KB at 100,000): with its metadata
+    // a new filter stays under the 1,491 B a limiter unit may add on either engine
+    // (docs/performance.md "Abuse budget"; 500 put RedisBloom's at 1,635 B). The filter adds
+    // layers as it fills, keeping the error rate.
     #[arg(
         long,
         env = "GATEWAY_DEDUP_CAPACITY",
-        default_value_t = 500,
+        default_value_t = 300,
         value_parser = parse::at_least::<u64>(1)
     )]
     pub dedup_capacity: u64,

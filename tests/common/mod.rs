@@ -50,6 +50,15 @@ pub fn server_module() -> Option<String> {
         .filter(|m| !m.is_empty())
 }
 
+/// RedisBloom's module as ./scripts/servers fetches it (`target/servers/redisbloom.so`), when
+/// it is there.
+pub fn redisbloom_module() -> Option<std::path::PathBuf> {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    Some(target.join("servers/redisbloom.so")).filter(|m| m.exists())
+}
+
 /// Fails loudly (not skips) when Redis is missing: the test command installs it.
 fn require_redis() {
     let ok = Command::new(server_binary())

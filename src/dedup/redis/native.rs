@@ -2,15 +2,18 @@
 //! for the engine choice and the metadata both engines share).
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use fred::prelude::*;
+use fred::types::scripts::Script;
 use fred::types::{ClusterHash, CustomCommand};
 
+use super::params::stored;
 use super::wire::{Batch, Step};
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::dedup::logic::Params;
-use crate::dedup::{Added, Engine, Policy};
+use crate::dedup::{Added, Policy};
 use crate::store::error::StoreError;
 use crate::types::Name;
 
@@ -18,31 +21,15 @@ use crate::types::Name;
 /// twice the first layer's: reserving at half the requested rate keeps the whole filter at it.
 const NATIVE_FIRST_LAYER_SHARE: f64 = 0.5;
 
-/// Items per `BF.INSERT`/`BF.MEXISTS`, so a 1,000-item batch of 512-byte items is several short
-/// calls, in order (docs/performance.md "Redis time per request"; not measured here: the test
-/// server has no RedisBloom).
+/// Items per `BF.INSERT`/`BF.MEXISTS` (one run of `dedup_native.lua`), so a 1,000-item batch of
+/// 512-byte items is several short calls, in order (docs/performance.md "Redis time per
+/// request").
 const NATIVE_ITEMS_PER_CALL: usize = 128;
 
-impl RedisStore {
-    /// Checks the metadata: `None` when the filter is RedisBloom's with `params` (go on),
-    /// else the step the caller should report.
-    async fn native_meta(
-        &self,
-        filter: &Name,
-        params: Params,
-        may_create: bool,
-        policy: Policy,
-    ) -> Result<Option<Step<Added>>, StoreError> {
-        let reply = self
-            .reserve_meta(filter, params, Engine::RedisBloom, may_create, policy)
-            .await?;
-        Ok(match reply.stored() {
-            None => Some(Step::Absent),
-            Some((p, e)) if p != params || e != Engine::RedisBloom => Some(Step::Stored(p, e)),
-            Some(_) => None,
-        })
-    }
+static NATIVE: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("dedup_native.lua")));
 
+impl RedisStore {
     /// Creates the RedisBloom filter of a newly reserved filter.
     pub(super) async fn native_reserve(
         &self,
@@ -87,41 +74,51 @@ impl RedisStore {
         self.pool.custom(cmd, args).await.map_err(map_err)
     }
 
-    /// `BF.INSERT` when `may_create` is given (adding; whether an absent filter may be
-    /// created), else `BF.MEXISTS` (checking), [`NATIVE_ITEMS_PER_CALL`] items per call, in
-    /// order.
+    /// Adds (`BF.INSERT`, when `may_create` is given: whether an absent filter may be created)
+    /// or checks (`BF.MEXISTS`) the batch, [`NATIVE_ITEMS_PER_CALL`] items per call, in order:
+    /// each call one run of `dedup_native.lua`, which checks the metadata, runs the command
+    /// and resets the TTLs.
     pub(super) async fn native_run(&self, b: Batch<'_>) -> Result<Step<Added>, StoreError> {
-        let meta = self.native_meta(b.filter, b.params, b.may_create.unwrap_or(false), b.policy);
-        if let Some(step) = meta.await? {
-            return Ok(step);
-        }
-        let key = self.keys.dedup_native(b.filter);
-        let (command, head) = match b.may_create {
-            // BF.INSERT creates the filter with these parameters if it is missing, so a lost
-            // race with a reservation can never leave RedisBloom's defaults behind.
-            Some(_) => (
-                "BF.INSERT",
-                vec![
-                    Value::from(key.clone()),
-                    Value::from("CAPACITY"),
-                    Value::from(b.params.capacity as i64),
-                    Value::from("ERROR"),
-                    Value::from(native_error_rate(b.params)),
-                    Value::from("EXPANSION"),
-                    Value::from(2),
-                    Value::from("ITEMS"),
-                ],
-            ),
-            None => ("BF.MEXISTS", vec![Value::from(key.clone())]),
-        };
+        let keys = vec![
+            self.keys.dedup_meta(b.filter),
+            self.keys.dedup_native(b.filter),
+        ];
+        let head = [
+            Value::from(b.params.capacity.to_string()),
+            Value::from(b.params.error_rate_text()),
+            Value::from(b.policy.retention_secs as i64),
+            Value::from(if b.may_create.is_some() {
+                "add"
+            } else {
+                "check"
+            }),
+            Value::from(i64::from(b.may_create.unwrap_or(false))),
+            Value::from(native_error_rate(b.params)),
+        ];
         let mut out = Vec::with_capacity(b.items.len());
         for part in b.items.chunks(NATIVE_ITEMS_PER_CALL) {
-            let mut args = head.clone();
+            let mut args = head.to_vec();
             args.extend(part.iter().map(|i| Value::from(i.as_str())));
-            let reply = self.native(command, args).await?;
-            out.extend(flags(reply, part.len())?);
+            let reply: Vec<Value> = self.pool.script(&NATIVE, keys.clone(), args).await?;
+            match reply.first().and_then(Value::as_i64) {
+                Some(0) => out.extend(flags(Value::Array(reply[1..].to_vec()), part.len())?),
+                // Only the first call can find it absent or changed: the batch is retried whole.
+                Some(1) => return Ok(Step::Absent),
+                Some(2) => {
+                    let (params, engine) = stored(&reply)?;
+                    return Ok(Step::Stored(params, engine));
+                }
+                Some(3) => {
+                    let command = reply.get(1).and_then(Value::as_string).unwrap_or_default();
+                    return Err(StoreError::Unsupported(command));
+                }
+                _ => {
+                    return Err(StoreError::Internal(format!(
+                        "unexpected dedup_native.lua reply {reply:?}"
+                    )))
+                }
+            }
         }
-        self.touch_native(&key, b.policy).await?;
         Ok(Step::Done(Added::Flags(out)))
     }
 
