@@ -480,17 +480,36 @@ async fn checkins_that_turn_chunks_into_bitmaps() {
 
 // ---- dedup ----
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn dedup_filters_created_on_first_use() {
-    let reqs = (0..3000)
+/// 3,000 adds of one item, each to a new filter with a 128-character name.
+fn new_filters(tag: &str) -> Vec<Req> {
+    (0..3000)
         .map(|i| {
             Req::post(
-                format!("/v1/dedup/{}/items", long("f", i)),
+                format!("/v1/dedup/{}/items", long(tag, i)),
                 "/v1/dedup/{filter}/items",
                 &json!({"items": ["a"]}),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// 200 adds of 1,000 new items each to one filter.
+fn growing_filter() -> Vec<Req> {
+    (0..200)
+        .map(|r| {
+            let items: Vec<String> = (0..1000).map(|i| format!("{r}.{i}")).collect();
+            Req::post(
+                "/v1/dedup/grow/items".to_owned(),
+                "/v1/dedup/{filter}/items",
+                &json!({ "items": items }),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dedup_filters_created_on_first_use() {
+    let reqs = new_filters("f");
     let row = Row {
         kind: "dedup, a new filter with a 128-character name per request",
         bound: "first layer of an auto-created filter: 300 items at 1% (~380 B); idle filters \
@@ -502,16 +521,7 @@ async fn dedup_filters_created_on_first_use() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dedup_growing_filter() {
-    let reqs = (0..200)
-        .map(|r| {
-            let items: Vec<String> = (0..1000).map(|i| format!("{r}.{i}")).collect();
-            Req::post(
-                "/v1/dedup/grow/items".to_owned(),
-                "/v1/dedup/{filter}/items",
-                &json!({ "items": items }),
-            )
-        })
-        .collect();
+    let reqs = growing_filter();
     let row = Row {
         kind: "dedup, one filter grown with new items",
         bound: "layers grow with items; charged per body byte",
@@ -549,15 +559,7 @@ async fn measure_native(row: Row, reqs: Vec<Req>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dedup_native_filters_created_on_first_use() {
-    let reqs = (0..3000)
-        .map(|i| {
-            Req::post(
-                format!("/v1/dedup/{}/items", long("n", i)),
-                "/v1/dedup/{filter}/items",
-                &json!({"items": ["a"]}),
-            )
-        })
-        .collect();
+    let reqs = new_filters("n");
     let row = Row {
         kind: "dedup on RedisBloom, a new filter with a 128-character name per request",
         bound: "RedisBloom's filter of 300 items at 0.5% (its first layer at half the rate) \
@@ -569,16 +571,7 @@ async fn dedup_native_filters_created_on_first_use() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dedup_native_growing_filter() {
-    let reqs = (0..200)
-        .map(|r| {
-            let items: Vec<String> = (0..1000).map(|i| format!("{r}.{i}")).collect();
-            Req::post(
-                "/v1/dedup/grow/items".to_owned(),
-                "/v1/dedup/{filter}/items",
-                &json!({ "items": items }),
-            )
-        })
-        .collect();
+    let reqs = growing_filter();
     let row = Row {
         kind: "dedup on RedisBloom, one filter grown with new items",
         bound: "RedisBloom adds layers (twice the size each) as items come; charged per body \
