@@ -173,6 +173,35 @@ DURABLE_SECTION = "## Durable writes (`GATEWAY_WRITE_REPLICAS`)"
 BURST_SECTION = "## Sale burst (stock 1,000, 200 connections)"
 
 
+# The parts that carry a section of their own (with its own date and load average).
+OWN_SECTIONS = {"burst": BURST_SECTION, "durable": DURABLE_SECTION,
+                "dedup_engines": ENGINES_SECTION}
+
+
+def replace_sections(path, sections):
+    """Writes only these parts' sections into the report at `path`, each in place of its old
+    one (or before "Where the CPU goes" when it has none), leaving every other row as the last
+    full run wrote it: what a run of `--only <part>` measured and nothing else."""
+    with open(path) as f:
+        text = f.read()
+    for part, lines in sections.items():
+        title = OWN_SECTIONS[part]
+        body = "\n".join(lines).rstrip("\n") + "\n\n"
+        start = text.find("\n" + title + "\n")
+        if start >= 0:
+            start += 1
+            end = text.find("\n## ", start + len(title))
+            end = end + 1 if end >= 0 else len(text)
+        else:
+            start = end = text.find("## Where the CPU goes")
+            if start < 0:
+                start = end = len(text)
+        text = text[:start] + body + text[end:]
+    with open(path, "w") as f:
+        f.write(text)
+    return text
+
+
 def write_report(args, results, notes, shas, elapsed, load, sections, goals):
     """`sections`: {"peers"|"burst"|"durable"|"dedup_engines": markdown lines} of the parts
     that ran; `goals`: [(text, ok)] of every goal judged in this run."""
