@@ -841,11 +841,15 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         let redis = redis.clone();
         async move { redis.exists::<u64, _>(key).await.unwrap() }
     };
-    assert_eq!(exists(format!("{prefix}bf:{{r0}}:0")).await, 0);
-    // 50 million items at 1% (0.8% in the first layer): ~60 MiB, 30 pieces.
-    assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:0")).await, 1);
-    assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:29")).await, 1);
-    assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:30")).await, 0);
+    // The Lua engine's pieces; with a Bloom module loaded (`GATEWAY_TEST_MODULE`) the filters
+    // are the module's, and every case above ran on its engine instead.
+    if common::server_module().is_none() {
+        assert_eq!(exists(format!("{prefix}bf:{{r0}}:0")).await, 0);
+        // 50 million items at 1% (0.8% in the first layer): ~60 MiB, 30 pieces.
+        assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:0")).await, 1);
+        assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:29")).await, 1);
+        assert_eq!(exists(format!("{prefix}bf:{{r0}}:0:30")).await, 0);
+    }
 
     // The searches paged in the gateway answer what GEOSEARCH answers on the same data.
     for (layer, query, args) in [
