@@ -124,18 +124,27 @@ def start(procs, logdir, e, gateway, base_env):
     return None
 
 
+def flagged(gw, path, fmt, total, flag):
+    """Sends `total` items named `fmt % n` to `path`, BATCH a request: how many answered
+    `flag` true, or a string saying what went wrong."""
+    count = 0
+    for i in range(0, total, BATCH):
+        st, _, body = gw.call("POST", path, {
+            "items": [fmt % n for n in range(i, min(i + BATCH, total))]})
+        if st != 200:
+            return "POST %s answered %s: %s" % (path, st, body)
+        count += sum(1 for r in body["results"] if r[flag])
+    return count
+
+
 def size(e):
     """Fills the memory filter, reads its size and probes it: {added, keys, memory, info, fp}
     or a string saying what went wrong."""
     gw, redis = harness.Http(e["port"]), e["redis"]
     base = "/v1/dedup/" + MEMORY_FILTER
-    added = 0
-    for i in range(0, FILL, BATCH):
-        st, _, body = gw.call("POST", base + "/items", {
-            "items": ["m%08d" % n for n in range(i, min(i + BATCH, FILL))]})
-        if st != 200:
-            return "adding items answered %s: %s" % (st, body)
-        added += sum(1 for r in body["results"] if r["added"])
+    added = flagged(gw, base + "/items", "m%08d", FILL, "added")
+    if isinstance(added, str):
+        return added
     st, _, info = gw.call("GET", base)
     if st != 200:
         return "GET %s answered %s: %s" % (base, st, info)
@@ -147,13 +156,9 @@ def size(e):
         if not used.isdigit():
             return "MEMORY USAGE %s answered %r" % (key, used)
         memory += int(used)
-    seen = 0
-    for i in range(0, PROBES, BATCH):
-        st, _, body = gw.call("POST", base + "/check", {
-            "items": ["never-%08d" % n for n in range(i, min(i + BATCH, PROBES))]})
-        if st != 200:
-            return "checking items answered %s: %s" % (st, body)
-        seen += sum(1 for r in body["results"] if r["seen"])
+    seen = flagged(gw, base + "/check", "never-%08d", PROBES, "seen")
+    if isinstance(seen, str):
+        return seen
     return dict(added=added, keys=len(keys), memory=memory, info=info, fp=seen / PROBES)
 
 
