@@ -160,7 +160,8 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         user_tokens,
     });
     let ready_probe = readiness::ReadyProbe::new(vec![Box::new(dedup::BloomEngine)]);
-    let archive: Arc<dyn seckill::OrderArchive> = Arc::new(ledger.clone());
+    let archive: Arc<dyn seckill::OrderArchive> =
+        Arc::new(ledger::Archive::new(ledger.clone(), store.clone()));
     // The parts: each domain's settings, and what one domain offers another.
     let shared = state::Shared::new(
         store,
@@ -177,6 +178,34 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         .with(clients)
         .with(policies);
     Ok(settings::slices(AppState::build(shared)))
+}
+
+// The ledger as the flash sale's archive, implemented here where the store's type is concrete:
+// a generic store's futures are not known to be `Send` (`ledger::Archive` has the work).
+impl seckill::OrderArchive for ledger::Archive<Store> {
+    fn holds<'a>(
+        &'a self,
+        order_ids: &'a [String],
+        within: std::time::Duration,
+    ) -> futures::future::BoxFuture<'a, Option<std::collections::HashSet<String>>> {
+        Box::pin(self.held(order_ids, within))
+    }
+
+    fn dead_letters<'a>(
+        &'a self,
+        voucher: &'a types::Name,
+        after: Option<seckill::logic::Seq>,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<seckill::DeadOrder>, StoreError>> {
+        Box::pin(self.dead_orders(voucher, after, limit))
+    }
+
+    fn replay<'a>(
+        &'a self,
+        voucher: &'a types::Name,
+    ) -> futures::future::BoxFuture<'a, Result<u64, seckill::ReplayFailed>> {
+        Box::pin(self.replay_dead(voucher))
+    }
 }
 
 /// The whole HTTP surface: API routes and docs under the middleware stack, then the ops routes.

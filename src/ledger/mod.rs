@@ -26,7 +26,9 @@
 //!   ingester does (a no-op when it is there already, so it lands once).
 //!
 //! The domain's parts: this core (its types, [`LedgerStore`] — what the ingester and the
-//! dead-letter routes need of the store — and [`Ledger`], the handle the app state keeps),
+//! dead letters need of the store — and [`Ledger`], the handle the app state keeps),
+//! [`archive`] (the ledger as the flash sale's `OrderArchive`, which the flash sale's
+//! dead-letter routes call),
 //! [`sink::Sink`] (where orders are written: PostgreSQL in [`db`]), the ingester, and the store's two
 //! backends: `redis.rs` with its scripts, and `memory.rs`, which drains the memory backend's
 //! orders the same way.
@@ -38,15 +40,14 @@
 //! orders — so the ingester's rules are unit-tested on it with an in-memory sink, and turning
 //! the ledger on there would take only the check in [`Ledger::start`].
 
+mod archive;
 mod db;
-mod http;
 mod ingest;
 mod memory;
 mod redis;
 mod settings;
 mod sink;
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,9 +58,19 @@ use crate::config::{self, StoreChoice};
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
-pub use http::{DeadLetterState, Domain};
+pub(crate) use archive::Archive;
 use ingest::Ingester;
 pub use settings::{Flags, Settings};
+
+/// What the composition takes from this domain (`crate::domain::Domain`): its settings. It
+/// serves no routes of its own; a voucher's dead letters are the flash sale's routes, which
+/// reach the ledger as the flash sale's `OrderArchive` ([`Archive`]).
+#[derive(Debug)]
+pub struct Domain;
+
+impl crate::domain::Domain for Domain {
+    type Flags = Flags;
+}
 
 use sink::{Sink, SinkError};
 
@@ -369,24 +380,4 @@ pub(crate) async fn replay(
 /// A snake_case reason code, as opposed to free text.
 fn is_code(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-}
-
-impl crate::seckill::OrderArchive for Ledger {
-    fn holds<'a>(
-        &'a self,
-        order_ids: &'a [String],
-        within: Duration,
-    ) -> futures::future::BoxFuture<'a, Option<HashSet<String>>> {
-        Box::pin(async move {
-            let db = self.db.as_ref()?;
-            match tokio::time::timeout(within, db.present(order_ids)).await {
-                Ok(Ok(ids)) => Some(ids.into_iter().collect()),
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "ledger lookup failed");
-                    None
-                }
-                Err(_) => None,
-            }
-        })
-    }
 }

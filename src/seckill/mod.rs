@@ -12,7 +12,7 @@ mod memory;
 mod redis;
 mod settings;
 
-pub use http::{not_found, Domain, OrderView, PageQuery, SeckillState};
+pub use http::{Domain, SeckillState};
 pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
@@ -20,8 +20,10 @@ use crate::types::{Name, UserId};
 use logic::Seq;
 
 /// Where sold orders are kept beyond the store (the order ledger, when it is on): the order
-/// listings ask it which of their orders it holds yet. The flash sale publishes this and the
-/// ledger implements it, so the ledger builds on the flash sale and never the other way round.
+/// listings ask it which of their orders it holds yet, and a voucher's dead-letter routes list
+/// and replay the orders it gave up on. The flash sale publishes this and the ledger implements
+/// it, so the ledger builds on the flash sale and never the other way round, and every route
+/// under a voucher's path is the flash sale's.
 pub trait OrderArchive: Send + Sync + std::fmt::Debug {
     /// Which of `order_ids` it holds; `None` when it is off or cannot answer within `within`
     /// (listings then leave the flag out).
@@ -30,6 +32,43 @@ pub trait OrderArchive: Send + Sync + std::fmt::Debug {
         order_ids: &'a [String],
         within: std::time::Duration,
     ) -> futures::future::BoxFuture<'a, Option<std::collections::HashSet<String>>>;
+
+    /// Up to `limit` orders of `voucher` it gave up on, after the cursor `after`, oldest first.
+    fn dead_letters<'a>(
+        &'a self,
+        voucher: &'a Name,
+        after: Option<Seq>,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<DeadOrder>, StoreError>>;
+
+    /// Hands every dead letter of `voucher` back (each order lands once): how many.
+    fn replay<'a>(
+        &'a self,
+        voucher: &'a Name,
+    ) -> futures::future::BoxFuture<'a, Result<u64, ReplayFailed>>;
+}
+
+/// An order the archive gave up on.
+#[derive(Debug, Clone)]
+pub struct DeadOrder {
+    /// Its place in the dead letters (the listing's cursor; its time is when it was given up).
+    pub cursor: Seq,
+    /// The order's sequence and buyer; `None` when its entry could not be read.
+    pub order: Option<(Seq, UserId)>,
+    /// The reason code (`unique_violation`, `unreadable_entry`, …).
+    pub reason: String,
+    /// Times it was refused (`None` in dead letters of older versions).
+    pub attempts: Option<u64>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayFailed {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The archive as a whole cannot take orders now (reason code): nothing is lost.
+    #[error("the order archive cannot take orders now ({0})")]
+    Unavailable(&'static str),
 }
 
 /// Largest `per_user_limit`: bounds what a per-user listing and the already-ordered refusal carry.

@@ -1,9 +1,10 @@
 //! Flash-sale routes (docs/api.md "Flash sale (seckill)"): vouchers (define, restock, read) in
-//! [`vouchers`], purchases and order listings in [`orders`]; what they share (the listings'
-//! page query and cursor, the unknown voucher's 404) in [`common`], published with the order
-//! view for the ledger's dead-letter routes, which list orders the same way.
+//! [`vouchers`], purchases and order listings in [`orders`], the orders the archive gave up on
+//! in [`dead_letters`]; what they share (the listings' page query and cursor, the unknown
+//! voucher's 404) in [`common`].
 
 mod common;
+mod dead_letters;
 mod orders;
 mod vouchers;
 
@@ -11,9 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use utoipa_axum::router::OpenApiRouter;
-
-pub use common::{not_found, PageQuery};
-pub use orders::OrderView;
 
 use crate::seckill::OrderArchive;
 use crate::state::{AppState, Shared, Slice};
@@ -33,6 +31,7 @@ impl crate::domain::Domain for Domain {
         OpenApiRouter::new()
             .merge(vouchers::router())
             .merge(orders::router())
+            .merge(dead_letters::router())
     }
 
     fn slice(slices: crate::state::Slices) -> crate::state::Slices {
@@ -49,7 +48,8 @@ pub struct Seckill {
     store: Store,
     settings: super::Settings,
     store_timeout: Duration,
-    /// Where orders are kept beyond the store (the order ledger): which of them it holds.
+    /// Where orders are kept beyond the store (the order ledger): which of them it holds, and
+    /// the ones it gave up on.
     archive: Arc<dyn OrderArchive>,
 }
 

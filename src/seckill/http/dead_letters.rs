@@ -1,8 +1,7 @@
 //! A voucher's dead letters, listed and replayed (docs/api.md "Flash sale (seckill)"): the
-//! orders the ledger gave up on, under the voucher's path and the `seckill` tag, where an admin
-//! finds them, shown as the flash sale's own listings show orders (its [`OrderView`], page
-//! query and 404, which the flash sale publishes: the ledger builds on the flash sale, never
-//! the other way round).
+//! orders the order archive (the ledger) gave up on, under the voucher's path, shown as the
+//! order listings show orders. The archive is the flash sale's `OrderArchive`, which the
+//! ledger implements.
 
 use axum::extract::State;
 use axum::Json;
@@ -11,56 +10,25 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{dead_letters as list_dead_letters, Ledger, ReplayError};
+use super::common::{not_found, PageQuery};
+use super::orders::OrderView;
+use super::SeckillState;
 use crate::auth::Admin;
 use crate::error::responses::{Lookup, Unauthorized};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, NoQuery};
 use crate::paging::Page;
 use crate::seckill::logic::Seq;
-use crate::seckill::{not_found, OrderView, PageQuery, SeckillStore};
-use crate::state::{AppState, Shared, Slice};
+use crate::seckill::{ReplayFailed, SeckillStore};
+use crate::state::AppState;
 use crate::store::error::StoreError;
-use crate::store::Store;
 use crate::types::rfc3339;
 use crate::types::{name_rule, Name};
 
-/// What the composition takes from this domain (`crate::domain::Domain`).
-#[derive(Debug)]
-pub struct Domain;
-
-impl crate::domain::Domain for Domain {
-    type Flags = super::Flags;
-
-    fn router() -> OpenApiRouter<AppState> {
-        OpenApiRouter::new()
-            .routes(routes!(dead_letters))
-            .routes(routes!(replay_dead_letters))
-    }
-
-    fn slice(slices: crate::state::Slices) -> crate::state::Slices {
-        slices.slice::<DeadLetterState>()
-    }
-}
-
-/// What the dead-letter routes are handed (`State<DeadLetterState>`), made once at start-up.
-pub type DeadLetterState = Slice<LedgerRoutes>;
-
-/// The dead-letter routes' slice of the state: the store (the voucher, the dead letters) and
-/// the ledger (the replay).
-#[derive(Debug)]
-pub struct LedgerRoutes {
-    store: Store,
-    ledger: Ledger,
-}
-
-impl From<&Shared> for LedgerRoutes {
-    fn from(shared: &Shared) -> Self {
-        Self {
-            store: shared.store.clone(),
-            ledger: shared.part::<Ledger>().clone(),
-        }
-    }
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(dead_letters))
+        .routes(routes!(replay_dead_letters))
 }
 
 /// One order the ledger gave up on.
@@ -99,7 +67,7 @@ struct DeadLetterPage {
 )]
 async fn dead_letters(
     _: Admin,
-    State(state): State<DeadLetterState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<DeadLetterPage>> {
@@ -109,26 +77,20 @@ async fn dead_letters(
         .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
-    let mut dead = list_dead_letters(&state.store, &voucher, page.after, page.fetch()).await?;
-    let next = page.next(&mut dead, false, |d| d.dead_id);
+    let mut dead = state
+        .archive
+        .dead_letters(&voucher, page.after, page.fetch())
+        .await?;
+    let next = page.next(&mut dead, false, |d| d.cursor);
     let dead_letters = dead
         .into_iter()
         .map(|d| DeadLetterView {
-            order: d.order.map(|row| {
-                let seq = row
-                    .order_id
-                    .rsplit('/')
-                    .next()
-                    .and_then(|s| s.parse::<Seq>().ok())
-                    .unwrap_or(Seq {
-                        ms: row.created_at_ms,
-                        n: 0,
-                    });
-                OrderView::new(&voucher, seq, row.user)
-            }),
+            order: d
+                .order
+                .map(|(seq, user)| OrderView::new(&voucher, seq, user)),
             reason: d.reason,
             attempts: d.attempts,
-            dead_lettered_at: rfc3339(i64::try_from(d.dead_id.ms).unwrap_or(i64::MAX)),
+            dead_lettered_at: rfc3339(i64::try_from(d.cursor.ms).unwrap_or(i64::MAX)),
         })
         .collect();
     Ok(Json(DeadLetterPage { dead_letters, next }))
@@ -153,7 +115,7 @@ struct ReplayReply {
 )]
 async fn replay_dead_letters(
     _: Admin,
-    State(state): State<DeadLetterState>,
+    State(state): State<SeckillState>,
     ApiPath(voucher): ApiPath<Name>,
     _: NoQuery,
 ) -> ApiResult<Json<ReplayReply>> {
@@ -162,15 +124,11 @@ async fn replay_dead_letters(
         .seckill_voucher(&voucher)
         .await?
         .ok_or_else(|| not_found(&voucher))?;
-    let replayed = state
-        .ledger
-        .replay(&state.store, &voucher)
-        .await
-        .map_err(|e| match e {
-            ReplayError::Store(e) => ApiError::from(e),
-            ReplayError::Database(reason) => ApiError::BackendUnavailable(StoreError::Unavailable(
-                format!("ledger database: {reason}"),
-            )),
-        })?;
+    let replayed = state.archive.replay(&voucher).await.map_err(|e| match e {
+        ReplayFailed::Store(e) => ApiError::from(e),
+        ReplayFailed::Unavailable(reason) => ApiError::BackendUnavailable(StoreError::Unavailable(
+            format!("ledger database: {reason}"),
+        )),
+    })?;
     Ok(Json(ReplayReply { replayed }))
 }
