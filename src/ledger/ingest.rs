@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::sink::{Fault, Sink, SinkError};
 use super::{LedgerState, LedgerStatus, LedgerStore, Row, Take, Taken, BATCH, MAX_ATTEMPTS};
+use crate::clock::Clock;
 use crate::seckill::logic::Seq;
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -53,11 +54,20 @@ pub(crate) struct Ingester<S, K> {
     consumer: String,
     claim_idle_ms: u64,
     status: Arc<Mutex<LedgerStatus>>,
+    /// Times its pauses (idle polls, back-offs, backlog measures): a manual clock lets a test
+    /// step through a back-off instead of waiting it out.
+    clock: Clock,
 }
 
 impl<S: LedgerStore, K: Sink> Ingester<S, K> {
     /// An ingester taking over entries left pending `claim_idle` or longer.
-    pub fn new(store: S, sink: K, claim_idle: Duration, status: Arc<Mutex<LedgerStatus>>) -> Self {
+    pub fn new(
+        store: S,
+        sink: K,
+        claim_idle: Duration,
+        status: Arc<Mutex<LedgerStatus>>,
+        clock: Clock,
+    ) -> Self {
         let consumer = format!("gw-{}-{:08x}", std::process::id(), rand::random::<u32>());
         Self {
             store,
@@ -65,6 +75,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
             consumer,
             claim_idle_ms: u64::try_from(claim_idle.as_millis()).unwrap_or(u64::MAX),
             status,
+            clock,
         }
     }
 
@@ -105,7 +116,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
                 "ledger migrations failed"
             );
             self.set_state(state, Some(reason));
-            tokio::time::sleep(backoff).await;
+            self.clock.sleep(backoff).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
         tracing::info!(consumer = %self.consumer, "ledger migrations applied; ingesting");
@@ -130,7 +141,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
                     }
                     backoff = BACKOFF_MIN;
                     if done == 0 {
-                        tokio::time::sleep(IDLE_POLL).await;
+                        self.clock.sleep(IDLE_POLL).await;
                     }
                 }
                 Err(e) => {
@@ -139,7 +150,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
                     writing = false;
                     fault = Some(reason);
                     self.set_state(state, Some(reason));
-                    tokio::time::sleep(backoff).await;
+                    self.clock.sleep(backoff).await;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
             }
@@ -244,7 +255,7 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
             if let Err(e) = self.measure().await {
                 tracing::debug!(error = %e, "ledger backlog not measured");
             }
-            tokio::time::sleep(BACKLOG_EVERY).await;
+            self.clock.sleep(BACKLOG_EVERY).await;
         }
     }
 
@@ -323,7 +334,8 @@ mod tests {
     async fn sold(buyers: u32) -> (Tested, Name) {
         let (store, v) = crate::ledger::memory::tests::sold(0..buyers).await;
         let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
-        let ingester = Ingester::new(store, MemorySink::default(), Duration::ZERO, status);
+        let clock = store.clock().clone();
+        let ingester = Ingester::new(store, MemorySink::default(), Duration::ZERO, status, clock);
         (ingester, v)
     }
 
@@ -407,6 +419,63 @@ mod tests {
         assert_eq!(ing.round(true).await.unwrap(), 3);
         assert_eq!(ing.sink.ids().len(), 3);
         assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+    }
+
+    /// Lets the spawned ingester run until `done`, failing after 5 s of real time.
+    async fn settled(what: &str, done: impl Fn() -> bool) {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(5), "never {what}");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The back-off is timed by the gateway's clock: a test steps the ingester through a
+    /// database outage (doublings up to [`BACKOFF_MAX`]) and its end in milliseconds, where the
+    /// wall clock would take ~21 s.
+    #[tokio::test]
+    async fn the_back_off_runs_on_the_gateways_clock() {
+        let (store, v) = crate::ledger::memory::tests::sold(0..3).await;
+        let clock = crate::clock::Clock::shifted();
+        let status = Arc::new(Mutex::new(LedgerStatus::new(LedgerState::Starting)));
+        let ing = Arc::new(Ingester::new(
+            store,
+            MemorySink::default(),
+            Duration::ZERO,
+            status,
+            clock.clone(),
+        ));
+        ing.sink.set_down(Some(Fault::Unreachable("unavailable")));
+        let task = tokio::spawn({
+            let ing = ing.clone();
+            async move { ing.ingest_forever().await }
+        });
+        // Each failure sleeps on the clock; moving it past the longest back-off ends the sleep
+        // at once, whatever its length, and the next try fails again.
+        for tries in 1..=8 {
+            settled("backing off", || {
+                ing.sink.tried() == tries && clock.sleeping() == 1
+            })
+            .await;
+            assert_eq!(ing.status.lock().unwrap().state, LedgerState::BackingOff);
+            clock.advance(BACKOFF_MAX);
+        }
+        settled("backing off", || {
+            ing.sink.tried() == 9 && clock.sleeping() == 1
+        })
+        .await;
+        // Up again, but the back-off (5 s by now) is not over: nothing happens until the clock
+        // says so.
+        ing.sink.set_down(None);
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(ing.sink.tried(), 9, "still backing off");
+        clock.advance(BACKOFF_MAX);
+        settled("ingested", || ing.sink.ids().len() == 3).await;
+        assert_eq!(ing.status.lock().unwrap().state, LedgerState::Running);
+        assert_eq!(backlog(&ing, &v).await, (0, 0, 0));
+        task.abort();
     }
 
     #[tokio::test]

@@ -284,6 +284,7 @@ impl Ledger {
             db.clone(),
             settings.claim_idle,
             status.clone(),
+            common.clock.clone(),
         );
         let task = spawn(ingester);
         tracing::info!("order ledger is on: ingesting seckill orders into PostgreSQL");

@@ -83,6 +83,8 @@ pub(crate) mod memory {
         refused: HashMap<String, &'static str>,
         /// Statements that wrote (or would have written) rows, counted to show retries.
         inserts: u64,
+        /// Every statement tried, failed or not, counted to follow a back-off.
+        tried: u64,
     }
 
     impl MemorySink {
@@ -115,11 +117,18 @@ pub(crate) mod memory {
         pub fn inserts(&self) -> u64 {
             self.table().inserts
         }
+
+        /// Statements of any kind tried so far, those that failed too.
+        pub fn tried(&self) -> u64 {
+            self.table().tried
+        }
     }
 
     impl Sink for MemorySink {
         async fn migrate(&self) -> Result<(), SinkError> {
-            match self.table().down {
+            let mut table = self.table();
+            table.tried += 1;
+            match table.down {
                 Some(fault) => Err(SinkError::new(fault, "memory sink down")),
                 None => Ok(()),
             }
@@ -127,6 +136,7 @@ pub(crate) mod memory {
 
         async fn insert(&self, rows: &[Row]) -> Result<u64, SinkError> {
             let mut table = self.table();
+            table.tried += 1;
             if let Some(fault) = table.down {
                 return Err(SinkError::new(fault, "memory sink down"));
             }
