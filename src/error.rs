@@ -56,6 +56,10 @@ pub enum ApiError {
     /// (`global`, or a limit policy's name: docs/policies.md).
     #[error("rate limit exceeded ({policy}), retry in {retry_after} s")]
     RateLimited { retry_after: u64, policy: String },
+    /// 429 `too_many_streams`: the client holds as many event streams as it may
+    /// (`GATEWAY_MAX_STREAMS_PER_CLIENT`, docs/api.md "Events").
+    #[error("this client holds {0} event streams already, the most it may (GATEWAY_MAX_STREAMS_PER_CLIENT): close one first")]
+    TooManyStreams(usize),
     /// 431 `headers_too_large`: the request head is over the server's limits.
     #[error("{0}")]
     HeadersTooLarge(String),
@@ -111,7 +115,7 @@ impl ApiError {
             Self::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::TooManyStreams(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::BackendUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -132,6 +136,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::Unprocessable(_) => "unprocessable",
             Self::RateLimited { .. } => "rate_limited",
+            Self::TooManyStreams(_) => "too_many_streams",
             Self::HeadersTooLarge(_) => "headers_too_large",
             Self::BackendUnavailable(_) => "backend_unavailable",
             Self::Internal(_) => "internal",

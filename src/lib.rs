@@ -63,6 +63,7 @@ pub mod shutdown;
 pub mod startup;
 pub mod state;
 pub mod store;
+pub mod streams;
 pub mod telemetry;
 pub mod types;
 pub mod uv;
@@ -171,8 +172,13 @@ pub async fn build_state(settings: Settings) -> Result<AppState, StartError> {
         ready_probe,
         startup,
     );
+    let streams = Arc::new(streams::Streams::new(
+        settings.events,
+        settings.clock.clone(),
+    ));
     let shared = settings
         .domain_parts(shared)
+        .with(streams)
         .with(ledger)
         .with(archive)
         .with(clients)
@@ -258,7 +264,21 @@ pub async fn run(
         state.settings.trusted_proxies.clone(),
     );
     let tls = state.tls.clone();
+    let shutdown = end_streams(&state, shutdown);
     serve::serve(listener, app(state), guards, per_address, tls, shutdown).await
+}
+
+/// `shutdown`, then the end of every event stream, so the drain that follows is not held by
+/// them.
+pub fn end_streams(
+    state: &AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> impl Future<Output = ()> + Send + 'static {
+    let streams = state.part::<Arc<streams::Streams>>().clone();
+    async move {
+        shutdown.await;
+        streams.end_all();
+    }
 }
 
 /// The start-up line: where, on which backend, with how many serving threads.

@@ -80,9 +80,9 @@ async fn serve_all(listener: std::net::TcpListener, settings: Settings) -> std::
                             }
                             tokio::spawn(timer_floor(shortest_timer));
                             let listener = tokio::net::TcpListener::from_std(listener)?;
-                            let shutdown = async move {
+                            let shutdown = crate::end_streams(&state, async move {
                                 let _ = stopping.wait_for(|s| *s).await;
-                            };
+                            });
                             let tls = state.tls.clone();
                             let app = crate::app(state);
                             crate::serve::serve(listener, app, guards, per_address, tls, shutdown)

@@ -370,6 +370,18 @@ async fn send(gw: &Gateway, req: &Request) -> Result<Value, String> {
         .await
         .map_err(|e| format!("{req} did not reach the gateway: {e}"))?;
     let status = answer.status();
+    let streamed = answer
+        .headers()
+        .get("content-type")
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    if status.is_success() && streamed {
+        // An event stream stays open by design: its first event is the answer.
+        let mut answer = answer;
+        let first = answer.chunk().await.ok().flatten();
+        return first
+            .map(|_| Value::Null)
+            .ok_or_else(|| format!("{req}\n    answered {status} and sent no event"));
+    }
     let text = answer.text().await.unwrap_or_default();
     if status.is_success() {
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))

@@ -28,7 +28,8 @@ pub use files::{read_file, toml_error};
 pub use invalid::{listen_refused, register_command, Invalid};
 pub(crate) use secrets::{secret, SECRET_BYTES};
 pub use settings::{
-    Common, GlobalLimit, Guards, JwtKey, JwtSettings, Secret, StoreChoice, TlsFiles, WriteReplicas,
+    Common, EventStreams, GlobalLimit, Guards, JwtKey, JwtSettings, Secret, StoreChoice, TlsFiles,
+    WriteReplicas,
 };
 pub use switches::{Command, FailPolicy, LimitMode, LogFormat, OnOff};
 pub(crate) use urls::database_url;
@@ -203,6 +204,35 @@ pub struct Flags {
         value_parser = parse::at_least::<usize>(1)
     )]
     pub max_connections_per_address: usize,
+
+    /// A comment line is sent on a quiet event stream this often (milliseconds), so proxies
+    /// keep it open.
+    #[arg(
+        long,
+        env = "GATEWAY_EVENTS_HEARTBEAT_MS",
+        default_value_t = 15_000,
+        value_parser = parse::at_least::<u64>(100)
+    )]
+    pub events_heartbeat_ms: u64,
+
+    /// An event stream ends after this many seconds (the client reconnects and goes on).
+    #[arg(
+        long,
+        env = "GATEWAY_EVENTS_MAX_AGE_S",
+        default_value_t = 3_600,
+        value_parser = parse::at_least::<u64>(1)
+    )]
+    pub events_max_age_s: u64,
+
+    /// Event streams one client (API client, else address) may hold open at once; one more
+    /// is refused with 429.
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_STREAMS_PER_CLIENT",
+        default_value_t = 16,
+        value_parser = parse::at_least::<usize>(1)
+    )]
+    pub max_streams_per_client: usize,
 
     /// PEM certificate chain to serve HTTPS with (ALPN h2 and http/1.1), reloaded when it
     /// changes. Set together with --tls-key-file; unset: plain HTTP/1.1 and h2c.

@@ -58,6 +58,8 @@ pub struct Common {
     pub max_batch: usize,
     pub request_timeout: Duration,
     pub connections: Guards,
+    /// Event streams (docs/api.md "Events").
+    pub events: EventStreams,
     /// `None`: plain HTTP (`GATEWAY_TLS_CERT_FILE` and `GATEWAY_TLS_KEY_FILE` unset). Read
     /// and loaded where the configuration is put together (`src/settings.rs`), by the server.
     pub tls_files: Option<TlsFiles>,
@@ -72,6 +74,14 @@ pub struct Common {
     /// The clock the memory backend and the HTTP layers read "now" from: the wall clock, but
     /// in tests (never a setting of the binary).
     pub clock: crate::clock::Clock,
+}
+
+/// How event streams are kept: the heartbeat, their longest life and how many one client holds.
+#[derive(Debug, Clone, Copy)]
+pub struct EventStreams {
+    pub heartbeat: Duration,
+    pub max_age: Duration,
+    pub per_client: usize,
 }
 
 /// A secret setting, which never reaches a log line through `{:?}`.

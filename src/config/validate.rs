@@ -8,8 +8,8 @@ use ipnet::IpNet;
 
 use super::secrets::{secret, HS256_SECRET_BYTES, SECRET_BYTES};
 use super::{
-    read_file, urls, Common, Flags, GlobalLimit, Guards, Invalid, JwtKey, JwtSettings, LimitMode,
-    OnOff, StoreChoice, TlsFiles, WriteReplicas,
+    read_file, urls, Common, EventStreams, Flags, GlobalLimit, Guards, Invalid, JwtKey,
+    JwtSettings, LimitMode, OnOff, StoreChoice, TlsFiles, WriteReplicas,
 };
 
 impl Flags {
@@ -48,6 +48,7 @@ impl Flags {
             access_log: self.access_log == OnOff::On,
             jwt: self.jwt()?,
             connections: self.guards(),
+            events: self.events(),
             tls_files: self.tls()?,
             redis_pool_size: self.redis_pool_size,
             write_replicas: WriteReplicas {
@@ -117,6 +118,14 @@ impl Flags {
             count_per_period: self.global_count,
             period: self.global_period,
             fail: self.global_fail,
+        }
+    }
+
+    fn events(&self) -> EventStreams {
+        EventStreams {
+            heartbeat: Duration::from_millis(self.events_heartbeat_ms),
+            max_age: Duration::from_secs(self.events_max_age_s),
+            per_client: self.max_streams_per_client,
         }
     }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::seckill::logic::Seq;
 use crate::seckill::{
-    Bought, Idempotency, Once, Order, Put, Refusal, Restock, SeckillStore, Spec, Voucher,
-    IDEMPOTENCY_SECS,
+    Bought, Changed, Heard, Idempotency, Listening, Once, Order, Put, Refusal, Restock,
+    SeckillStore, Spec, Voucher, IDEMPOTENCY_SECS,
 };
 use crate::store::error::StoreError;
 use crate::store::memory::{lock, Locked, MemoryStore, Purge};
@@ -79,7 +79,24 @@ impl Sale {
     }
 }
 
+/// A voucher's event channel in this process.
+fn channel(voucher: &Name) -> String {
+    format!("sk:{voucher}")
+}
+
 impl MemoryStore {
+    /// Tells `voucher`'s listeners its state now, as the Redis scripts publish it.
+    fn publish(&self, voucher: &Name, sale: &Sale, spec: Spec) {
+        let changed = Changed {
+            stock: spec.stock,
+            sold: sale.sold,
+            begin_ms: spec.begin_ms,
+            end_ms: spec.end_ms,
+        };
+        self.channels()
+            .tell(&channel(voucher), Heard::Message(changed.message().into()));
+    }
+
     /// The voucher's own lock, if it exists (`create` makes an empty one).
     fn sale(&self, voucher: &Name, create: bool) -> Option<Arc<Mutex<Sale>>> {
         let mut s = self.state(&STATE);
@@ -106,6 +123,7 @@ impl SeckillStore for MemoryStore {
             return Ok(Put::OverCap { sold: sale.sold });
         }
         let existed = sale.spec.replace(spec).is_some();
+        self.publish(voucher, &sale, spec);
         let view = sale.view(spec, self.clock().now_ms());
         Ok(if existed {
             Put::Replaced(view)
@@ -150,6 +168,7 @@ impl SeckillStore for MemoryStore {
         } else {
             spec.stock += quantity;
             let spec = *spec;
+            self.publish(voucher, &sale, spec);
             Restock::Done(sale.view(spec, now_ms))
         };
         if let Some(idem) = idem {
@@ -204,6 +223,10 @@ impl SeckillStore for MemoryStore {
             }
         }
         let outcome = sell(&mut sale, spec, user, now_ms);
+        if outcome.is_ok() {
+            let spec = sale.spec.expect("sold from it");
+            self.publish(voucher, &sale, spec);
+        }
         if let Some(idem) = idem {
             sale.replies.insert(
                 idem.key.clone(),
@@ -242,6 +265,10 @@ impl SeckillStore for MemoryStore {
         Ok(self.read_sale(voucher, |sale, _| {
             sale.buyers.get(&user.0).cloned().unwrap_or_default()
         }))
+    }
+
+    async fn seckill_listen(&self, voucher: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&channel(voucher)))
     }
 }
 

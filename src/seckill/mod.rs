@@ -19,6 +19,8 @@ use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use logic::Seq;
 
+pub use crate::store::channels::{Heard, Listening};
+
 /// Where sold orders are kept beyond the store (the order ledger, when it is on): the order
 /// listings ask it which of their orders it holds yet, and a voucher's dead-letter routes list
 /// and replay the orders it gave up on. The flash sale publishes this and the ledger implements
@@ -84,6 +86,37 @@ pub struct Spec {
     pub end_ms: i64,
     /// 1..=[`MAX_PER_USER`].
     pub per_user_limit: u32,
+}
+
+/// A voucher's state as its writes publish it: `<stock> <sold> <begin> <end>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changed {
+    pub stock: u64,
+    pub sold: u64,
+    pub begin_ms: i64,
+    pub end_ms: i64,
+}
+
+impl Changed {
+    /// The message a write publishes.
+    pub fn message(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.stock, self.sold, self.begin_ms, self.end_ms
+        )
+    }
+
+    /// Reads a message; `None` when it is not one.
+    pub fn read(message: &str) -> Option<Self> {
+        let mut parts = message.split(' ');
+        let mut next = || parts.next();
+        Some(Self {
+            stock: next()?.parse().ok()?,
+            sold: next()?.parse().ok()?,
+            begin_ms: next()?.parse().ok()?,
+            end_ms: next()?.parse().ok()?,
+        })
+    }
 }
 
 /// A voucher as the store holds it, with the store's clock when it was read.
@@ -183,5 +216,9 @@ crate::store::store_trait! {
         /// The ids of `user`'s orders, oldest first; `None` when the voucher is unknown.
         async fn seckill_user_orders(&self, voucher: &Name, user: UserId)
             -> Result<Option<Vec<Seq>>, StoreError> = "seckill.user_orders";
+        /// Listens to `voucher`'s changes: each write that changes its state (a purchase run, a
+        /// restock, a put) publishes it once ([`Changed`]). One subscription per voucher per
+        /// process, however many listen.
+        async fn seckill_listen(&self, voucher: &Name) -> Result<Listening, StoreError> = _;
     }
 }

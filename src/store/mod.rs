@@ -16,6 +16,7 @@
 //! Store methods carry their domain's name (`checkin_record`, `uv_union`, `seckill_orders`,
 //! `dedup_check`, ...), since every trait lands on the same `Store`.
 
+pub mod channels;
 pub mod error;
 pub(crate) mod group;
 pub mod keys;

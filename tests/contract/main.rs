@@ -6,6 +6,7 @@ mod common;
 
 mod checkins;
 mod dedup;
+mod events;
 mod geo;
 mod locks;
 mod queues;

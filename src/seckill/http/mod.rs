@@ -1,10 +1,11 @@
 //! Flash-sale routes (docs/api.md "Flash sale (seckill)"): vouchers (define, restock, read) in
 //! [`vouchers`], purchases and order listings in [`orders`], the orders the archive gave up on
-//! in [`dead_letters`]; what they share (the listings' page query and cursor, the unknown
+//! in [`dead_letters`], a voucher's live events in [`events`]; what they share (the listings' page query and cursor, the unknown
 //! voucher's 404) in [`common`].
 
 mod common;
 mod dead_letters;
+mod events;
 mod orders;
 mod vouchers;
 
@@ -32,6 +33,7 @@ impl crate::domain::Domain for Domain {
             .merge(vouchers::router())
             .merge(orders::router())
             .merge(dead_letters::router())
+            .merge(events::router())
     }
 
     fn slice(slices: crate::state::Slices) -> crate::state::Slices {
@@ -51,6 +53,11 @@ pub struct Seckill {
     /// Where orders are kept beyond the store (the order ledger): which of them it holds, and
     /// the ones it gave up on.
     archive: Arc<dyn OrderArchive>,
+    /// The event streams of this process (their cap, heartbeat and end) and the vouchers'
+    /// feeds behind them.
+    streams: Arc<crate::streams::Streams>,
+    feeds: Arc<events::Feeds>,
+    clock: crate::clock::Clock,
 }
 
 impl From<&Shared> for Seckill {
@@ -60,6 +67,9 @@ impl From<&Shared> for Seckill {
             settings: shared.part::<crate::seckill::Settings>().clone(),
             store_timeout: shared.settings.store_timeout,
             archive: shared.part::<Arc<dyn OrderArchive>>().clone(),
+            streams: shared.part::<Arc<crate::streams::Streams>>().clone(),
+            feeds: Arc::default(),
+            clock: shared.settings.clock.clone(),
         }
     }
 }

@@ -12,7 +12,9 @@ use fred::prelude::*;
 use crate::store::redis::{map_err, RedisStore};
 
 use crate::seckill::logic::Seq;
-use crate::seckill::{Bought, Idempotency, Once, Order, Put, Restock, SeckillStore, Spec, Voucher};
+use crate::seckill::{
+    Bought, Idempotency, Listening, Once, Order, Put, Restock, SeckillStore, Spec, Voucher,
+};
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use buy::{buy_group, Purchase, PURCHASES};
@@ -182,6 +184,10 @@ impl SeckillStore for RedisStore {
             "ok" => seqs(&reply.get(1).and_then(Value::as_string).unwrap_or_default()).map(Some),
             _ => Err(bad("user orders", &reply)),
         }
+    }
+
+    async fn seckill_listen(&self, voucher: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&self.keys.voucher_events(voucher)))
     }
 }
 

@@ -21,6 +21,8 @@
 -- An 'already_ordered' is recorded without its order ids (a user at a per-user limit of
 -- 1,000 would make each refused retry store ~17 KB for a day: docs/performance.md "Abuse budget");
 -- its replay reads them again. They only change if an admin raised the limit in between.
+-- A run that sold publishes the voucher's new state once on sk:{voucher}:events (SPUBLISH,
+-- "<stock> <sold> <begin> <end>").
 -- A missing voucher or missing field is an answer, never a Lua error.
 local voucher, ttl = ARGV[1], ARGV[3]
 local n = (#ARGV - 3) / 2
@@ -132,7 +134,10 @@ if sold > 0 then
   end
   redis.call('HSET', KEYS[2], unpack(counts))
   redis.call('HSET', KEYS[3], unpack(ids))
-  redis.call('HINCRBY', KEYS[1], 'stock', -sold)
-  redis.call('HINCRBY', KEYS[1], 'sold', sold)
+  local left = redis.call('HINCRBY', KEYS[1], 'stock', -sold)
+  local total = redis.call('HINCRBY', KEYS[1], 'sold', sold)
+  -- One message for the whole run, however many it sold: the voucher's state now, to the
+  -- gateways streaming its events (sharded pub/sub: the channel shares the voucher's slot).
+  redis.call('SPUBLISH', KEYS[1] .. ':events', left .. ' ' .. total .. ' ' .. v[2] .. ' ' .. v[3])
 end
 return replies

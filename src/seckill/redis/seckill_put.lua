@@ -16,6 +16,8 @@ local existed = redis.call('EXISTS', KEYS[1]) == 1
 local cap = math.max(tonumber(redis.call('HGET', KEYS[1], 'cap')) or 0, tonumber(ARGV[5]))
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'sold', sold, 'begin', ARGV[2], 'end', ARGV[3],
   'limit', ARGV[4], 'cap', cap)
+-- The voucher's state now, to the gateways streaming its events (see seckill_buy.lua).
+redis.call('SPUBLISH', KEYS[1] .. ':events', ARGV[1] .. ' ' .. sold .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return { existed and 'replaced' or 'created', ARGV[1], sold, ARGV[2], ARGV[3], ARGV[4], now }

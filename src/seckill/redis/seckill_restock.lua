@@ -48,6 +48,8 @@ stock = redis.call('HINCRBY', KEYS[1], 'stock', ARGV[1])
 -- The voucher's own stream cap only grows (see seckill_put.lua).
 local cap = math.max(tonumber(redis.call('HGET', KEYS[1], 'cap')) or 0, tonumber(ARGV[2]))
 redis.call('HSET', KEYS[1], 'cap', cap)
+-- The voucher's state now, to the gateways streaming its events (see seckill_buy.lua).
+redis.call('SPUBLISH', KEYS[1] .. ':events', stock .. ' ' .. sold .. ' ' .. v[3] .. ' ' .. v[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return answer({ 'ok', stock, sold, v[3], v[4], v[5] or 1, now })

@@ -152,6 +152,13 @@ impl Keys {
         format!("{}sk:{{{voucher}}}", self.prefix)
     }
 
+    /// A voucher's event channel (sharded pub/sub, in the voucher's slot): every script that
+    /// changes the voucher publishes `<stock> <sold> <begin> <end>` on it. The scripts spell it
+    /// as `KEYS[1] .. ':events'`.
+    pub(crate) fn voucher_events(&self, voucher: &Name) -> String {
+        format!("{}sk:{{{voucher}}}:events", self.prefix)
+    }
+
     /// A voucher's buyers: hash user id → orders bought.
     pub(crate) fn voucher_buyers(&self, voucher: &Name) -> String {
         format!("{}sk:{{{voucher}}}:buyers", self.prefix)

@@ -29,6 +29,8 @@ struct Shared {
     slots: Slots,
     /// What every domain's state reads "now" from (`Common::clock`).
     clock: Clock,
+    /// The event channels: a write publishes straight to this process's listeners.
+    channels: Arc<super::channels::Channels>,
 }
 
 /// A domain's in-memory state: its maps and what they expire.
@@ -58,6 +60,7 @@ impl MemoryStore {
         let shared = Arc::new(Shared {
             slots: Slots::default(),
             clock: settings.clock.clone(),
+            channels: Arc::default(),
         });
         let weak = Arc::downgrade(&shared);
         tokio::spawn(purge_task(weak));
@@ -71,6 +74,11 @@ impl MemoryStore {
     /// The clock this store's state reads "now" from.
     pub(crate) fn clock(&self) -> &Clock {
         &self.shared.clock
+    }
+
+    /// The event channels of this store.
+    pub(crate) fn channels(&self) -> &Arc<super::channels::Channels> {
+        &self.shared.channels
     }
 
     /// This store's `T`, locked.

@@ -19,6 +19,7 @@ macro_rules! script_after {
 
 pub(crate) use script_after;
 
+mod listen;
 mod reach;
 pub(crate) mod route;
 
@@ -56,6 +57,9 @@ struct Inner {
     /// What requests waiting in this process sleep on (the wall clock but in tests): Redis
     /// decides expiry by its own clock, the gateway only how long it waits.
     timers: crate::clock::Clock,
+    /// The event channels listened to in this process, subscribed on a connection of their
+    /// own (`listen.rs`), made by the first listener.
+    channels: std::sync::OnceLock<Arc<super::channels::Channels>>,
 }
 
 impl RedisStore {
@@ -138,6 +142,7 @@ impl RedisStore {
                 subscriber: (subscriber_config, timeout.max(Duration::from_secs(2))),
                 write_replicas: settings.write_replicas,
                 timers: settings.clock.clone(),
+                channels: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -158,6 +163,11 @@ impl RedisStore {
     /// This store's `T`, made on first use.
     pub(crate) fn kept<T: Kept + Default>(&self, slot: &'static Slot<T>) -> &T {
         self.inner.slots.get(slot)
+    }
+
+    /// The event channels of this store: listening to one subscribes it (once per process).
+    pub(crate) fn channels(&self) -> &Arc<super::channels::Channels> {
+        self.inner.channels.get_or_init(|| listen::start(self))
     }
 
     /// What a subscriber of this store connects with, and how long it waits for a connection.
