@@ -657,6 +657,12 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         case("seckillVoucherEvents", "opening a stream", |_| {
             get("/v1/seckill/vouchers/v/events")
         }),
+        case("uvPageEvents", "opening a stream on a dense page", |_| {
+            get("/v1/uv/u0/events")
+        }),
+        case("queuesEvents", "opening a stream", |_| {
+            get("/v1/queues/q/events")
+        }),
         case("seckillBuy", "user at per_user_limit", |_| {
             post("/v1/seckill/vouchers/v/orders", json!({"user_id": 42}))
         }),

@@ -158,7 +158,7 @@ fn compression() -> compress::AskedCompressionLayer<impl Predicate> {
 /// Request headers the API reads (docs/api.md): a browser's preflight must allow each, or a
 /// page that sends one (an `Idempotency-Key` on a purchase) gets no answer at all.
 /// `traceparent` / `tracestate` continue the caller's trace (see [`request_span`]).
-const CORS_REQUEST_HEADERS: [&str; 7] = [
+const CORS_REQUEST_HEADERS: [&str; 8] = [
     "content-type",
     "authorization",
     "x-api-key",
@@ -166,6 +166,8 @@ const CORS_REQUEST_HEADERS: [&str; 7] = [
     "idempotency-key",
     "traceparent",
     "tracestate",
+    // EventSource sends it when it reconnects a stream (docs/api.md "Events").
+    "last-event-id",
 ];
 
 /// Response headers the API writes (docs/api.md): scripts read only the ones listed, so a page

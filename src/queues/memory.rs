@@ -6,14 +6,27 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::queues::logic::{self, Meta};
 use crate::queues::Bells;
 use crate::queues::{
-    Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Idempotency, NewJob, Once,
-    QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS, LAPSED_PER_CLAIM,
-    MAX_DEAD,
+    Acked, Bell, Cancelled, Claim, Claimed, DeadJob, Due, Enqueued, Heard, Idempotency, Listening,
+    NewJob, Once, QueueStore, Stats, CLAIM_BYTES, DEAD_PER_CLAIM, IDEMPOTENCY_SECS, IDLE_SECS,
+    LAPSED_PER_CLAIM, MAX_DEAD,
 };
 use crate::store::error::StoreError;
 use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
 use crate::types::Name;
+
+/// A queue's event channel in this process.
+fn channel(queue: &Name) -> String {
+    format!("q:{queue}")
+}
+
+impl MemoryStore {
+    /// Tells `queue`'s listeners that its ready jobs may have changed.
+    fn changed(&self, queue: &Name) {
+        self.channels()
+            .tell(&channel(queue), Heard::Message("".into()));
+    }
+}
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -180,6 +193,7 @@ impl QueueStore for MemoryStore {
         };
         if let Some(due_in) = due_in {
             self.kept(&BELLS).created(queue.as_str(), due_in);
+            self.changed(queue);
         }
         Ok(Once::Now(outcome))
     }
@@ -245,6 +259,10 @@ impl QueueStore for MemoryStore {
             .map(|(t, _)| *t)
             .min();
         q.touch(now);
+        drop(s);
+        if !jobs.is_empty() {
+            self.changed(queue);
+        }
         Ok(Claim {
             jobs,
             next_in_ms: next.map(|t| (t - now).max(0) as u64),
@@ -300,6 +318,8 @@ impl QueueStore for MemoryStore {
         }
         q.jobs.remove(id);
         q.touch(now);
+        drop(s);
+        self.changed(queue);
         Ok(Cancelled::Done)
     }
 
@@ -312,12 +332,25 @@ impl QueueStore for MemoryStore {
         let split = (now + 1, Name::try_from("-".to_owned()).expect("a name"));
         let ready_due = q.due.range(..&split).count() as u64;
         let lapsed = q.flight.range(..&split).count() as u64;
+        let next = [
+            q.due.range(&split..).next(),
+            q.flight.range(&split..).next(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(t, _)| *t)
+        .min();
         Ok(Stats {
             delayed: q.due.len() as u64 - ready_due,
             ready: ready_due + lapsed,
             in_flight: q.flight.len() as u64 - lapsed,
             dead: q.dead.len() as u64,
+            next_in_ms: next.map(|t| (t - now).max(0) as u64),
         })
+    }
+
+    async fn queue_listen(&self, queue: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&channel(queue)))
     }
 
     async fn queue_dead(
@@ -417,6 +450,9 @@ mod tests {
         }
         async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> {
             self.store.queue_stats(queue).await
+        }
+        async fn queue_listen(&self, queue: &Name) -> Result<Listening, StoreError> {
+            self.store.queue_listen(queue).await
         }
         async fn queue_dead(
             &self,

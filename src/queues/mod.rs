@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 
+pub use crate::store::channels::{Heard, Listening};
 use crate::store::error::StoreError;
 use crate::types::Name;
 pub use crate::types::{Idempotency, Once, IDEMPOTENCY_SECS};
@@ -158,6 +159,9 @@ pub struct Stats {
     /// Claimed, visibility deadline not passed.
     pub in_flight: u64,
     pub dead: u64,
+    /// In how many ms a delayed job falls due or a claim lapses, the soonest; `None` when
+    /// nothing will.
+    pub next_in_ms: Option<u64>,
 }
 
 /// A job on the dead list; `seq` orders the list and is the page cursor.
@@ -206,6 +210,9 @@ crate::store::store_trait! {
         /// [`CLAIM_BYTES`] of payloads.
         async fn queue_dead(&self, queue: &Name, after: Option<u64>, limit: usize)
             -> Result<Vec<DeadJob>, StoreError> = "queues.dead";
+        /// Listens to `queue`'s ready jobs: each run that may change them (an enqueue, a claim,
+        /// a cancel) publishes once (one subscription per queue per process).
+        async fn queue_listen(&self, queue: &Name) -> Result<Listening, StoreError> = _;
         /// The room of the claims waiting on `queue` in this process, which enqueues to it tell.
         async fn queue_bell(&self, queue: &Name) -> Bell = _;
     }

@@ -8,7 +8,7 @@ use crate::store::memory::{reclaim, Locked, MemoryStore, Purge};
 use crate::store::slots::{Kept, Slot};
 use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
+use crate::uv::{Heard, Listening, Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -81,6 +81,11 @@ fn now(store: &MemoryStore) -> i64 {
     store.clock().now_s()
 }
 
+/// A page's event channel in this process.
+fn channel(page: &Name) -> String {
+    format!("uv:{page}")
+}
+
 impl UvStore for MemoryStore {
     async fn uv_record(
         &self,
@@ -108,6 +113,10 @@ impl UvStore for MemoryStore {
             changed |= e.visitors.add(&key.hash(v));
         }
         e.pv += visits.visitors.len() as u64;
+        let day = visits.day.text();
+        let day = std::str::from_utf8(&day).unwrap_or_default();
+        self.channels()
+            .tell(&channel(page), Heard::Message(day.into()));
         let done = Recorded {
             day: visits.day,
             changed,
@@ -124,6 +133,10 @@ impl UvStore for MemoryStore {
             );
         }
         Ok(Once::Now(done))
+    }
+
+    async fn uv_listen(&self, page: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&channel(page)))
     }
 
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
@@ -181,6 +194,10 @@ impl UvStore for MemoryStore {
                 target.visitors.merge(&day);
                 folded += 1;
             }
+        }
+        if folded > 0 {
+            self.channels()
+                .tell(&channel(into), Heard::Message("merged".into()));
         }
         Ok(folded)
     }

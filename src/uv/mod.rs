@@ -24,6 +24,8 @@ use crate::calendar::Retention;
 use crate::store::error::StoreError;
 use crate::types::{Day, Idempotency, Name, Once, Refused};
 
+pub use crate::store::channels::{Heard, Listening};
+
 /// Longest range, in days, inclusive (docs/api.md).
 pub const MAX_RANGE_DAYS: i64 = 366;
 /// Most pages one union may name.
@@ -137,6 +139,9 @@ crate::store::store_trait! {
             -> Result<Once<Recorded>, StoreError> = "uv.record";
         /// Per-day figures and the union over `days` for one page; missing days are zeros.
         async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> = "uv.page_counts";
+        /// Listens to `page`'s visits: each run that records some publishes the day it recorded
+        /// (one subscription per page per process, however many listen).
+        async fn uv_listen(&self, page: &Name) -> Result<Listening, StoreError> = _;
         /// Distinct visitors over every page and day given.
         async fn uv_union(&self, pages: &[Name], days: &[Day]) -> Result<u64, StoreError> = "uv.union";
         /// For each day, folds the union of `sources` on that day into `into` on that day (page

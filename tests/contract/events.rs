@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
 
-use crate::common::{settings, shared_redis, Backend, Gateway};
+use crate::common::{claim, enqueue, settings, shared_redis, Backend, Gateway};
 
 /// One open event stream, read event by event.
 struct Events {
@@ -122,6 +122,8 @@ crate::contract_tests!(
     an_unknown_voucher_has_no_stream,
     shutdown_ends_the_streams,
     a_stream_ends_at_its_age,
+    a_page_streams_its_counts_for_today,
+    a_queue_streams_its_ready_jobs,
 );
 
 /// Two pages watch a voucher while it sells out: each gets the current state first, then the
@@ -265,4 +267,56 @@ async fn a_stream_ends_at_its_age(backend: Backend) {
     // Real time on Redis (the stream's age is on the gateway's clock, the wall clock there).
     gw.pass(Duration::from_millis(2_100)).await;
     assert!(page.next().await.is_none(), "the stream ends");
+}
+
+/// A live visitor counter: today's counts first, then the counts after visits, coalesced to
+/// at most one event a second however many visits arrive.
+async fn a_page_streams_its_counts_for_today(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let mut page = Events::open(&gw, "/v1/uv/home/events").await.unwrap();
+    let first = page.next().await.unwrap();
+    assert_eq!(first.kind, "counts");
+    assert_eq!(
+        (&first.data["page"], &first.data["uv"], &first.data["pv"]),
+        (&json!("home"), &json!(0), &json!(0))
+    );
+    let today = first.data["date"].as_str().unwrap().to_owned();
+    for i in 0..20 {
+        let (status, body) = gw
+            .post(
+                "/v1/uv/home",
+                json!({ "visitors": [format!("u{}", i % 10)] }),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Real time on Redis; moved by hand on the memory backend (the feed's interval is on the
+    // gateway's clock).
+    let mut last = first;
+    while last.data["pv"] != 20 {
+        gw.pass(Duration::from_millis(1_000)).await;
+        last = page.next().await.expect("the counts go on");
+        assert_eq!(last.data["date"], today.as_str());
+    }
+    assert_eq!(last.data["uv"], 10);
+}
+
+/// A browser worker's queue: the jobs due now, at once, then as enqueues, due times and claims
+/// change them.
+async fn a_queue_streams_its_ready_jobs(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let mut q = Events::open(&gw, "/v1/queues/work/events").await.unwrap();
+    let first = q.next().await.unwrap();
+    assert_eq!(
+        (first.kind.as_str(), first.data.clone()),
+        ("ready", json!({"queue": "work", "ready": 0}))
+    );
+    enqueue(&gw, "work", json!({"payload": 1})).await;
+    assert_eq!(q.next().await.unwrap().data["ready"], 1);
+    enqueue(&gw, "work", json!({"payload": 2, "delay_ms": 1_500})).await;
+    // Due in 1.5 s: the stream says so then, by the feed's own timer.
+    gw.pass(Duration::from_millis(1_600)).await;
+    assert_eq!(q.next().await.unwrap().data["ready"], 2);
+    assert_eq!(claim(&gw, "work", json!({"max": 2})).await.len(), 2);
+    assert_eq!(q.next().await.unwrap().data["ready"], 0);
 }

@@ -2,9 +2,11 @@
 
 //!
 //! Here: the router, the routes' costs and what they share; `jobs.rs`: enqueue and cancel;
-//! `claims.rs`: claim (with its long poll) and ack; `stats.rs`: counts and dead jobs.
+//! `claims.rs`: claim (with its long poll) and ack; `stats.rs`: counts and dead jobs;
+//! `events.rs`: its ready jobs, live.
 
 mod claims;
+mod events;
 mod jobs;
 mod stats;
 
@@ -27,6 +29,9 @@ pub struct Queues {
     store: Store,
     settings: super::Settings,
     clock: Clock,
+    /// The event streams of this process and the queues' feeds behind them.
+    streams: std::sync::Arc<crate::streams::Streams>,
+    feeds: events::QueueFeeds,
 }
 
 impl From<&Shared> for Queues {
@@ -35,6 +40,16 @@ impl From<&Shared> for Queues {
             store: shared.store.clone(),
             settings: shared.part::<crate::queues::Settings>().clone(),
             clock: shared.settings.clock.clone(),
+            streams: shared
+                .part::<std::sync::Arc<crate::streams::Streams>>()
+                .clone(),
+            feeds: std::sync::Arc::new(crate::streams::Feeds::new(
+                events::Watch {
+                    store: shared.store.clone(),
+                    clock: shared.settings.clock.clone(),
+                },
+                shared.settings.clock.clone(),
+            )),
         }
     }
 }
@@ -56,6 +71,7 @@ impl crate::domain::Domain for Domain {
         jobs::routes()
             .merge(claims::routes())
             .merge(stats::routes())
+            .merge(events::router())
     }
 
     fn slice(slices: crate::state::Slices) -> crate::state::Slices {

@@ -17,8 +17,8 @@ use fred::prelude::*;
 use crate::store::redis::RedisStore;
 
 use crate::queues::{
-    Acked, Bell, Cancelled, Claim, DeadJob, Due, Enqueued, Idempotency, NewJob, Once, QueueStore,
-    Stats, CLAIM_BYTES,
+    Acked, Bell, Cancelled, Claim, DeadJob, Due, Enqueued, Idempotency, Listening, NewJob, Once,
+    QueueStore, Stats, CLAIM_BYTES,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -113,7 +113,12 @@ impl QueueStore for RedisStore {
             ready: n(1).ok_or_else(|| bad("stats", &reply))?,
             in_flight: n(2).ok_or_else(|| bad("stats", &reply))?,
             dead: n(3).ok_or_else(|| bad("stats", &reply))?,
+            next_in_ms: n(4),
         })
+    }
+
+    async fn queue_listen(&self, queue: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&self.keys.queue_events(queue)))
     }
 
     async fn queue_dead(

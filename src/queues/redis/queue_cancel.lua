@@ -15,4 +15,6 @@ redis.call('ZREM', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 touch(now, tonumber(ARGV[2]))
+-- The gateways streaming the queue's ready jobs (see queue_enqueue.lua).
+redis.call('SPUBLISH', string.match(KEYS[1], '^(.*):[^:]*$') .. ':events', '')
 return 'ok'

@@ -85,6 +85,8 @@ for k = 1, 2 do
 end
 if changed then
   touch(now, tonumber(ARGV[5]))
+  -- The gateways streaming the queue's ready jobs, once per run (see queue_enqueue.lua).
+  redis.call('SPUBLISH', string.match(KEYS[1], '^(.*):[^:]*$') .. ':events', '')
 end
 if next_at then
   replies[1] = math.max(0, next_at - now)

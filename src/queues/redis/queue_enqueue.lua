@@ -141,6 +141,9 @@ if np > 0 then
   -- the look it makes sees the run's other jobs (their due times set its alarm, and jobs left
   -- due make another claim look at once: see claim_waiting in src/queues/mod.rs).
   redis.call('PUBLISH', ARGV[5], ARGV[6] .. ' ' .. int(math.max(0, earliest - now)))
+  -- And the gateways streaming the queue's ready jobs, once per run (sharded pub/sub on
+  -- q:{queue}:events, the queue's slot, spelt from its first key).
+  redis.call('SPUBLISH', string.match(KEYS[1], '^(.*):[^:]*$') .. ':events', '')
 end
 replies[1] = now or -1
 return replies

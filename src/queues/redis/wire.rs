@@ -66,6 +66,12 @@ impl Keys {
             .map(|part| format!("{}q:{{{queue}}}:{part}", self.prefix))
     }
 
+    /// A queue's event channel (sharded pub/sub, in the queue's slot): the scripts that may
+    /// change its ready jobs publish on it, spelling it from the queue's first key.
+    pub(crate) fn queue_events(&self, queue: &Name) -> String {
+        format!("{}q:{{{queue}}}:events", self.prefix)
+    }
+
     /// The first outcome of an enqueue under one idempotency key (`digest`: SHA-256 hex of the
     /// client's key), in the queue's slot so the enqueue script records it atomically.
     pub(crate) fn queue_idempotency(&self, queue: &Name, digest: &str) -> String {

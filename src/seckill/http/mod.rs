@@ -56,8 +56,7 @@ pub struct Seckill {
     /// The event streams of this process (their cap, heartbeat and end) and the vouchers'
     /// feeds behind them.
     streams: Arc<crate::streams::Streams>,
-    feeds: Arc<events::Feeds>,
-    clock: crate::clock::Clock,
+    feeds: events::VoucherFeeds,
 }
 
 impl From<&Shared> for Seckill {
@@ -68,8 +67,13 @@ impl From<&Shared> for Seckill {
             store_timeout: shared.settings.store_timeout,
             archive: shared.part::<Arc<dyn OrderArchive>>().clone(),
             streams: shared.part::<Arc<crate::streams::Streams>>().clone(),
-            feeds: Arc::default(),
-            clock: shared.settings.clock.clone(),
+            feeds: Arc::new(crate::streams::Feeds::new(
+                events::Vouchers {
+                    store: shared.store.clone(),
+                    clock: shared.settings.clock.clone(),
+                },
+                shared.settings.clock.clone(),
+            )),
         }
     }
 }

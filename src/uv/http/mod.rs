@@ -1,9 +1,11 @@
 //! Unique-visitor routes (docs/api.md "Unique visitors").
 //!
 //! Here: the router, the routes' costs and the reserved page; `record.rs`: recording visits;
-//! `counts.rs`: reading a page's counts and unions of pages; `merge.rs`: folding pages.
+//! `counts.rs`: reading a page's counts and unions of pages; `merge.rs`: folding pages;
+//! `events.rs`: a page's live counts.
 
 mod counts;
+mod events;
 mod merge;
 mod record;
 
@@ -30,6 +32,9 @@ pub struct Uv {
     tz: chrono_tz::Tz,
     max_batch: usize,
     max_item_bytes: usize,
+    /// The event streams of this process and the pages' feeds behind them.
+    streams: std::sync::Arc<crate::streams::Streams>,
+    feeds: events::PageFeeds,
 }
 
 impl From<&Shared> for Uv {
@@ -41,6 +46,17 @@ impl From<&Shared> for Uv {
             tz: shared.settings.tz,
             max_batch: shared.settings.max_batch,
             max_item_bytes: shared.settings.max_item_bytes,
+            streams: shared
+                .part::<std::sync::Arc<crate::streams::Streams>>()
+                .clone(),
+            feeds: std::sync::Arc::new(crate::streams::Feeds::new(
+                events::Pages {
+                    store: shared.store.clone(),
+                    clock: shared.settings.clock.clone(),
+                    tz: shared.settings.tz,
+                },
+                shared.settings.clock.clone(),
+            )),
         }
     }
 }
@@ -67,6 +83,7 @@ impl crate::domain::Domain for Domain {
         record::routes()
             .merge(counts::routes())
             .merge(merge::routes())
+            .merge(events::router())
             // `GET /v1/uv/merge` would read the reserved page: say so instead of a bare 405.
             .route("/v1/uv/merge", get(reserved_page))
     }

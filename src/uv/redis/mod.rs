@@ -26,7 +26,7 @@ use crate::store::redis::{map_err, RedisStore};
 use crate::store::slots::{Kept, Slot};
 use crate::types::{Day, Name, Once, IDEMPOTENCY_SECS};
 use crate::uv::hll::Hll;
-use crate::uv::{FoldDay, Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
+use crate::uv::{FoldDay, Listening, Merge, NewVisits, PageCounts, Recorded, UvStore, VisitorKey};
 
 static RECORD: LazyLock<Script> = LazyLock::new(|| Script::from_lua(include_str!("uv_record.lua")));
 static RECORD_MANY: LazyLock<Script> =
@@ -272,6 +272,10 @@ impl UvStore for RedisStore {
 
     /// Reads the days' HyperLogLogs and view counters (half [`DAYS_PER_CALL`] days per MGET) and
     /// counts in the gateway: PFCOUNT over a year of dense keys held Redis ~8 ms in one call.
+    async fn uv_listen(&self, page: &Name) -> Result<Listening, StoreError> {
+        Ok(self.channels().listen(&self.keys.uv_events(page)))
+    }
+
     async fn uv_page_counts(&self, page: &Name, days: &[Day]) -> Result<PageCounts, StoreError> {
         let mut all = Hll::new();
         let mut daily = Vec::with_capacity(days.len());
@@ -405,6 +409,12 @@ impl RedisStore {
 
 /// The keys of this domain (every one under its hash tag: see `crate::store::keys`).
 impl Keys {
+    /// A page's event channel (sharded pub/sub, in the page's slot): each script run that
+    /// records visits publishes the day on it. The scripts spell it from the day's key.
+    pub(crate) fn uv_events(&self, page: &Name) -> String {
+        self.join(&["uv:{", page.as_str(), "}:events"])
+    }
+
     /// A page's distinct visitors on one day (a HyperLogLog).
     pub(crate) fn uv_day(&self, page: &Name, day: Day) -> String {
         self.join(&["uv:{", page.as_str(), "}:", day_str(&day.text())])

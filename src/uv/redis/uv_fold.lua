@@ -13,4 +13,9 @@ for i = 1, n do
   redis.call('EXPIREAT', KEYS[i + 1], ARGV[1 + i])
 end
 redis.call('DEL', KEYS[1])
+-- Once per run, to the gateways streaming the target's counts (see uv_record.lua).
+if n > 0 then
+  local page_key, day = string.match(KEYS[n + 1], '^(.*):([^:]*)$')
+  redis.call('SPUBLISH', page_key .. ':events', day)
+end
 return n

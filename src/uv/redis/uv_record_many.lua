@@ -33,5 +33,9 @@ if any == 1 or pv == visits then
   redis.call('EXPIREAT', KEYS[1], ARGV[1])
   redis.call('EXPIREAT', KEYS[2], ARGV[1])
 end
+-- The day, once per run, to the gateways streaming the page's counts: on uv:{page}:events
+-- (sharded pub/sub, the page's slot), spelt from the day's key uv:{page}:DATE.
+local page_key, day = string.match(KEYS[1], '^(.*):([^:]*)$')
+redis.call('SPUBLISH', page_key .. ':events', day)
 out[1] = pv
 return out

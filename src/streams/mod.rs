@@ -3,6 +3,8 @@
 //! first, a heartbeat comment on a quiet stream (`GATEWAY_EVENTS_HEARTBEAT_MS`), the end after
 //! `GATEWAY_EVENTS_MAX_AGE_S` or at shutdown. A domain gives the events; this module names none.
 //!
+//! [`feed`]: one feed per watched resource per process, which its clients' streams read.
+//!
 //! The response is axum's `Sse` (it writes the `text/event-stream` framing and the heartbeat);
 //! what is written here is what axum leaves to the application: the cap, the end of a stream
 //! and its last words.
@@ -20,6 +22,10 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::config::EventStreams;
 use crate::error::ApiError;
+
+pub mod feed;
+
+pub use feed::{Feeds, Opened, Source};
 
 /// How long EventSource waits before it reconnects a stream that ended (the `retry:` field):
 /// short, since a stream ends on purpose (its age, a shutdown, the store lost) and the client
@@ -144,6 +150,15 @@ impl Streams {
         Sse::new(body)
             .keep_alive(KeepAlive::new().interval(self.settings.heartbeat))
             .into_response()
+    }
+}
+
+impl Streams {
+    /// A stream that ends at once with `event: error` (the store could not be reached when it
+    /// opened): EventSource reconnects after a stream's end, not after an error status.
+    pub fn lost(&self, ticket: Ticket) -> Response {
+        let lost = stream::once(async { Err(Ended::StoreLost) });
+        self.respond(ticket, Vec::new(), lost)
     }
 }
 
