@@ -14,7 +14,7 @@ use axum::response::Response;
 use axum::Extension;
 use futures::future::BoxFuture;
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -33,8 +33,14 @@ use crate::types::{name_rule, Name};
 /// At most one ready event per queue this often.
 pub const EVERY: Duration = Duration::from_millis(100);
 
+/// The events' payloads, in the document's schemas (a stream's body has no schema of its own
+/// in OpenAPI 3.1: its description names them).
+#[derive(OpenApi)]
+#[openapi(components(schemas(ReadyEvent<'_>)))]
+struct EventSchemas;
+
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(queue_events))
+    OpenApiRouter::with_openapi(EventSchemas::openapi()).routes(routes!(queue_events))
 }
 
 /// `event: ready`: jobs due now, to be claimed with the claim route.

@@ -14,7 +14,7 @@ use axum::response::Response;
 use axum::Extension;
 use futures::future::BoxFuture;
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -34,8 +34,14 @@ use crate::types::{name_rule, Name};
 /// At most one stock event per voucher this often (the last state is always sent).
 pub const COALESCE: Duration = Duration::from_millis(100);
 
+/// The events' payloads, in the document's schemas (a stream's body has no schema of its own
+/// in OpenAPI 3.1: its description names them).
+#[derive(OpenApi)]
+#[openapi(components(schemas(StockEvent<'_>, StatusEvent<'_>)))]
+struct EventSchemas;
+
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(voucher_events))
+    OpenApiRouter::with_openapi(EventSchemas::openapi()).routes(routes!(voucher_events))
 }
 
 /// `event: stock`: the voucher's stock now.

@@ -14,7 +14,7 @@ use axum::Extension;
 use chrono::{NaiveTime, TimeZone};
 use futures::future::BoxFuture;
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::{OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -33,8 +33,14 @@ use crate::uv::{Listening, UvStore};
 /// At most one counts event per page this often.
 pub const EVERY: Duration = Duration::from_secs(1);
 
+/// The events' payloads, in the document's schemas (a stream's body has no schema of its own
+/// in OpenAPI 3.1: its description names them).
+#[derive(OpenApi)]
+#[openapi(components(schemas(CountsEvent<'_>)))]
+struct EventSchemas;
+
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(page_events))
+    OpenApiRouter::with_openapi(EventSchemas::openapi()).routes(routes!(page_events))
 }
 
 /// `event: counts`: the page's figures for today.
