@@ -6,7 +6,9 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use serde_json::{json, Value};
 
-use crate::common::{claim, enqueue, settings, shared_redis, Backend, Gateway};
+use crate::common::{
+    claim, command_calls, enqueue, on_private_redis, settings, shared_redis, Backend, Gateway,
+};
 
 /// One open event stream, read event by event.
 struct Events {
@@ -109,6 +111,10 @@ async fn buy(gw: &Gateway, v: &str, user: u64) -> u16 {
         )
         .await;
     status.as_u16()
+}
+
+fn voucher_path(v: &str) -> String {
+    format!("/v1/seckill/vouchers/{v}")
 }
 
 fn events_path(v: &str) -> String {
@@ -319,4 +325,76 @@ async fn a_queue_streams_its_ready_jobs(backend: Backend) {
     assert_eq!(q.next().await.unwrap().data["ready"], 2);
     assert_eq!(claim(&gw, "work", json!({"max": 2})).await.len(), 2);
     assert_eq!(q.next().await.unwrap().data["ready"], 0);
+}
+
+/// On a store of its own: the store's work per change does not grow with the clients (one
+/// subscription, one publish per purchase, for five pages), and a store outage ends the streams
+/// with `event: error`; once the store is back a reconnect gets the current state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_works_once_per_change_and_an_outage_ends_the_streams() {
+    let (mut redis, gw, _prefix) = on_private_redis().await;
+    voucher(&gw, "solo", 10, -60_000).await;
+    let mut pages = Vec::new();
+    for _ in 0..5 {
+        let mut page = Events::open(&gw, &events_path("solo")).await.unwrap();
+        page.next().await.unwrap();
+        page.next().await.unwrap();
+        pages.push(page);
+    }
+    crate::common::poll::eventually(Duration::from_secs(10), "subscribed", || async {
+        (command_calls(&redis, "ssubscribe") == 1).then_some(())
+    })
+    .await;
+    let published = command_calls(&redis, "spublish");
+    for user in 0..3 {
+        assert_eq!(buy(&gw, "solo", user).await, 201);
+    }
+    for page in &mut pages {
+        let mut sold = 0;
+        while sold < 3 {
+            sold = page.next().await.unwrap().data["sold"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(
+        command_calls(&redis, "spublish") - published,
+        3,
+        "one message per purchase run"
+    );
+    assert_eq!(
+        command_calls(&redis, "ssubscribe"),
+        1,
+        "one subscription for five pages"
+    );
+
+    redis.stop();
+    for page in &mut pages {
+        let last = page.next().await.expect("told before the end");
+        assert_eq!(
+            (last.kind.as_str(), last.data.clone()),
+            ("error", json!({"code": "backend_unavailable"}))
+        );
+        assert!(page.next().await.is_none(), "then the stream ends");
+    }
+    redis.restart();
+    // The private server keeps nothing on disk: the sale is defined again, as after a restore.
+    crate::common::poll::eventually(Duration::from_secs(20), "the store answers", || async {
+        let body = json!({ "stock": 7, "begin": at(-60_000), "end": at(3_600_000) });
+        let (status, _) = gw.admin_put(&voucher_path("solo"), body).await;
+        (status == 201).then_some(())
+    })
+    .await;
+    // What EventSource does after the end: reconnect (its `retry:`), until the store answers.
+    let mut back =
+        crate::common::poll::eventually(Duration::from_secs(20), "a stream again", || async {
+            let mut page = Events::open(&gw, &events_path("solo")).await.ok()?;
+            let first = page.next().await?;
+            (first.kind == "status").then_some(page)
+        })
+        .await;
+    let stock = back.next().await.unwrap();
+    assert_eq!(
+        (&stock.data["stock"], &stock.data["sold"]),
+        (&json!(7), &json!(0)),
+        "the current state"
+    );
 }

@@ -50,6 +50,9 @@ async fn run(
     let mut errors = client.error_rx();
     client.connect();
     let mut check = tokio::time::interval(STORE_CHECK);
+    // fred tells of the first connection as of a reconnection: the channels opened before it
+    // were subscribed by their own `Opened`, which waited for it.
+    let mut connected_before = false;
     loop {
         tokio::select! {
             change = changes.recv() => {
@@ -78,7 +81,7 @@ async fn run(
             },
             reconnected = reconnects.recv() => {
                 let Some(channels) = channels.upgrade() else { break };
-                if reconnected.is_ok() {
+                if reconnected.is_ok() && std::mem::replace(&mut connected_before, true) {
                     // The server forgot the subscriptions with the connection.
                     for name in channels.names() {
                         subscribe(&client, &channels, &name).await;
