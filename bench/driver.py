@@ -27,6 +27,7 @@ import time
 import burst
 import durable
 import engines
+import events
 import peers
 from harness import (ADMIN_TOKEN, BENCH, GATEWAY, PIDS, PREFIX, ROOT, Http, Procs, Redis,
                      free_port, loadavg, log, median_of, run_h2load, run_rb, run_wrk,
@@ -267,9 +268,10 @@ def main():
                     "ratelimit, seckill, lock_acquire, enqueue (against the peers, "
                     "bench/peers.py: a shared id runs both rows), peers (every peer row), "
                     "global (the global layer on ÷ off, UV add and purchase), burst (the sale "
-                    "burst, bench/burst.py), durable (bench/durable.py) and dedup_engines "
+                    "burst, bench/burst.py), durable (bench/durable.py), dedup_engines "
                     "(the dedup row on Lua, RedisBloom and valkey-bloom, each on its own "
-                    "server: bench/engines.py)")
+                    "server: bench/engines.py) and events (10,000 event streams on one voucher: "
+                    "bench/events.py)")
     ap.add_argument("--no-peers", action="store_true",
                     help="skip webdis and the floor server (the global layer is still measured)")
     ap.add_argument("--cheapest", default="", help="row id for the 200-conn row "
@@ -369,6 +371,16 @@ def main():
                 own.stop_all()
             sections["dedup_engines"], engine_failures = engines.report(found, args)
             bench.failures += engine_failures
+        if not only or "events" in only:
+            # Its own Redis and gateway, stopped when it is done.
+            own = Procs(logdir)
+            try:
+                found = events.measure(own, logdir, args.gateway, base_env)
+            finally:
+                own.stop_all()
+            sections["events"], event_goals, event_failures = events.report(found)
+            goals += event_goals
+            bench.failures += event_failures
         for name in ("floor", "webdis", "gateway-nolog", "gateway-durable", "redis-replica"):
             if any(p.poll() is not None for n, p in procs.procs if n == name):
                 bench.failures.append("%s exited during the run:\n%s" % (name,

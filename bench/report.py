@@ -9,6 +9,7 @@ import platform
 import re
 
 from engines import SECTION as ENGINES_SECTION
+from events import SECTION as EVENTS_SECTION
 from harness import ROOT, sh
 from seeds import GEO_POINTS, QUEUE_JOBS, SECKILL_STOCK
 
@@ -175,7 +176,7 @@ BURST_SECTION = "## Sale burst (stock 1,000, 200 connections)"
 
 # The parts that carry a section of their own (with its own date and load average).
 OWN_SECTIONS = {"burst": BURST_SECTION, "durable": DURABLE_SECTION,
-                "dedup_engines": ENGINES_SECTION}
+                "dedup_engines": ENGINES_SECTION, "events": EVENTS_SECTION}
 
 
 def replace_sections(path, sections):
@@ -248,6 +249,7 @@ def write_report(args, results, notes, shas, elapsed, load, sections, goals):
     # own date and load average).
     doc += list(sections.get("dedup_engines", ())) or kept_sections(args.out,
                                                                       (ENGINES_SECTION,))
+    doc += list(sections.get("events", ())) or kept_sections(args.out, (EVENTS_SECTION,))
     doc += ["## Where the CPU goes (µs of CPU per request, medians)", "",
             "Read from `/proc` around each run. With every process on the same two cores, "
             "throughput is roughly 2 s of CPU per second ÷ the total here, so this says which "

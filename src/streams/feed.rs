@@ -20,6 +20,11 @@ use crate::clock::Clock;
 use crate::store::channels::{Heard, Listening};
 use crate::store::StoreError;
 
+/// Longest a feed goes without reading its resource: pub/sub delivers at most once (a message
+/// lost while the subscriber reconnects, a shard channel dropped when a Cluster moves its slot),
+/// so a feed looks again now and then, once per feed whatever the number of clients.
+pub const RECHECK: Duration = Duration::from_secs(5);
+
 /// What a domain's live resource is to its feed.
 pub trait Source: Send + Sync + 'static {
     type Key: Eq + Hash + Clone + Send + Sync + std::fmt::Debug + 'static;
@@ -241,10 +246,12 @@ impl<S: Source> Feed<S> {
             let flush =
                 (self.pending || self.stale).then(|| self.sent_ms.max(self.read_ms) + every);
             let due = self.due_at;
+            let recheck = self.read_ms + RECHECK.as_millis() as i64;
             let woke = tokio::select! {
                 heard = listening.next() => Woke::Heard(heard),
                 () = at(&self.clock, flush) => Woke::Flush,
                 () = at(&self.clock, due) => Woke::Due,
+                () = at(&self.clock, Some(recheck)) => Woke::Due,
                 () = self.tx.closed() => Woke::Unwatched,
             };
             // A message that only says "changed" is read at most once per `EVERY`; a missed

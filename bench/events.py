@@ -1,0 +1,162 @@
+"""Live events beside the polling they replace: STREAMS event streams open on one voucher on one
+release gateway (its own Redis 7, no persistence, global layer off) while one buyer buys
+PURCHASES units, PAUSE_MS apart.
+
+- delivery: the p50 / p99 / max from a purchase's `201` to every stream's first `stock` event
+  that shows it (a coalesced event shows several), timed by the client bench/sse_client.rs
+  (one Tokio thread; `cargo build --release --example sse_client`);
+- memory: the gateway's RSS (`/proc/<pid>/status` VmRSS) with every stream open and idle, less
+  its RSS before the first one, ÷ STREAMS;
+- CPU: the gateway's CPU (`/proc`) over the purchases ÷ the stock events delivered, against its
+  CPU per `GET /v1/seckill/vouchers/{id}` (wrk, POLL_SECONDS, the same gateway and voucher, in
+  the same run): what a stream costs per change against what a poll costs per look;
+- the store: `SPUBLISH` and `SSUBSCRIBE` calls (INFO commandstats) over the purchases, with
+  STREAMS streams and with one, so that the store's work per change is seen not to grow with
+  the clients.
+"""
+
+import os
+import re
+import subprocess
+import time
+
+import harness
+
+STREAMS = 10_000
+PURCHASES = 200
+PAUSE_MS = 20
+POLL_SECONDS = 5
+SECTION = "## Live events (10,000 streams on one voucher)"
+P99_GOAL_MS = 250.0
+RSS_GOAL_KIB = 16.0
+CPU_GOAL = 0.2
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def calls(redis, command):
+    m = re.search(r"cmdstat_%s:calls=(\d+)" % command, redis.cli("INFO", "commandstats"))
+    return int(m.group(1)) if m else 0
+
+
+def voucher(gw, v, stock):
+    body = {"stock": stock, "begin": "2020-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}
+    st, _, reply = gw.call("PUT", "/v1/seckill/vouchers/" + v, body, admin=True)
+    if st not in (200, 201):
+        raise RuntimeError("voucher %s: %s %s" % (v, st, reply))
+
+
+def one_round(client, port, redis, pid, v, streams):
+    """Opens `streams` streams on `v`, then buys; what the client and the store said."""
+    before = rss_kib(pid)
+    pub, sub = calls(redis, "spublish"), calls(redis, "ssubscribe")
+    p = subprocess.Popen([client, str(port), v, str(streams), str(PURCHASES), str(PAUSE_MS)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    opened = p.stdout.readline().strip()
+    if not opened.startswith("open"):
+        p.kill()
+        raise RuntimeError("sse_client did not open its streams: %r" % opened)
+    time.sleep(1)  # the gateway settles (its allocator, its idle timers) before RSS is read
+    idle = rss_kib(pid)
+    cpu = harness.proc_cpu(pid)
+    out, _ = p.communicate("go\n", timeout=600)
+    cpu = harness.proc_cpu(pid) - cpu
+    fields = dict(zip(out.split()[::2], out.split()[1::2]))
+    return dict(
+        rss_per_stream_kib=(idle - before) / streams,
+        events=int(fields["events"]), p50=float(fields["p50_ms"]),
+        p99=float(fields["p99_ms"]), max=float(fields["max_ms"]),
+        missed=int(fields["missed"]), cpu_s=cpu,
+        publishes=calls(redis, "spublish") - pub, subscribes=calls(redis, "ssubscribe") - sub)
+
+
+def measure(procs, logdir, gateway, base_env):
+    client = os.path.join(os.path.dirname(gateway), "examples", "sse_client")
+    found = dict(when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                 load=harness.loadavg(), error=None)
+    rport = harness.free_port()
+    d = os.path.join(logdir, "events-redis")
+    os.makedirs(d, exist_ok=True)
+    harness.PIDS["events-redis"] = procs.start("events-redis", [
+        "redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", d]).pid
+    redis = harness.Redis(rport)
+    harness.wait_until(lambda: redis.cli("PING") == "PONG", 10, "events-redis")
+    port = harness.free_port()
+    pid = procs.start("events-gateway", [gateway], env=dict(
+        base_env, REDIS_URL="redis://127.0.0.1:%d" % rport, GATEWAY_LISTEN="127.0.0.1:%d" % port,
+        GATEWAY_GLOBAL_LIMIT="off", GATEWAY_MAX_CONNECTIONS="15000",
+        GATEWAY_MAX_CONNECTIONS_PER_ADDRESS="15000",
+        GATEWAY_MAX_STREAMS_PER_CLIENT="15000")).pid
+    harness.PIDS[port] = pid
+    harness.PIDS["redis"] = harness.PIDS["events-redis"]
+    gw = harness.Http(port)
+    harness.wait_until(lambda: gw.call("GET", "/readyz")[0] == 200, 30, "events-gateway")
+    try:
+        voucher(gw, "live-one", PURCHASES)
+        found["one"] = one_round(client, port, redis, pid, "live-one", 1)
+        voucher(gw, "live", PURCHASES)
+        found["many"] = one_round(client, port, redis, pid, "live", STREAMS)
+        voucher(gw, "bench-poll", 1)
+        cpu = harness.proc_cpu(pid)
+        r = subprocess.run(["wrk", "-t", "1", "-c", "16", "-d", "%ds" % POLL_SECONDS,
+                            "http://127.0.0.1:%d/v1/seckill/vouchers/bench-poll" % port],
+                           capture_output=True, text=True)
+        cpu = harness.proc_cpu(pid) - cpu
+        parsed = harness.parse_wrk(r.stdout)
+        found["poll"] = dict(rps=parsed["rps"], cpu_us=cpu * 1e6 / max(parsed["requests"], 1))
+    except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
+        found["error"] = str(e)
+    found["load_end"] = harness.loadavg()
+    return found
+
+
+def report(found):
+    """The report's section, as lines, the goals' lines and the failures."""
+    lines = [SECTION, "",
+             "Measured %s (`bench/events.py`, client `bench/sse_client.rs`); load average (1 min) "
+             "at the start and end of this part: %s → %s. %s streams on one voucher (one release "
+             "gateway, its own Redis 7), then one buyer buys %d units %d ms apart; the same with "
+             "one stream beside it. Delivery: from each purchase's `201` to each stream's first "
+             "`stock` event showing it. RSS per idle stream: the gateway's VmRSS with every "
+             "stream open less before, ÷ streams. CPU per event: the gateway's CPU over the "
+             "purchases ÷ stock events delivered, against its CPU per `GET` of the voucher "
+             "(wrk, 16 connections, %d s, same run)." % (
+                 found["when"], found["load"], found.get("load_end", "?"),
+                 "{:,}".format(STREAMS), PURCHASES, PAUSE_MS, POLL_SECONDS), ""]
+    if found.get("error"):
+        return lines + ["**FAILED**: " + found["error"], ""], [], ["live events: " + found["error"]]
+    many, one, poll = found["many"], found["one"], found["poll"]
+    per_event_us = many["cpu_s"] * 1e6 / max(many["events"], 1)
+    ratio = per_event_us / poll["cpu_us"] if poll["cpu_us"] else float("inf")
+    lines += [
+        "| streams | stock events delivered | p50 / p99 / max ms (201 → event) | missed | RSS "
+        "per idle stream | gateway CPU µs per event | ÷ CPU per GET | SPUBLISH per purchase | "
+        "SSUBSCRIBE |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, r in (("1", one), ("{:,}".format(STREAMS), many)):
+        ev_us = r["cpu_s"] * 1e6 / max(r["events"], 1)
+        lines.append("| %s | %d | %.1f / %.1f / %.1f | %d | %.1f KiB | %.2f | %.2f× | %.2f | %d |" % (
+            n, r["events"], r["p50"], r["p99"], r["max"], r["missed"], r["rss_per_stream_kib"],
+            ev_us, ev_us / poll["cpu_us"] if poll["cpu_us"] else 0,
+            r["publishes"] / PURCHASES, r["subscribes"]))
+    lines += ["", "The polling it replaces: `GET /v1/seckill/vouchers/{id}` %.0f req/s, gateway "
+              "CPU %.1f µs per request." % (poll["rps"], poll["cpu_us"]), ""]
+    goals = [
+        "- live events: p99 201 → every stream's event %.1f ms (goal ≤ %.0f ms)" % (
+            many["p99"], P99_GOAL_MS),
+        "- live events: RSS per idle stream %.1f KiB (goal ≤ %.0f KiB)" % (
+            many["rss_per_stream_kib"], RSS_GOAL_KIB),
+        "- live events: gateway CPU per delivered event %.2f× a GET's (goal ≤ %.1f×)" % (
+            ratio, CPU_GOAL),
+    ]
+    failures = []
+    if many["missed"]:
+        failures.append("live events: %d purchase/stream pairs never seen" % many["missed"])
+    if many["publishes"] != PURCHASES or one["publishes"] != PURCHASES:
+        failures.append("live events: publishes per purchase not 1 (%d, %d for %d)" % (
+            one["publishes"], many["publishes"], PURCHASES))
+    return lines, goals, failures
