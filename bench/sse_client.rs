@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 opened.clone(),
             )));
         }
-        let _ = opened.acquire_many(wave.len() as u32).await?.forget();
+        opened.acquire_many(wave.len() as u32).await?.forget();
     }
     println!("open {streams}");
     // Blocking: the client's one thread has nothing else to do until the driver says go.
