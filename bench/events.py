@@ -100,13 +100,16 @@ def measure(procs, logdir, gateway, base_env):
         found["one"] = one_round(client, port, redis, pid, "live-one", 1)
         voucher(gw, "live", PURCHASES)
         found["many"] = one_round(client, port, redis, pid, "live", STREAMS)
+        harness.log("live events: %r" % found["many"])
         voucher(gw, "bench-poll", 1)
         cpu = harness.proc_cpu(pid)
-        r = subprocess.run(["wrk", "-t", "1", "-c", "16", "-d", "%ds" % POLL_SECONDS,
+        r = subprocess.run(["wrk", "-t", "1", "-c", "16", "-d", "%ds" % POLL_SECONDS, "--latency",
                             "http://127.0.0.1:%d/v1/seckill/vouchers/bench-poll" % port],
                            capture_output=True, text=True)
         cpu = harness.proc_cpu(pid) - cpu
         parsed = harness.parse_wrk(r.stdout)
+        if parsed is None:
+            raise RuntimeError("wrk failed: " + r.stdout + r.stderr)
         found["poll"] = dict(rps=parsed["rps"], cpu_us=cpu * 1e6 / max(parsed["requests"], 1))
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
         found["error"] = str(e)
