@@ -6,37 +6,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::process::Command;
 
 use common::binary::Binary;
 use serde_json::{json, Value};
-
-/// Serves `page` to every request on a free port of 127.0.0.1, for as long as the test runs;
-/// its origin.
-fn serve(page: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            // The head only: the browser sends GETs without bodies.
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
-                 content-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-        }
-    });
-    origin
-}
 
 /// The page's script: buys twice with one `Idempotency-Key` at the orders URL given as its
 /// query string (the gateway starts after the page's origin is known) and writes what it could
@@ -110,8 +83,8 @@ fn browse(url: &str) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_page_on_an_allowed_origin_buys_once_and_reads_every_header() {
     // The pages first: the allowed origin goes into the gateway's configuration.
-    let allowed = serve(PAGE.to_owned());
-    let other = serve(PAGE.to_owned());
+    let allowed = common::pages::serve(PAGE.to_owned());
+    let other = common::pages::serve(PAGE.to_owned());
     let gateway = Binary::start(&[("GATEWAY_CORS_ORIGINS", &allowed)]);
     gateway.wait_ready().await;
     let voucher = "browser";

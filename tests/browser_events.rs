@@ -7,8 +7,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -26,31 +25,6 @@ fn documented_page() -> String {
         .expect("docs/events.md has an ```html block");
     let (page, _) = rest.split_once("\n```").expect("the block is closed");
     page.to_owned()
-}
-
-/// Serves `page` to every request on a free port of 127.0.0.1, for as long as the test runs;
-/// its origin.
-fn serve(page: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            // The head only: the browser sends GETs without bodies.
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
-                 content-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-        }
-    });
-    origin
 }
 
 /// Headless Chromium on `url`, dumping the page's DOM when it is done.
@@ -159,7 +133,7 @@ fn rfc3339(at: chrono::DateTime<Utc>) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_documented_sale_page_shows_a_sale_begin_and_sell_out() {
-    let page = serve(documented_page());
+    let page = common::pages::serve(documented_page());
     let gateway = Binary::start(&[("GATEWAY_CORS_ORIGINS", &page)]);
     gateway.wait_ready().await;
     let client = reqwest::Client::new();

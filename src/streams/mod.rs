@@ -154,6 +154,22 @@ impl Streams {
 }
 
 impl Streams {
+    /// The response of a live route: `key`'s stream for `client` (its identity), counted
+    /// against its cap; `None` for an unknown resource (the route says how it is unknown).
+    pub async fn open<S: Source>(
+        self: &Arc<Self>,
+        client: &str,
+        feeds: &Arc<Feeds<S>>,
+        key: &S::Key,
+    ) -> Result<Option<Response>, ApiError> {
+        let ticket = self.admit(client)?;
+        Ok(match feeds.open(key).await {
+            Ok(Some((first, rest))) => Some(self.respond(ticket, first, rest)),
+            Ok(None) => None,
+            Err(_) => Some(self.lost(ticket)),
+        })
+    }
+
     /// A stream that ends at once with `event: error` (the store could not be reached when it
     /// opened): EventSource reconnects after a stream's end, not after an error status.
     pub fn lost(&self, ticket: Ticket) -> Response {

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod pages;
 pub mod poll;
 pub mod postgres;
 pub mod process;

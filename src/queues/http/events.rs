@@ -22,7 +22,7 @@ use super::QueuesState;
 use crate::clients::{Caller, ScopedName};
 use crate::clock::Clock;
 use crate::error::responses::Backend;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::NoQuery;
 use crate::queues::{Listening, QueueStore};
 use crate::state::AppState;
@@ -76,16 +76,13 @@ async fn queue_events(
     let identity = caller
         .as_ref()
         .map_or("ip:unknown", |c| c.identity.as_str());
-    let ticket = state.streams.admit(identity)?;
     let key = Watched {
         scoped: queue.scoped,
         name: queue.name,
     };
-    match state.feeds.open(&key).await {
-        Ok(Some((first, rest))) => Ok(state.streams.respond(ticket, first, rest)),
-        // A queue is never unknown: one never used has no jobs.
-        Ok(None) | Err(_) => Ok(state.streams.lost(ticket)),
-    }
+    let stream = state.streams.open(identity, &state.feeds, &key).await?;
+    // A queue is never unknown (one never used counts zeros): its read always answers.
+    stream.ok_or_else(|| ApiError::Internal("a queue's read answered unknown".to_owned()))
 }
 
 /// A watched queue: its name in the store (the caller's namespace) and as the caller gave it.

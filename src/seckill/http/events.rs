@@ -94,12 +94,8 @@ async fn voucher_events(
     let identity = caller
         .as_ref()
         .map_or("ip:unknown", |c| c.identity.as_str());
-    let ticket = state.streams.admit(identity)?;
-    match state.feeds.open(&voucher).await {
-        Ok(Some((first, rest))) => Ok(state.streams.respond(ticket, first, rest)),
-        Ok(None) => Err(not_found(&voucher)),
-        Err(_) => Ok(state.streams.lost(ticket)),
-    }
+    let stream = state.streams.open(identity, &state.feeds, &voucher).await?;
+    stream.ok_or_else(|| not_found(&voucher))
 }
 
 /// A voucher as its events show it.

@@ -22,7 +22,7 @@ use super::UvState;
 use crate::clients::Caller;
 use crate::clock::Clock;
 use crate::error::responses::Lookup;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, NoQuery};
 use crate::state::AppState;
 use crate::store::{Store, StoreError};
@@ -80,12 +80,9 @@ async fn page_events(
     let identity = caller
         .as_ref()
         .map_or("ip:unknown", |c| c.identity.as_str());
-    let ticket = state.streams.admit(identity)?;
-    match state.feeds.open(&page).await {
-        Ok(Some((first, rest))) => Ok(state.streams.respond(ticket, first, rest)),
-        // A page is never unknown: one without visits counts zeros.
-        Ok(None) | Err(_) => Ok(state.streams.lost(ticket)),
-    }
+    let stream = state.streams.open(identity, &state.feeds, &page).await?;
+    // A page is never unknown (one never used counts zeros): its read always answers.
+    stream.ok_or_else(|| ApiError::Internal("a page's read answered unknown".to_owned()))
 }
 
 /// A page's counts for one day.
