@@ -23,6 +23,9 @@ fn channel(queue: &Name) -> String {
 impl MemoryStore {
     /// Tells `queue`'s listeners that its ready jobs may have changed.
     fn changed(&self, queue: &Name) {
+        if !self.channels().any() {
+            return;
+        }
         self.channels()
             .tell(&channel(queue), Heard::Message("".into()));
     }

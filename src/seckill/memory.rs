@@ -87,6 +87,9 @@ fn channel(voucher: &Name) -> String {
 impl MemoryStore {
     /// Tells `voucher`'s listeners its state now, as the Redis scripts publish it.
     fn publish(&self, voucher: &Name, sale: &Sale, spec: Spec) {
+        if !self.channels().any() {
+            return;
+        }
         let changed = Changed {
             stock: spec.stock,
             sold: sale.sold,

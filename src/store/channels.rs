@@ -8,6 +8,7 @@
 //! same stream as the messages.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{broadcast, mpsc};
@@ -38,6 +39,9 @@ pub enum Change {
 #[derive(Debug, Default)]
 pub struct Channels {
     open: Mutex<HashMap<Arc<str>, Weak<Channel>>>,
+    /// How many channels are open: a write with nobody listening anywhere in the process
+    /// skips naming its channel (the memory backend's writes would format one each).
+    count: AtomicUsize,
     /// The backend's subscriber, told of each channel opened and closed (none in memory).
     changes: Option<mpsc::UnboundedSender<Change>>,
 }
@@ -58,6 +62,7 @@ impl Drop for Channel {
         // Only if no listener opened it again since the last one went.
         if open.get(&self.name).is_some_and(|w| w.strong_count() == 0) {
             open.remove(&self.name);
+            channels.count.fetch_sub(1, Ordering::Relaxed);
             if let Some(changes) = &channels.changes {
                 let _ = changes.send(Change::Closed(self.name.clone()));
             }
@@ -92,6 +97,7 @@ impl Channels {
     pub fn subscribed(changes: mpsc::UnboundedSender<Change>) -> Self {
         Self {
             open: Mutex::default(),
+            count: AtomicUsize::new(0),
             changes: Some(changes),
         }
     }
@@ -112,7 +118,12 @@ impl Channels {
             tx,
             channels: Arc::downgrade(self),
         });
-        open.insert(name.clone(), Arc::downgrade(&channel));
+        if open
+            .insert(name.clone(), Arc::downgrade(&channel))
+            .is_none()
+        {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(changes) = &self.changes {
             let _ = changes.send(Change::Opened(name));
         }
@@ -139,6 +150,11 @@ impl Channels {
         for channel in channels {
             let _ = channel.tx.send(heard.clone());
         }
+    }
+
+    /// Whether any channel has listeners in this process (a cheap check before naming one).
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
     }
 
     /// Whether `name` has listeners in this process.
@@ -182,6 +198,7 @@ mod tests {
         drop(b);
         assert!(!channels.is_open("c"));
         assert_eq!(changes.try_recv(), Ok(Change::Closed("c".into())));
+        assert!(!channels.any());
     }
 
     #[tokio::test]

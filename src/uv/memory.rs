@@ -113,10 +113,12 @@ impl UvStore for MemoryStore {
             changed |= e.visitors.add(&key.hash(v));
         }
         e.pv += visits.visitors.len() as u64;
-        let day = visits.day.text();
-        let day = std::str::from_utf8(&day).unwrap_or_default();
-        self.channels()
-            .tell(&channel(page), Heard::Message(day.into()));
+        if self.channels().any() {
+            let day = visits.day.text();
+            let day = std::str::from_utf8(&day).unwrap_or_default();
+            self.channels()
+                .tell(&channel(page), Heard::Message(day.into()));
+        }
         let done = Recorded {
             day: visits.day,
             changed,
@@ -195,7 +197,7 @@ impl UvStore for MemoryStore {
                 folded += 1;
             }
         }
-        if folded > 0 {
+        if folded > 0 && self.channels().any() {
             self.channels()
                 .tell(&channel(into), Heard::Message("merged".into()));
         }
