@@ -10,12 +10,12 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use axum::response::sse::Event;
+use axum::body::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{self, Stream};
 use tokio::sync::watch;
 
-use super::Ended;
+use super::{Ended, Frames};
 use crate::clock::Clock;
 use crate::store::channels::{Heard, Listening};
 use crate::store::StoreError;
@@ -59,14 +59,29 @@ pub trait Source: Send + Sync + 'static {
         None
     }
 
-    /// The events a client is sent for `now`, after `before` (`None`: the stream's first).
+    /// The events a client is sent for `now`, after `before` (`None`: the stream's first),
+    /// added to `out`.
     fn events(
         &self,
         key: &Self::Key,
         before: Option<&Self::State>,
         now: &Self::State,
-        id: &str,
-    ) -> Vec<Event>;
+        out: &mut Frames<'_>,
+    );
+}
+
+/// `events` framed, under the `id:` of `epoch` and `seq`.
+fn framed<S: Source>(
+    source: &S,
+    key: &S::Key,
+    before: Option<&S::State>,
+    now: &S::State,
+    (epoch, seq): (i64, u64),
+) -> Bytes {
+    let id = format!("{epoch}-{seq}");
+    let mut out = Frames::new(&id);
+    source.events(key, before, now, &mut out);
+    out.bytes()
 }
 
 /// What a feed hands its clients.
@@ -76,14 +91,11 @@ struct Snapshot<T> {
     epoch: i64,
     seq: u64,
     state: T,
+    /// The events from the state before this one to this one, framed once for every client
+    /// that saw the state before (the others, behind, frame their own).
+    change: Bytes,
     /// The store was lost: the streams end.
     lost: bool,
-}
-
-impl<T> Snapshot<T> {
-    fn id(&self) -> String {
-        format!("{}-{}", self.epoch, self.seq)
-    }
 }
 
 /// What a feed hands its clients, by the resource it watches.
@@ -110,9 +122,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// What a client's stream is made of: its first events, then the rest as they come.
 pub type Opened = (
-    Vec<Event>,
-    std::pin::Pin<Box<dyn Stream<Item = Result<Vec<Event>, Ended>> + Send>>,
+    Bytes,
+    std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, Ended>> + Send>>,
 );
+
+/// Where one client's stream is in its feed.
+struct Follow<S: Source> {
+    rx: watch::Receiver<Snapshot<S::State>>,
+    /// The last state sent to the client, and its number.
+    seen: u64,
+    last: S::State,
+    source: Arc<S>,
+    key: S::Key,
+}
 
 impl<S: Source> Feeds<S> {
     pub fn new(source: S, clock: Clock) -> Self {
@@ -130,20 +152,40 @@ impl<S: Source> Feeds<S> {
             return Ok(None);
         };
         let first = rx.borrow().clone();
-        let opening = self.source.events(key, None, &first.state, &first.id());
-        let source = self.source.clone();
-        let key = key.clone();
-        let rest = stream::unfold((rx, first.state), move |(mut rx, last)| {
-            let (source, key) = (source.clone(), key.clone());
-            async move {
-                rx.changed().await.ok()?;
-                let now = rx.borrow_and_update().clone();
-                if now.lost {
-                    return Some((Err(Ended::StoreLost), (rx, last)));
-                }
-                let events = source.events(&key, Some(&last), &now.state, &now.id());
-                Some((Ok(events), (rx, now.state)))
+        let opening = framed(
+            &*self.source,
+            key,
+            None,
+            &first.state,
+            (first.epoch, first.seq),
+        );
+        let follow = Follow {
+            rx,
+            seen: first.seq,
+            last: first.state,
+            source: self.source.clone(),
+            key: key.clone(),
+        };
+        let rest = stream::unfold(follow, |mut f| async move {
+            f.rx.changed().await.ok()?;
+            let now = f.rx.borrow_and_update().clone();
+            if now.lost {
+                return Some((Err(Ended::StoreLost), f));
             }
+            let events = if now.seq == f.seen + 1 {
+                now.change
+            } else {
+                framed(
+                    &*f.source,
+                    &f.key,
+                    Some(&f.last),
+                    &now.state,
+                    (now.epoch, now.seq),
+                )
+            };
+            f.seen = now.seq;
+            f.last = now.state;
+            Some((Ok(events), f))
         });
         Ok(Some((opening, Box::pin(rest))))
     }
@@ -170,6 +212,7 @@ impl<S: Source> Feeds<S> {
             epoch: now,
             seq: 0,
             state: state.clone(),
+            change: Bytes::new(),
             lost: false,
         });
         open.insert(key.clone(), tx.clone());
@@ -317,9 +360,15 @@ impl<S: Source> Feed<S> {
             return;
         }
         let state = self.current.clone();
+        let (epoch, seq) = {
+            let s = self.tx.borrow();
+            (s.epoch, s.seq + 1)
+        };
+        let change = framed(&*self.source, &self.key, Some(&last), &state, (epoch, seq));
         self.tx.send_modify(|s| {
-            s.seq += 1;
+            s.seq = seq;
             s.state = state;
+            s.change = change;
         });
         self.sent_ms = now;
         self.pending = false;

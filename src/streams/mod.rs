@@ -5,18 +5,15 @@
 //!
 //! [`feed`]: one feed per watched resource per process, which its clients' streams read.
 //!
-//! The response is axum's `Sse` (it writes the `text/event-stream` framing and the heartbeat);
-//! what is written here is what axum leaves to the application: the cap, the end of a stream
-//! and its last words.
+//! [`wire`]: the events' framing and the body that writes them.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::body::{Body, Bytes};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use futures::stream::{self, Stream, StreamExt};
+use futures::stream::{self, Stream};
 use tokio::sync::watch;
 
 use crate::clock::Clock;
@@ -24,13 +21,10 @@ use crate::config::EventStreams;
 use crate::error::ApiError;
 
 pub mod feed;
+mod wire;
 
 pub use feed::{Feeds, Opened, Source};
-
-/// How long EventSource waits before it reconnects a stream that ended (the `retry:` field):
-/// short, since a stream ends on purpose (its age, a shutdown, the store lost) and the client
-/// is to come back for the current state.
-pub const RECONNECT: Duration = Duration::from_secs(1);
+pub use wire::{Frames, RECONNECT};
 
 /// The open event streams of this process, by client.
 #[derive(Debug)]
@@ -108,14 +102,13 @@ impl Streams {
         self.ending.send_replace(true);
     }
 
-    /// The response for one stream: `first` (the current state), then `events` until they end,
-    /// the stream's age passes `GATEWAY_EVENTS_MAX_AGE_S` or the server shuts down. `events`
-    /// yielding `Err` ends the stream with that event as its last.
-    pub fn respond<S>(&self, ticket: Ticket, first: Vec<Event>, events: S) -> Response
+    /// The response for one stream: `first` (the current state's events), then `events`
+    /// until they end, the stream's age passes `GATEWAY_EVENTS_MAX_AGE_S` or the server shuts
+    /// down. `events` yielding `Err` ends the stream with that event as its last.
+    pub fn respond<S>(&self, ticket: Ticket, first: Bytes, events: S) -> Response
     where
-        S: Stream<Item = Result<Vec<Event>, Ended>> + Send + 'static,
+        S: Stream<Item = Result<Bytes, Ended>> + Send + 'static,
     {
-        let retry = Event::default().retry(RECONNECT);
         let mut ending = self.ending.subscribe();
         let clock = self.clock.clone();
         let max_age = self.settings.max_age;
@@ -125,30 +118,20 @@ impl Streams {
                 _ = ending.wait_for(|ending| *ending) => {}
             }
         };
-        let body = events
-            .take_until(over)
-            .flat_map(|batch| {
-                let (events, last) = match batch {
-                    Ok(events) => (events, false),
-                    Err(Ended::StoreLost) => (vec![lost()], true),
-                };
-                stream::iter(events.into_iter().map(move |e| (e, last)))
-            })
-            // An event marked last ends the stream after it is sent.
-            .scan(false, |done, (event, last)| {
-                let out = (!*done).then_some(event);
-                *done |= last;
-                std::future::ready(out)
-            });
-        let body = stream::iter(std::iter::once(retry).chain(first))
-            .chain(body)
-            .map(move |event| {
-                // Held as long as the stream is: the client's count drops when it ends.
-                let _held = &ticket;
-                Ok::<_, Infallible>(event)
-            });
-        Sse::new(body)
-            .keep_alive(KeepAlive::new().interval(self.settings.heartbeat))
+        let live = wire::Live::new(
+            ticket,
+            first,
+            Box::pin(events),
+            Box::pin(over),
+            self.settings.heartbeat,
+        );
+        (
+            [
+                (CONTENT_TYPE, "text/event-stream"),
+                (CACHE_CONTROL, "no-cache"),
+            ],
+            Body::from_stream(live),
+        )
             .into_response()
     }
 }
@@ -174,28 +157,14 @@ impl Streams {
     /// opened): EventSource reconnects after a stream's end, not after an error status.
     pub fn lost(&self, ticket: Ticket) -> Response {
         let lost = stream::once(async { Err(Ended::StoreLost) });
-        self.respond(ticket, Vec::new(), lost)
+        self.respond(ticket, Bytes::new(), lost)
     }
-}
-
-/// The last event of a stream whose store was lost.
-fn lost() -> Event {
-    Event::default()
-        .event("error")
-        .data(r#"{"code":"backend_unavailable"}"#)
-}
-
-/// An event of kind `kind` with `id` and a JSON body.
-pub fn event(kind: &str, id: &str, data: &impl serde::Serialize) -> Event {
-    Event::default()
-        .event(kind)
-        .id(id)
-        .json_data(data)
-        .unwrap_or_else(|_| Event::default().event(kind).id(id))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn streams(per_client: usize) -> Arc<Streams> {

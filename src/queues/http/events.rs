@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::response::sse::Event;
 use axum::response::Response;
 use axum::Extension;
 use futures::future::BoxFuture;
@@ -27,7 +26,7 @@ use crate::extract::NoQuery;
 use crate::queues::{Listening, QueueStore};
 use crate::state::AppState;
 use crate::store::{Store, StoreError};
-use crate::streams::{event, Source};
+use crate::streams::{Frames, Source};
 use crate::types::{name_rule, Name};
 
 /// At most one ready event per queue this often.
@@ -138,14 +137,14 @@ impl Source for Watch {
         r.next_at
     }
 
-    fn events(&self, q: &Watched, before: Option<&Ready>, now: &Ready, id: &str) -> Vec<Event> {
+    fn events(&self, q: &Watched, before: Option<&Ready>, now: &Ready, out: &mut Frames<'_>) {
         if before.is_some_and(|b| b.ready == now.ready) {
-            return Vec::new();
+            return;
         }
         let body = ReadyEvent {
             queue: q.name.as_str(),
             ready: now.ready,
         };
-        vec![event("ready", id, &body)]
+        out.push("ready", &body);
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::response::sse::Event;
 use axum::response::Response;
 use axum::Extension;
 use futures::future::BoxFuture;
@@ -28,7 +27,7 @@ use crate::seckill::logic::Status;
 use crate::seckill::{Changed, Listening, SeckillStore};
 use crate::state::AppState;
 use crate::store::{Store, StoreError};
-use crate::streams::{event, Source};
+use crate::streams::{Frames, Source};
 use crate::types::{name_rule, Name};
 
 /// At most one stock event per voucher this often (the last state is always sent).
@@ -168,15 +167,14 @@ impl Source for Vouchers {
         [s.begin_ms, s.end_ms].into_iter().find(|&t| t > now_ms)
     }
 
-    fn events(&self, voucher: &Name, before: Option<&Shown>, now: &Shown, id: &str) -> Vec<Event> {
+    fn events(&self, voucher: &Name, before: Option<&Shown>, now: &Shown, out: &mut Frames<'_>) {
         let voucher_id = voucher.as_str();
-        let mut out = Vec::with_capacity(2);
         if before.is_none_or(|b| b.status != now.status) {
             let status = StatusEvent {
                 voucher_id,
                 status: now.status.as_str(),
             };
-            out.push(event("status", id, &status));
+            out.push("status", &status);
         }
         let stock = StockEvent {
             voucher_id,
@@ -184,7 +182,6 @@ impl Source for Vouchers {
             sold: now.sold,
             status: now.status.as_str(),
         };
-        out.push(event("stock", id, &stock));
-        out
+        out.push("stock", &stock);
     }
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::response::sse::Event;
 use axum::response::Response;
 use axum::Extension;
 use chrono::{NaiveTime, TimeZone};
@@ -26,7 +25,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, NoQuery};
 use crate::state::AppState;
 use crate::store::{Store, StoreError};
-use crate::streams::{event, Source};
+use crate::streams::{Frames, Source};
 use crate::types::{name_rule, Day, Name};
 use crate::uv::{Listening, UvStore};
 
@@ -130,7 +129,7 @@ impl Source for Pages {
         Some(at.timestamp_millis())
     }
 
-    fn events(&self, page: &Name, _: Option<&Counts>, now: &Counts, id: &str) -> Vec<Event> {
+    fn events(&self, page: &Name, _: Option<&Counts>, now: &Counts, out: &mut Frames<'_>) {
         let day = now.day.text();
         let body = CountsEvent {
             page: page.as_str(),
@@ -138,6 +137,6 @@ impl Source for Pages {
             uv: now.uv,
             pv: now.pv,
         };
-        vec![event("counts", id, &body)]
+        out.push("counts", &body);
     }
 }
