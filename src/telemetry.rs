@@ -240,6 +240,14 @@ fn describe() {
         "HTTP requests being answered now"
     );
     metrics::describe_gauge!(
+        "gateway_event_streams_open",
+        "Server-sent event streams open now"
+    );
+    metrics::describe_gauge!(
+        "gateway_event_feeds",
+        "Live feeds running by kind of resource, one store subscription each"
+    );
+    metrics::describe_gauge!(
         "gateway_store_up",
         "1 when the store answered the last probe (at most one a second), else 0"
     );

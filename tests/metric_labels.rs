@@ -77,3 +77,51 @@ async fn metric_series_stay_fixed_under_invented_input() {
         assert!(after.contains(process), "{process} missing");
     }
 }
+
+/// The live streams are seen in `/metrics`: the streams open and the feeds (one store
+/// subscription each) behind them, back to none when the clients leave.
+#[tokio::test]
+async fn open_streams_and_their_feeds_are_gauged() {
+    let gw = Gateway::start(Backend::Memory).await;
+    let scrape = || async {
+        let text = gw
+            .client
+            .get(gw.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        };
+        (
+            value("gateway_event_streams_open"),
+            value(r#"gateway_event_feeds{kind="page"}"#),
+        )
+    };
+    let open = || async {
+        let r = gw
+            .client
+            .get(gw.url("/v1/uv/home/events"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r
+    };
+    let (a, b) = (open().await, open().await);
+    assert_eq!(
+        scrape().await,
+        (Some(2.0), Some(1.0)),
+        "two streams, one feed"
+    );
+    drop((a, b));
+    let left = std::time::Duration::from_secs(10);
+    common::poll::eventually(left, "the streams and the feed end", || async {
+        (scrape().await == (Some(0.0), Some(0.0))).then_some(())
+    })
+    .await;
+}

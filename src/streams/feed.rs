@@ -30,6 +30,9 @@ pub trait Source: Send + Sync + 'static {
     type Key: Eq + Hash + Clone + Send + Sync + std::fmt::Debug + 'static;
     type State: Clone + PartialEq + Send + Sync + std::fmt::Debug + 'static;
 
+    /// What the feeds watch, as the `kind` label of `gateway_event_feeds`.
+    const KIND: &'static str;
+
     /// At most one state per this long goes out (the last always does).
     const EVERY: Duration;
 
@@ -216,6 +219,7 @@ impl<S: Source> Feeds<S> {
             lost: false,
         });
         open.insert(key.clone(), tx.clone());
+        self.count(open.len());
         let due_at = self.source.due(&state, now);
         let feed = Feed {
             feeds: Arc::downgrade(self),
@@ -243,8 +247,16 @@ impl<S: Source> Feeds<S> {
         }
         if open.get(key).is_some_and(|t| t.same_channel(tx)) {
             open.remove(key);
+            self.count(open.len());
         }
         true
+    }
+
+    /// `gateway_event_feeds`: feeds running, one store subscription each. Resolved at each
+    /// change (a feed's start or end, not an event), so a recorder installed after the feeds
+    /// were made still gets it.
+    fn count(&self, running: usize) {
+        metrics::gauge!("gateway_event_feeds", "kind" => S::KIND).set(running as f64);
     }
 
     /// Feeds running now.

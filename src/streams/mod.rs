@@ -43,8 +43,16 @@ pub struct Ticket {
     client: String,
 }
 
+/// `gateway_event_streams_open`, resolved once.
+fn open_gauge() -> &'static metrics::Gauge {
+    static GAUGE: std::sync::LazyLock<metrics::Gauge> =
+        std::sync::LazyLock::new(|| metrics::gauge!("gateway_event_streams_open"));
+    &GAUGE
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
+        open_gauge().decrement(1.0);
         let mut open = lock(&self.streams.open);
         if let Some(n) = open.get_mut(&self.client) {
             *n -= 1;
@@ -85,6 +93,7 @@ impl Streams {
             return Err(ApiError::TooManyStreams(self.settings.per_client));
         }
         *n += 1;
+        open_gauge().increment(1.0);
         Ok(Ticket {
             streams: self.clone(),
             client: client.to_owned(),

@@ -113,6 +113,7 @@ impl Source for Watch {
     type Key = Watched;
     type State = Ready;
 
+    const KIND: &'static str = "queue";
     const EVERY: Duration = EVERY;
 
     fn listen<'a>(&'a self, q: &'a Watched) -> BoxFuture<'a, Result<Listening, StoreError>> {

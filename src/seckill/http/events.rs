@@ -133,6 +133,7 @@ impl Source for Vouchers {
     type Key = Name;
     type State = Shown;
 
+    const KIND: &'static str = "voucher";
     const EVERY: Duration = COALESCE;
 
     fn listen<'a>(&'a self, voucher: &'a Name) -> BoxFuture<'a, Result<Listening, StoreError>> {

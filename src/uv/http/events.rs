@@ -107,6 +107,7 @@ impl Source for Pages {
     type Key = Name;
     type State = Counts;
 
+    const KIND: &'static str = "page";
     const EVERY: Duration = EVERY;
 
     fn listen<'a>(&'a self, page: &'a Name) -> BoxFuture<'a, Result<Listening, StoreError>> {
