@@ -61,15 +61,15 @@ def one_round(client, port, redis, pid, v, streams):
         raise RuntimeError("sse_client did not open its streams: %r" % opened)
     time.sleep(1)  # the gateway settles (its allocator, its idle timers) before RSS is read
     idle = rss_kib(pid)
-    cpu = harness.proc_cpu(pid)
+    cpu, user = harness.proc_cpu(pid), harness.proc_cpu_user(pid)
     out, _ = p.communicate("go\n", timeout=600)
-    cpu = harness.proc_cpu(pid) - cpu
+    cpu, user = harness.proc_cpu(pid) - cpu, harness.proc_cpu_user(pid) - user
     fields = dict(zip(out.split()[::2], out.split()[1::2]))
     return dict(
         rss_per_stream_kib=(idle - before) / streams,
         events=int(fields["events"]), p50=float(fields["p50_ms"]),
         p99=float(fields["p99_ms"]), max=float(fields["max_ms"]),
-        missed=int(fields["missed"]), cpu_s=cpu,
+        missed=int(fields["missed"]), cpu_s=cpu, user_s=user,
         publishes=calls(redis, "spublish") - pub, subscribes=calls(redis, "ssubscribe") - sub)
 
 
@@ -102,15 +102,16 @@ def measure(procs, logdir, gateway, base_env):
         found["many"] = one_round(client, port, redis, pid, "live", STREAMS)
         harness.log("live events: %r" % found["many"])
         voucher(gw, "bench-poll", 1)
-        cpu = harness.proc_cpu(pid)
+        cpu, user = harness.proc_cpu(pid), harness.proc_cpu_user(pid)
         r = subprocess.run(["wrk", "-t", "1", "-c", "16", "-d", "%ds" % POLL_SECONDS, "--latency",
                             "http://127.0.0.1:%d/v1/seckill/vouchers/bench-poll" % port],
                            capture_output=True, text=True)
-        cpu = harness.proc_cpu(pid) - cpu
+        cpu, user = harness.proc_cpu(pid) - cpu, harness.proc_cpu_user(pid) - user
         parsed = harness.parse_wrk(r.stdout)
         if parsed is None:
             raise RuntimeError("wrk failed: " + r.stdout + r.stderr)
-        found["poll"] = dict(rps=parsed["rps"], cpu_us=cpu * 1e6 / max(parsed["requests"], 1))
+        n = max(parsed["requests"], 1)
+        found["poll"] = dict(rps=parsed["rps"], cpu_us=cpu * 1e6 / n, user_us=user * 1e6 / n)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
         found["error"] = str(e)
     found["load_end"] = harness.loadavg()
@@ -141,21 +142,31 @@ def report(found):
         "per idle stream | gateway CPU µs per event | ÷ CPU per GET | SPUBLISH per purchase | "
         "SSUBSCRIBE |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for n, r in (("1", one), ("{:,}".format(STREAMS), many)):
-        ev_us = r["cpu_s"] * 1e6 / max(r["events"], 1)
-        lines.append("| %s | %d | %.1f / %.1f / %.1f | %d | %.1f KiB | %.2f | %.2f× | %.2f | %d |" % (
-            n, r["events"], r["p50"], r["p99"], r["max"], r["missed"], r["rss_per_stream_kib"],
-            ev_us, ev_us / poll["cpu_us"] if poll["cpu_us"] else 0,
-            r["publishes"] / PURCHASES, r["subscribes"]))
+    # The one-stream row shows that the store's work does not grow with the streams; its CPU
+    # and RSS per stream are the purchases' own, spread over one stream's events: not shown.
+    lines.append("| 1 | %d | %.1f / %.1f / %.1f | %d | — | — | — | %.2f | %d |" % (
+        one["events"], one["p50"], one["p99"], one["max"], one["missed"],
+        one["publishes"] / PURCHASES, one["subscribes"]))
+    lines.append("| %s | %d | %.1f / %.1f / %.1f | %d | %.1f KiB | %.2f | %.2f× | %.2f | %d |" % (
+        "{:,}".format(STREAMS), many["events"], many["p50"], many["p99"], many["max"],
+        many["missed"], many["rss_per_stream_kib"], per_event_us, ratio,
+        many["publishes"] / PURCHASES, many["subscribes"]))
+    user_event_us = many.get("user_s", 0) * 1e6 / max(many["events"], 1)
+    user_ratio = user_event_us / poll["user_us"] if poll.get("user_us") else float("inf")
     lines += ["", "The polling it replaces: `GET /v1/seckill/vouchers/{id}` %.0f req/s, gateway "
-              "CPU %.1f µs per request." % (poll["rps"], poll["cpu_us"]), ""]
+              "CPU %.1f µs per request." % (poll["rps"], poll["cpu_us"]), "",
+              "In user space (the gateway's own code, without the kernel's work in its system "
+              "calls): %.2f µs per event against %.2f µs per `GET`, %.2f×. The rest of an "
+              "event's CPU is the kernel's: one write per stream per change, and on this "
+              "loopback the receiving side of TCP too, which a `GET`'s answer pays once per "
+              "request as well." % (user_event_us, poll.get("user_us", 0), user_ratio), ""]
     goals = [
         ("live events: p99 from a 201 to every stream's event %.1f ms (goal ≤ %.0f ms)" % (
             many["p99"], P99_GOAL_MS), many["p99"] <= P99_GOAL_MS),
         ("live events: RSS per idle stream %.1f KiB (goal ≤ %.0f KiB)" % (
             many["rss_per_stream_kib"], RSS_GOAL_KIB), many["rss_per_stream_kib"] <= RSS_GOAL_KIB),
-        ("live events: gateway CPU per delivered event %.2f× a GET's (goal ≤ %.1f×)" % (
-            ratio, CPU_GOAL), ratio <= CPU_GOAL),
+        ("live events: gateway CPU per delivered event %.2f× a GET's (goal ≤ %.1f×; in user "
+         "space %.2f×)" % (ratio, CPU_GOAL, user_ratio), ratio <= CPU_GOAL),
     ]
     failures = []
     if many["missed"]:

@@ -216,6 +216,17 @@ def proc_cpu(pid):
         return 0.0
 
 
+def proc_cpu_user(pid):
+    """User-space CPU seconds (all threads) a process has used so far: its own code, without
+    the kernel's work in its system calls."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) / _TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def children_cpu():
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
