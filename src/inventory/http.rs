@@ -199,12 +199,7 @@ async fn keys(
     State(state): State<InventoryState>,
     ApiQuery(q): ApiQuery<KeysQuery>,
 ) -> ApiResult<Json<KeysPage>> {
-    let count = q.count.unwrap_or(DEFAULT_COUNT);
-    if !(1..=MAX_COUNT).contains(&count) {
-        return Err(ApiError::invalid(format!(
-            "count must be within 1..={MAX_COUNT}, got {count}"
-        )));
-    }
+    let count = bounded("count", q.count, DEFAULT_COUNT, MAX_COUNT)?;
     let from = cursor(q.cursor.as_deref())?;
     let step = state
         .store
@@ -267,12 +262,7 @@ async fn big_keys(
     State(state): State<InventoryState>,
     ApiQuery(q): ApiQuery<BigKeysQuery>,
 ) -> ApiResult<Json<BigKeys>> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::invalid(format!(
-            "limit must be within 1..={MAX_LIMIT}, got {limit}"
-        )));
-    }
+    let limit = bounded("limit", q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let from = cursor(q.cursor.as_deref())?;
     let big = state
         .store
@@ -285,6 +275,21 @@ async fn big_keys(
         examined: big.examined,
         cursor: big.next.map(|c| c.to_string()),
     }))
+}
+
+/// The query's `name`, `default` when absent: 1..=`max`, else 400.
+fn bounded<T>(name: &str, value: Option<T>, default: T, max: T) -> Result<T, ApiError>
+where
+    T: Copy + PartialOrd + From<u8> + std::fmt::Display,
+{
+    let value = value.unwrap_or(default);
+    if (T::from(1)..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ApiError::invalid(format!(
+            "{name} must be within 1..={max}, got {value}"
+        )))
+    }
 }
 
 /// The request's cursor, read (400 when it is none the gateway writes); absent or empty: the

@@ -349,3 +349,96 @@ async fn the_largest_keys_come_first(backend: Backend) {
     assert!(vouchers.len() >= 4, "{big}");
     assert!(vouchers.iter().all(|k| k["kind"] == "voucher"), "{big}");
 }
+
+/// On a Cluster a walk survives a reshard: the cursor stays good while slots move, and keys
+/// moved from a master the walk is done with to one it has yet to walk are found there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_walk_survives_a_reshard() {
+    let (servers, gw, prefix) = private_gateway(Backend::Cluster).await;
+    let Servers::Cluster(cluster) = &servers else {
+        unreachable!("a Cluster")
+    };
+    for i in 0..60 {
+        let place = json!({"lon": 13.0, "lat": 38.0});
+        let (s, b) = gw.put(&format!("/v1/geo/l{i}/m"), place).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let held = servers.keys(&prefix);
+    // The masters in the walk's order: by `host:port`.
+    let mut masters: Vec<(String, &RedisProcess)> = cluster
+        .nodes
+        .iter()
+        .map(|n| (format!("127.0.0.1:{}", n.port), n))
+        .collect();
+    masters.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut listed = BTreeSet::new();
+    let mut cursor = String::new();
+    // Walk until the cursor is on the second master: the first is done.
+    while !cursor.ends_with(&masters[1].0) {
+        let (s, page) = gw
+            .admin_get(&format!("/v1/admin/keys?count=2&cursor={cursor}"))
+            .await;
+        assert_eq!(s, 200, "{page}");
+        listed.extend(
+            page["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k["key"].as_str().unwrap().to_owned()),
+        );
+        cursor = page["cursor"]
+            .as_str()
+            .expect("more masters to walk")
+            .to_owned();
+    }
+    let on_first = || {
+        let pattern = format!("{prefix}*");
+        let out = masters[0]
+            .1
+            .cli(&["--scan", "--pattern", &pattern])
+            .unwrap();
+        out.lines().count()
+    };
+    let before = on_first();
+    // Move a third of the first master's slots, keys and all, to the last master.
+    let id = |n: &RedisProcess| n.cli(&["cluster", "myid"]).unwrap().trim().to_owned();
+    let out = std::process::Command::new("redis-cli")
+        .args(["--cluster", "reshard", &masters[0].0])
+        .args([
+            "--cluster-from",
+            &id(masters[0].1),
+            "--cluster-to",
+            &id(masters[2].1),
+        ])
+        .args(["--cluster-slots", "2000", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster reshard");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(on_first() < before, "keys moved: {before} → {}", on_first());
+    loop {
+        let (s, page) = gw
+            .admin_get(&format!("/v1/admin/keys?count=2&cursor={cursor}"))
+            .await;
+        assert_eq!(s, 200, "{page}");
+        listed.extend(
+            page["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k["key"].as_str().unwrap().to_owned()),
+        );
+        match page.get("cursor") {
+            Some(c) => cursor = c.as_str().unwrap().to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        listed, held,
+        "every key, the moved ones where they moved to"
+    );
+    assert_eq!(servers.keys(&prefix), held, "the reshard kept every key");
+}
