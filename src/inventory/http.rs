@@ -138,7 +138,7 @@ impl From<Measured> for KeyView {
             resource: m.owner.resource,
             namespace: m.owner.namespace,
             part: m.owner.part,
-            value_type: m.kind_of_value,
+            value_type: m.value_type,
             bytes: m.bytes,
             ttl_ms: m.ttl_ms,
         }

@@ -391,7 +391,7 @@ mod tests {
         let key = |name: &str, bytes| Measured {
             key: name.to_owned(),
             owner: owner(name),
-            kind_of_value: "string".into(),
+            value_type: "string".into(),
             bytes: Some(bytes),
             ttl_ms: None,
         };

@@ -61,7 +61,7 @@ pub struct Measured {
     pub key: String,
     pub owner: Owner,
     /// `TYPE`'s answer: `string`, `hash`, `zset`, `stream`, a module's type (`MBbloom--`)…
-    pub kind_of_value: String,
+    pub value_type: String,
     /// `MEMORY USAGE … SAMPLES 5`: bytes, estimated from 5 elements for a collection.
     pub bytes: Option<u64>,
     /// `PTTL`; `None` for a key without expiry.

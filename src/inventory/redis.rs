@@ -113,25 +113,25 @@ async fn measure(client: &Client, keys: Vec<(String, Owner)>) -> Result<Vec<Meas
     let mut measured = Vec::with_capacity(keys.len());
     let mut replies = replies.into_iter();
     for (key, owner) in keys {
-        let (kind_of_value, bytes, ttl) = (
+        let (value_type, bytes, ttl) = (
             replies.next().unwrap_or(Ok(Value::Null)),
             replies.next().unwrap_or(Ok(Value::Null)),
             replies.next().unwrap_or(Ok(Value::Null)),
         );
-        let (kind_of_value, bytes, ttl) = match (kind_of_value, bytes, ttl) {
+        let (value_type, bytes, ttl) = match (value_type, bytes, ttl) {
             (Ok(t), Ok(b), Ok(p)) => (t, b, p),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) if moved(&e) => continue,
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e),
         };
-        let kind_of_value = kind_of_value.as_string().unwrap_or_default();
+        let value_type = value_type.as_string().unwrap_or_default();
         let ttl = ttl.as_i64().unwrap_or(-2);
-        if kind_of_value == "none" || ttl == -2 {
+        if value_type == "none" || ttl == -2 {
             continue;
         }
         measured.push(Measured {
             key,
             owner,
-            kind_of_value,
+            value_type,
             bytes: bytes.as_u64(),
             ttl_ms: (ttl >= 0).then_some(ttl),
         });
@@ -391,6 +391,105 @@ mod tests {
                 "{glob} misses {key}"
             );
         }
+    }
+
+    /// What the `impl Keys` blocks spell and the test above reads back; a new key of a
+    /// domain fails [`every_key_the_domains_spell_is_known`] until it is there.
+    const READ_BACK: [&str; 29] = [
+        "voucher",
+        "voucher_buyers",
+        "voucher_user_orders",
+        "voucher_orders",
+        "voucher_idempotency",
+        "voucher_dead_letters",
+        "voucher_ledger_attempts",
+        "voucher_registry",
+        "queue",
+        "queue_idempotency",
+        "dedup_meta",
+        "dedup_layer",
+        "dedup_layer_piece",
+        "dedup_native",
+        "geo",
+        "uv_day",
+        "pv_day",
+        "uv_idempotency",
+        "uv_visitor_key",
+        "uv_scratch",
+        "checkin_months",
+        "cohort_chunk",
+        "cohort_registry",
+        "ratelimit",
+        "ratelimit_idempotency",
+        "ratelimit_window",
+        "ratelimit_window_idempotency",
+        "lock",
+        "limiter_overrides",
+    ];
+    /// What they spell that is no key: pub/sub channels, and groups of keys read back above.
+    const NOT_KEYS: [&str; 9] = [
+        "voucher_events",
+        "queue_events",
+        "queue_bell",
+        "queue_bell_pattern",
+        "uv_events",
+        "lock_released_channel",
+        "voucher_sale",
+        "voucher_group",
+        "checkin_month",
+    ];
+
+    /// Every method of every domain's `impl Keys` block is a key read back above or no key at
+    /// all: a domain that adds a key (a new index, a new record) is told here to teach the
+    /// inventory its kind and part ([`super::super::logic::owner`], docs/inventory.md).
+    #[test]
+    fn every_key_the_domains_spell_is_known() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src];
+        let (mut unknown, mut seen) = (Vec::new(), Vec::new());
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if path.ends_with("store/keys.rs") {
+                continue;
+            }
+            let blocks = text
+                .split("\nimpl Keys {")
+                .skip(1)
+                .map(|b| b.split("\n}").next().unwrap());
+            for line in blocks.flat_map(str::lines) {
+                // The block's own methods: indented once, whatever their visibility.
+                let Some(code) = line.strip_prefix("    ").filter(|c| !c.starts_with(' ')) else {
+                    continue;
+                };
+                let Some((before, rest)) = code.split_once("fn ") else {
+                    continue;
+                };
+                if before.contains(['/', '=', '"']) {
+                    continue;
+                }
+                let name = rest.split(['(', '<']).next().unwrap().to_owned();
+                if !READ_BACK.contains(&name.as_str()) && !NOT_KEYS.contains(&name.as_str()) {
+                    unknown.push(format!("{}: Keys::{name}", path.display()));
+                }
+                seen.push(name);
+            }
+        }
+        let missed: Vec<&str> = READ_BACK
+            .into_iter()
+            .filter(|n| !seen.iter().any(|s| s == n))
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "read back, but spelled by no domain: {missed:?}"
+        );
+        assert!(
+            unknown.is_empty(),
+            "keys the inventory cannot read back: {unknown:#?}"
+        );
     }
 
     /// Redis's glob, as far as the kinds' globs use it: `*` and one `[…]` class.
