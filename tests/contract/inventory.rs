@@ -122,8 +122,19 @@ async fn make_one_of_each(gw: &Gateway) {
 /// Walks `/v1/admin/keys` with `query` until the cursor ends: every key listed, by key (a key
 /// `SCAN` returned twice is listed once), and how many pages it took.
 async fn walk(gw: &Gateway, query: &str) -> (BTreeMap<String, Value>, usize) {
+    let (keys, pages, _) = walk_from(gw, query, None, |_| false).await;
+    (keys, pages)
+}
+
+/// [`walk`] from `cursor` (the start when `None`), stopping early at the first cursor `stop`
+/// holds for: also the cursor it stopped at.
+async fn walk_from(
+    gw: &Gateway,
+    query: &str,
+    mut cursor: Option<String>,
+    stop: impl Fn(&str) -> bool,
+) -> (BTreeMap<String, Value>, usize, Option<String>) {
     let mut keys = BTreeMap::new();
-    let mut cursor: Option<String> = None;
     for pages in 1..10_000 {
         let at = cursor
             .as_deref()
@@ -133,9 +144,11 @@ async fn walk(gw: &Gateway, query: &str) -> (BTreeMap<String, Value>, usize) {
         for key in page["keys"].as_array().expect("keys") {
             keys.insert(key["key"].as_str().unwrap().to_owned(), key.clone());
         }
-        match page.get("cursor") {
-            None => return (keys, pages),
-            Some(c) => cursor = Some(c.as_str().expect("a cursor is text").to_owned()),
+        cursor = page
+            .get("cursor")
+            .map(|c| c.as_str().expect("a cursor is text").to_owned());
+        if cursor.as_deref().is_none_or(&stop) {
+            return (keys, pages, cursor);
         }
     }
     panic!("the walk did not end");
@@ -371,26 +384,9 @@ async fn a_cluster_walk_survives_a_reshard() {
         .map(|n| (format!("127.0.0.1:{}", n.port), n))
         .collect();
     masters.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut listed = BTreeSet::new();
-    let mut cursor = String::new();
     // Walk until the cursor is on the second master: the first is done.
-    while !cursor.ends_with(&masters[1].0) {
-        let (s, page) = gw
-            .admin_get(&format!("/v1/admin/keys?count=2&cursor={cursor}"))
-            .await;
-        assert_eq!(s, 200, "{page}");
-        listed.extend(
-            page["keys"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|k| k["key"].as_str().unwrap().to_owned()),
-        );
-        cursor = page["cursor"]
-            .as_str()
-            .expect("more masters to walk")
-            .to_owned();
-    }
+    let (mut listed, _, cursor) =
+        walk_from(&gw, "count=2", None, |c| c.ends_with(&masters[1].0)).await;
     let on_first = || {
         let pattern = format!("{prefix}*");
         let out = masters[0]
@@ -419,25 +415,12 @@ async fn a_cluster_walk_survives_a_reshard() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(on_first() < before, "keys moved: {before} → {}", on_first());
-    loop {
-        let (s, page) = gw
-            .admin_get(&format!("/v1/admin/keys?count=2&cursor={cursor}"))
-            .await;
-        assert_eq!(s, 200, "{page}");
-        listed.extend(
-            page["keys"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|k| k["key"].as_str().unwrap().to_owned()),
-        );
-        match page.get("cursor") {
-            Some(c) => cursor = c.as_str().unwrap().to_owned(),
-            None => break,
-        }
-    }
+    assert!(cursor.is_some(), "more masters to walk");
+    let (rest, _, _) = walk_from(&gw, "count=2", cursor, |_| false).await;
+    listed.extend(rest);
     assert_eq!(
-        listed, held,
+        listed.into_keys().collect::<BTreeSet<_>>(),
+        held,
         "every key, the moved ones where they moved to"
     );
     assert_eq!(servers.keys(&prefix), held, "the reshard kept every key");
