@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{InventoryStore, Kind, Measured, Refused, BIG_KEYS_BUDGET};
+use super::{Cursor, InventoryStore, Kind, Measured, Refused, BIG_KEYS_BUDGET};
 use crate::auth::Admin;
 use crate::error::responses::{StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult};
@@ -18,8 +18,6 @@ use crate::extract::ApiQuery;
 use crate::middleware::costs::{Query, RouteTerms, Rule};
 use crate::state::{AppState, Shared, Slice};
 use crate::store::Store;
-
-use super::logic::Cursor;
 
 /// What the inventory routes are handed (`State<InventoryState>`), made once at start-up.
 pub type InventoryState = Slice<Inventory>;
@@ -112,7 +110,6 @@ struct KeyView {
     /// locks and rate-limit keys of a caller with a clients file, and limiter buckets; absent
     /// in the shared namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = json!(null))]
     namespace: Option<String>,
     /// What the key holds of its resource (docs/inventory.md "Every kind and its keys").
     #[schema(example = "orders")]

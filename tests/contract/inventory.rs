@@ -361,6 +361,49 @@ async fn the_largest_keys_come_first(backend: Backend) {
     let vouchers = big["keys"].as_array().unwrap();
     assert!(vouchers.len() >= 4, "{big}");
     assert!(vouchers.iter().all(|k| k["kind"] == "voucher"), "{big}");
+    if let Servers::One(redis) = &servers {
+        more_keys_than_one_budget(&gw, redis, &prefix).await;
+    }
+}
+
+/// Past one request's budget (5,000 keys measured) the answer says it is not complete, and its
+/// cursor goes on until one is: together they examine every key.
+async fn more_keys_than_one_budget(gw: &Gateway, redis: &RedisProcess, prefix: &str) {
+    // Keys of no kind (`other`), made in one call: the budget counts every key measured.
+    let fill = "for i = 1, 6000 do redis.call('SET', ARGV[1] .. i, 'x') end";
+    let filler = format!("{prefix}filler:");
+    redis.cli(&["eval", fill, "0", &filler]).expect("EVAL");
+    let total = servers_key_count(redis, prefix);
+    let (mut examined, mut requests, mut cursor) = (0, 0, String::new());
+    let mut tops = Vec::new();
+    loop {
+        let (s, big) = gw
+            .admin_get(&format!("/v1/admin/keys/big?limit=1&cursor={cursor}"))
+            .await;
+        assert_eq!(s, 200, "{big}");
+        requests += 1;
+        examined += big["examined"].as_u64().unwrap();
+        assert!(big["examined"].as_u64().unwrap() <= 5_000 + 1_000, "{big}");
+        tops.push(big["keys"][0].clone());
+        match big.get("cursor") {
+            Some(c) => {
+                assert_eq!(big["complete"], false, "{big}");
+                cursor = c.as_str().unwrap().to_owned();
+            }
+            None => break,
+        }
+    }
+    assert!(requests >= 2, "{requests} requests");
+    assert!(examined >= total, "{examined} of {total} keys examined");
+    let largest = tops.iter().max_by_key(|k| k["bytes"].as_u64()).unwrap();
+    assert_eq!(largest["key"], format!("{prefix}geo:{{big}}"), "{tops:?}");
+}
+
+fn servers_key_count(redis: &RedisProcess, prefix: &str) -> u64 {
+    let out = redis
+        .cli(&["--scan", "--pattern", &format!("{prefix}*")])
+        .unwrap();
+    out.lines().count() as u64
 }
 
 /// On a Cluster a walk survives a reshard: the cursor stays good while slots move, and keys
