@@ -808,7 +808,7 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
             admin(get("/v1/admin/keys?count=1000"))
         }),
         case("inventoryKeys", "count 1000, one kind", |_| {
-            admin(get("/v1/admin/keys?kind=layer&count=1000"))
+            admin(get("/v1/admin/keys?kind=uv&count=1000"))
         }),
         case(
             "inventoryBigKeys",
