@@ -18,9 +18,10 @@
 //!
 //! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
 //!
-//! Here: the [`Route`] every command goes through; [`single`]: the standalone pools;
-//! [`cluster`]: the nodes, their health and the slot table; [`slots`]: reading the slot table
-//! off `CLUSTER SLOTS`.
+//! Here: the [`Route`] every command goes through, and the masters by name for a walk over
+//! every key (`SCAN` on each in turn: [`Route::masters`], [`Route::on_master`]); [`single`]: the
+//! standalone pools; [`cluster`]: the nodes, their health and the slot table; [`slots`]:
+//! reading the slot table off `CLUSTER SLOTS`.
 
 mod cluster;
 pub(crate) mod replicas;
