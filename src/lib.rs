@@ -21,9 +21,10 @@
 //! - [`build_state`]: the composition root, the one place that picks a backend; it never waits
 //!   for the store ([`startup`]: the API serves once the store is reached)
 //! - domains (`checkins`, `uv`, `geo`, `seckill`, `ratelimit`, `dedup`, `queues`, `locks`,
-//!   `ledger`): each a folder with its core, its settings, its HTTP layer (with its slice of
-//!   the state) and its backends; a store method is declared once with `store_trait!` (in
-//!   `store`), which writes the forwarding from [`store::Store`] to the backend
+//!   `ledger`, `inventory`): each a folder with its core, its settings, its HTTP layer (with
+//!   its slice of the state) and its backends; a store method is declared once with
+//!   `store_trait!` (in `store`), which writes the forwarding from [`store::Store`] to the
+//!   backend
 //! - edges: [`clients`] (API clients), [`auth`] (admin token, end-user JWTs), [`middleware`]
 //!   (the stack and the global limiter), [`ops`], [`telemetry`] (logs, traces, metrics),
 //!   [`healthcheck`], [`paging`] (every paged listing's `after`, `limit` and `next`)
@@ -45,6 +46,7 @@ pub mod extract;
 pub mod gcra;
 pub mod geo;
 pub mod healthcheck;
+pub mod inventory;
 pub mod ledger;
 pub mod locks;
 pub mod middleware;

@@ -109,6 +109,7 @@ domains! {
     ledger: crate::ledger::Domain,
     clients: crate::clients::Domain,
     policies: crate::policies::Domain,
+    inventory: crate::inventory::Domain,
 }
 
 impl Config {

@@ -118,9 +118,13 @@ impl Shared {
         }
     }
 
-    /// Adds a part: a domain's settings, or a service one domain offers the others.
+    /// Adds a part: a domain's settings, or a service one domain offers the others. The
+    /// settings of a domain without any (`config::NoFlags`: `()`) are no part: several domains
+    /// have them, and there is nothing to hand out.
     pub fn with<T: std::fmt::Debug + Send + Sync + 'static>(mut self, part: T) -> Self {
-        self.parts.insert(part);
+        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<()>() {
+            self.parts.insert(part);
+        }
         self
     }
 

@@ -168,6 +168,8 @@ fn security_is_declared_on_exactly_the_admin_routes() {
         secured,
         [
             "DELETE /v1/admin/policies/{policy}/overrides/{identity}",
+            "GET /v1/admin/keys",
+            "GET /v1/admin/keys/big",
             "GET /v1/admin/policies",
             "GET /v1/seckill/vouchers/{voucher_id}/dead-letters",
             "POST /v1/seckill/vouchers/{voucher_id}/dead-letters/replay",

@@ -800,6 +800,21 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         case("queuesDead", "limit 1000", |_| {
             get("/v1/queues/q/dead?limit=1000")
         }),
+        // A page is one SCAN of COUNT 1000 and a pipeline of TYPE, MEMORY USAGE … SAMPLES 5 and
+        // PTTL over what it found: the keys above include the largest of every kind (a 100,000-
+        // place layer, dense HyperLogLogs, a 64 MiB filter layer in pieces, 2,000 orders, a
+        // queue of 64 KiB jobs), each measured by sampling.
+        case("inventoryKeys", "count 1000, every kind", |_| {
+            admin(get("/v1/admin/keys?count=1000"))
+        }),
+        case("inventoryKeys", "count 1000, one kind", |_| {
+            admin(get("/v1/admin/keys?kind=uv&count=1000"))
+        }),
+        case(
+            "inventoryBigKeys",
+            "limit 100, a budget of 5,000 keys",
+            |_| admin(get("/v1/admin/keys/big?limit=100")),
+        ),
     ];
 
     // Every operation of the document has a worst case here, so a new route needs one.

@@ -35,6 +35,25 @@ impl Keys {
         }
         key
     }
+
+    /// A glob of keys or channels (`SCAN … MATCH`, `PSUBSCRIBE`): the prefix with its glob
+    /// characters escaped, so it matches itself only, then `rest`, a glob.
+    pub(crate) fn pattern(&self, rest: &str) -> String {
+        let mut pattern = String::with_capacity(self.prefix.len() + rest.len() + 2);
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str(rest);
+        pattern
+    }
+
+    /// `key` without the prefix: `None` for a key this store's prefix does not begin.
+    pub(crate) fn unprefixed<'k>(&self, key: &'k str) -> Option<&'k str> {
+        key.strip_prefix(&*self.prefix)
+    }
 }
 
 /// The hash tag Redis Cluster hashes for `key` (the whole key when it has none).
@@ -69,5 +88,6 @@ mod tests {
         assert_eq!(hash_tag("gw:{}:x"), "gw:{}:x");
         assert_eq!(hash_tag("plain"), "plain");
         assert_eq!(Keys::new("gw:").join(&["a:{", "b", "}"]), "gw:a:{b}");
+        assert_eq!(Keys::new("a*[b]:").pattern("q:*"), "a\\*\\[b\\]:q:*");
     }
 }

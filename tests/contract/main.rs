@@ -8,6 +8,7 @@ mod checkins;
 mod dedup;
 mod events;
 mod geo;
+mod inventory;
 mod locks;
 mod queues;
 mod ratelimit;

@@ -87,15 +87,7 @@ impl Keys {
     /// The pattern matching every [`Self::queue_bell`] channel, and the length of the text
     /// before the queue name. Glob characters of the prefix are escaped.
     pub(crate) fn queue_bell_pattern(&self) -> (String, usize) {
-        let mut pattern = String::new();
-        for c in self.prefix.chars() {
-            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
-        pattern.push_str("qbell:*");
-        (pattern, self.prefix.len() + "qbell:".len())
+        (self.pattern("qbell:*"), self.prefix.len() + "qbell:".len())
     }
 }
 

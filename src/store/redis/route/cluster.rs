@@ -11,6 +11,8 @@ use fred::prelude::*;
 use fred::types::config::Server;
 use fred::types::{ClusterHash, CustomCommand};
 
+mod masters;
+
 use super::replicas::{Durability, Replicas};
 use super::slots::{masters, slot_of};
 
@@ -160,41 +162,6 @@ impl Cluster {
             )
         });
         futures::future::join_all(asked).await
-    }
-
-    /// The masters that do not serve now, with their slot ranges.
-    pub(super) fn degraded(&self) -> Vec<(String, Vec<(u16, u16)>)> {
-        let topo = self.topo.read().unwrap();
-        let mut out: Vec<(String, Vec<(u16, u16)>)> = Vec::new();
-        let mut run: Option<(u16, u16, u16)> = None; // (owner, start, end)
-        let close = |run: Option<(u16, u16, u16)>, out: &mut Vec<(String, Vec<(u16, u16)>)>| {
-            if let Some((o, a, b)) = run {
-                let (addr, down) = if o == NO_OWNER {
-                    ("unassigned".to_owned(), true)
-                } else {
-                    let n = &topo.owners[o as usize];
-                    (n.addr.clone(), !n.usable())
-                };
-                if down {
-                    match out.iter_mut().find(|(x, _)| *x == addr) {
-                        Some((_, r)) => r.push((a, b)),
-                        None => out.push((addr, vec![(a, b)])),
-                    }
-                }
-            }
-        };
-        for (slot, owner) in topo.slots.iter().enumerate() {
-            let slot = slot as u16;
-            run = match run {
-                Some((o, a, _)) if o == *owner => Some((o, a, slot)),
-                other => {
-                    close(other, &mut out);
-                    Some((*owner, slot, slot))
-                }
-            };
-        }
-        close(run, &mut out);
-        out
     }
 
     fn new_node(&self, host: &str, port: u16) -> Result<Arc<Node>, Error> {

@@ -18,9 +18,10 @@
 //!
 //! Nothing is re-sent: a command whose outcome is unknown is a 503 to the caller.
 //!
-//! Here: the [`Route`] every command goes through; [`single`]: the standalone pools;
-//! [`cluster`]: the nodes, their health and the slot table; [`slots`]: reading the slot table
-//! off `CLUSTER SLOTS`.
+//! Here: the [`Route`] every command goes through, and the masters by name for a walk over
+//! every key (`SCAN` on each in turn: [`Route::masters`], [`Route::on_master`]); [`single`]: the
+//! standalone pools; [`cluster`]: the nodes, their health and the slot table; [`slots`]:
+//! reading the slot table off `CLUSTER SLOTS`.
 
 mod cluster;
 pub(crate) mod replicas;
@@ -233,6 +234,42 @@ impl Route {
             }
             Route::Cluster(c) => c.replication().await,
         }
+    }
+
+    /// The masters the keys live on, by `host:port`, in the order a walk over every key
+    /// (`SCAN`) visits them: the server of a standalone store; each master serving slots of a
+    /// Cluster, sorted, so that a walk goes on past a master that left or joined meanwhile.
+    pub(crate) fn masters(&self) -> Vec<String> {
+        match self {
+            Route::Single(single) => vec![single.addr.clone()],
+            Route::Cluster(c) => c.masters(),
+        }
+    }
+
+    /// Runs `call` on master `addr` (one of [`Route::masters`]; a standalone store has one)
+    /// as every command runs: not sent once a call of the request timed out, the node's health
+    /// observed. `Ok(None)`: no master of that name serves slots now (it failed over or left).
+    pub(crate) async fn on_master<R, F>(
+        &self,
+        addr: &str,
+        call: impl FnOnce(Client) -> F,
+    ) -> Result<Option<R>, Error>
+    where
+        F: std::future::Future<Output = Result<R, Error>>,
+    {
+        if stall::timed_out() {
+            return Err(Error::new(ErrorKind::Timeout, stall::NOT_SENT));
+        }
+        let (client, node) = match self {
+            Route::Single(single) => (single.pick()?, None),
+            Route::Cluster(c) => match c.master(addr)? {
+                Some(node) => (node.client.clone(), Some(node)),
+                None => return Ok(None),
+            },
+        };
+        let result = call(client).await;
+        self.observe(node, &result);
+        result.map(Some)
     }
 
     /// Cluster only: the masters that do not serve now, with their slot ranges.
