@@ -2,14 +2,15 @@
 //! the positions those decode to, so a search reads only the candidates inside the shape's
 //! bounding rectangle and then applies Redis's own distance and box tests (`geo::logic`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 
 use rstar::primitives::GeomWithData;
 use rstar::{RTree, AABB};
 
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Place, Point, Search, Shape, Unit,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Layers, Place, Point, Search, Shape, Unit,
     UnknownCentre,
 };
 use crate::store::error::StoreError;
@@ -25,7 +26,8 @@ static STATE: Slot<Locked<State>> = Slot::new();
 
 #[derive(Debug, Default)]
 struct State {
-    layers: HashMap<Name, Layer>,
+    /// By name: the listing reads them in order.
+    layers: BTreeMap<Name, Layer>,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +96,34 @@ impl GeoStore for MemoryStore {
             .iter()
             .filter(|p| l.put(p.member.as_str(), p.at))
             .count() as u64))
+    }
+
+    async fn geo_layers(
+        &self,
+        after: Option<Name>,
+        limit: usize,
+        examine: usize,
+    ) -> Result<Layers, StoreError> {
+        let s = self.state(&STATE);
+        let now = self.clock().now_s();
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut page = Layers::default();
+        let mut last = None;
+        for (examined, (name, layer)) in s.layers.range((from, Bound::Unbounded)).enumerate() {
+            if examined == examine {
+                page.stopped_at = last;
+                break;
+            }
+            // Past its expiry and not yet purged: gone, as on Redis.
+            if layer.expire_at > now && !layer.scores.is_empty() {
+                page.items.push((name.clone(), layer.scores.len() as u64));
+                if page.items.len() == limit {
+                    break;
+                }
+            }
+            last = Some(name.clone());
+        }
+        Ok(page)
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {

@@ -109,6 +109,13 @@ impl<'a> Query<'a> {
         }
     }
 
+    /// A paged listing's `limit` (`crate::paging`): the default page when it is absent or
+    /// not a number, at most the largest page.
+    pub fn page_limit(&self) -> u64 {
+        let limit = self.number("limit", crate::paging::DEFAULT_LIMIT as u64);
+        limit.min(crate::paging::MAX_LIMIT as u64)
+    }
+
     /// A number parameter, or `default` when it is absent or not a number.
     pub fn number(&self, name: &str, default: u64) -> u64 {
         self.get(name)

@@ -218,6 +218,25 @@ impl fmt::Display for Name {
     }
 }
 
+/// A page a store read from an index for a listing: the items kept, each with its place `C`
+/// (the listing's cursor), and where the read stopped when it examined its budget of index
+/// entries before it found enough (the next page goes on from there; `None` when it found
+/// them, or reached the end).
+#[derive(Debug, Clone)]
+pub struct Listing<C, T> {
+    pub items: Vec<(C, T)>,
+    pub stopped_at: Option<C>,
+}
+
+impl<C, T> Default for Listing<C, T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            stopped_at: None,
+        }
+    }
+}
+
 /// A unix time in ms as the API writes instants: RFC 3339 in UTC with milliseconds.
 pub fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
