@@ -79,6 +79,8 @@ impl GeoStore for MemoryStore {
         bound: LayerBound,
     ) -> Result<Result<u64, LayerFull>, StoreError> {
         let mut s = self.state(&STATE);
+        let now = self.clock().now_s();
+        s.drop_expired(layer, now);
         let l = s.layers.entry(layer.clone()).or_default();
         let fresh: HashSet<&str> = places
             .iter()
@@ -128,13 +130,13 @@ impl GeoStore for MemoryStore {
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
         let s = self.state(&STATE);
-        Ok(s.layers
-            .get(layer)
+        Ok(s.live(layer, self.clock().now_s())
             .and_then(|l| l.scores.get(member.as_str()).copied()))
     }
 
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
         let mut s = self.state(&STATE);
+        s.drop_expired(layer, self.clock().now_s());
         let Some(l) = s.layers.get_mut(layer) else {
             return Ok(false);
         };
@@ -157,7 +159,7 @@ impl GeoStore for MemoryStore {
         unit: Unit,
     ) -> Result<Option<f64>, StoreError> {
         let s = self.state(&STATE);
-        let Some(l) = s.layers.get(layer) else {
+        let Some(l) = s.live(layer, self.clock().now_s()) else {
             return Ok(None);
         };
         let (Some(a), Some(b)) = (l.scores.get(from.as_str()), l.scores.get(to.as_str())) else {
@@ -174,7 +176,7 @@ impl GeoStore for MemoryStore {
         search: &Search,
     ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         let s = self.state(&STATE);
-        let l = s.layers.get(layer);
+        let l = s.live(layer, self.clock().now_s());
         let center = match &search.center {
             Center::Point(p) => *p,
             Center::Member(m) => match l.and_then(|l| l.scores.get(m.as_str())) {
@@ -199,6 +201,20 @@ impl GeoStore for MemoryStore {
             })
             .collect();
         Ok(Ok(Found { center, hits }))
+    }
+}
+
+impl State {
+    /// `layer`, unless it is past its expiry (and waits for the next purge): gone, as on Redis.
+    fn live(&self, layer: &Name, now: i64) -> Option<&Layer> {
+        self.layers.get(layer).filter(|l| l.expire_at > now)
+    }
+
+    /// Drops `layer` if it is past its expiry, so a write starts it anew, as on Redis.
+    fn drop_expired(&mut self, layer: &Name, now: i64) {
+        if self.layers.get(layer).is_some_and(|l| l.expire_at <= now) {
+            self.layers.remove(layer);
+        }
     }
 }
 
