@@ -87,6 +87,9 @@ pub const TERMS: &[RouteTerms] = &[
         },
         "2 + body bytes / 432 (a body costing more than the caller's burst is refused with 413)",
     ),
+    // One place with a 128-character name on a new 128-character layer stores ~1.3 KB, and
+    // the layer's entry in the listing's index (two sorted sets) ~520 B more: 2 units.
+    RouteTerms::new("PUT", "/v1/geo/{layer}/{member}", Rule::Fixed(2), "2"),
     RouteTerms::new(
         "GET",
         "/v1/geo/{layer}/nearby",

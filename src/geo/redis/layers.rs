@@ -11,6 +11,8 @@
 //! - an entry leaves the index only once its expiry is [`INDEX_SLACK_S`] past: no write has
 //!   entered it since, so its layer is gone for good. An emptied layer's entry stays until
 //!   then (skipped), since removing it at once could race a write that brings the layer back.
+//!   Listings and writes both sweep such entries (a bounded number per call), and the index's
+//!   keys expire with the last layer entered, so it stays bounded as the layers are.
 
 use std::sync::LazyLock;
 
@@ -32,6 +34,9 @@ static PAGE: LazyLock<Script> =
 const NAMES_PER_CALL: usize = 250;
 /// Entries past their expiry a page call sweeps out at most.
 const SWEPT_PER_CALL: usize = 100;
+/// Entries past their expiry each write sweeps out at most: more than the one it may add, so
+/// writes alone drain what expired.
+const SWEPT_PER_WRITE: usize = 2;
 
 impl RedisStore {
     /// Enters `layer` in the listing's index until at least `expire_at` (unix seconds), before
@@ -42,7 +47,12 @@ impl RedisStore {
             .script(
                 &ADD,
                 vec![self.keys.layer_index(), self.keys.layer_expiries()],
-                vec![layer.to_string(), expire_at.to_string()],
+                vec![
+                    layer.to_string(),
+                    expire_at.to_string(),
+                    INDEX_SLACK_S.to_string(),
+                    SWEPT_PER_WRITE.to_string(),
+                ],
             )
             .await?;
         Ok(())
