@@ -16,7 +16,7 @@ use crate::geo::{
 use crate::store::error::StoreError;
 use crate::store::memory::{Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::Name;
+use crate::types::{Name, Walk};
 
 /// A stored point: its decoded position, with (member, 52-bit geohash) as data.
 type Entry = GeomWithData<[f64; 2], (String, u64)>;
@@ -109,23 +109,19 @@ impl GeoStore for MemoryStore {
         let s = self.state(&STATE);
         let now = self.clock().now_s();
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut page = Layers::default();
-        let mut last = None;
-        for (examined, (name, layer)) in s.layers.range((from, Bound::Unbounded)).enumerate() {
-            if examined == examine {
-                page.stopped_at = last;
-                break;
-            }
-            // Past its expiry and not yet purged: gone, as on Redis.
-            if layer.expire_at > now && !layer.scores.is_empty() {
-                page.items.push((name.clone(), layer.scores.len() as u64));
-                if page.items.len() == limit {
-                    break;
-                }
-            }
-            last = Some(name.clone());
-        }
-        Ok(page)
+        let mut entries = s.layers.range((from, Bound::Unbounded));
+        let read: Vec<(&Name, &Layer)> = entries.by_ref().take(examine).collect();
+        let more = entries.next().is_some();
+        // Past its expiry and not yet purged: gone, as on Redis.
+        let kept = read
+            .iter()
+            .map(|(_, l)| {
+                (l.expire_at > now && !l.scores.is_empty()).then_some(l.scores.len() as u64)
+            })
+            .collect();
+        let names = read.into_iter().map(|(name, _)| name.clone()).collect();
+        let page = Walk::new(None, limit, examine).take(names, kept, more);
+        Ok(page.expect("one read of `examine` entries ends the walk"))
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {

@@ -15,7 +15,7 @@ use crate::seckill::{
 use crate::store::error::StoreError;
 use crate::store::memory::{lock, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::{Name, UserId};
+use crate::types::{Name, UserId, Walk};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -173,27 +173,19 @@ impl SeckillStore for MemoryStore {
                 voucher: id.clone(),
             })
         });
-        let mut page = Vouchers::default();
-        let (mut examined, mut last) = (0, None);
-        for at in entries.filter(|at| after.as_ref().is_none_or(|a| at > a)) {
-            if examined == examine {
-                page.stopped_at = last;
-                break;
-            }
-            examined += 1;
-            let read = s.vouchers.get(&at.voucher).and_then(|sale| {
-                let sale = lock(sale);
-                sale.spec.map(|spec| sale.view(spec, now_ms))
-            });
-            if let Some(v) = read.filter(|v| phase.is_none_or(|p| p.holds(v.status()))) {
-                page.items.push((at.clone(), v));
-                if page.items.len() == limit {
-                    break;
-                }
-            }
-            last = Some(at);
-        }
-        Ok(page)
+        let mut entries = entries.filter(|at| after.as_ref().is_none_or(|a| at > a));
+        let read: Vec<Listed> = entries.by_ref().take(examine).collect();
+        let more = entries.next().is_some();
+        let kept = read
+            .iter()
+            .map(|at| {
+                let sale = lock(s.vouchers.get(&at.voucher)?);
+                let v = sale.spec.map(|spec| sale.view(spec, now_ms))?;
+                phase.is_none_or(|p| p.holds(v.status())).then_some(v)
+            })
+            .collect();
+        let page = Walk::new(None, limit, examine).take(read, kept, more);
+        Ok(page.expect("one read of `examine` entries ends the walk"))
     }
 
     async fn seckill_restock(

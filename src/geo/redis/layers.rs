@@ -23,7 +23,7 @@ use crate::geo::{Layers, INDEX_SLACK_S};
 use crate::store::error::StoreError;
 use crate::store::keys::Keys;
 use crate::store::redis::{map_err, RedisStore};
-use crate::types::Name;
+use crate::types::{Name, Walk};
 
 static ADD: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("geo_index_add.lua")));
@@ -66,52 +66,51 @@ impl RedisStore {
         limit: usize,
         examine: usize,
     ) -> Result<Layers, StoreError> {
-        let mut page = Layers::default();
-        let (mut cursor, mut examined) = (after, 0);
+        let mut walk = Walk::new(after, limit, examine);
         loop {
-            let want = (examine - examined).min(NAMES_PER_CALL);
-            let names: Vec<String> = self
-                .pool
-                .script(
-                    &PAGE,
-                    vec![self.keys.layer_index(), self.keys.layer_expiries()],
-                    vec![
-                        cursor.as_ref().map_or_else(String::new, Name::to_string),
-                        want.to_string(),
-                        INDEX_SLACK_S.to_string(),
-                        SWEPT_PER_CALL.to_string(),
-                    ],
-                )
-                .await?;
-            let more = names.len() == want;
-            let names: Vec<Name> = names
+            let (after, want) = walk.next_read(NAMES_PER_CALL);
+            let (names, more) = self.names_after(after, want).await?;
+            let counts = futures::future::try_join_all(names.iter().map(|l| self.places_in(l)));
+            let kept = counts
+                .await?
                 .into_iter()
-                .map(|n| {
-                    Name::try_from(n.clone()).map_err(|_| {
-                        StoreError::Internal(format!("a layer index entry is no name: {n:?}"))
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let counts = names.iter().map(|layer| self.places_in(layer));
-            let counts = futures::future::try_join_all(counts).await?;
-            for (layer, places) in names.into_iter().zip(counts) {
-                examined += 1;
-                cursor = Some(layer.clone());
-                if places > 0 {
-                    page.items.push((layer, places));
-                    if page.items.len() == limit {
-                        return Ok(page);
-                    }
-                }
-            }
-            if !more {
-                return Ok(page);
-            }
-            if examined >= examine {
-                page.stopped_at = cursor;
+                .map(|n| (n > 0).then_some(n))
+                .collect();
+            if let Some(page) = walk.take(names, kept, more) {
                 return Ok(page);
             }
         }
+    }
+
+    /// Up to `want` layer names after `after`, and whether more may follow.
+    async fn names_after(
+        &self,
+        after: Option<&Name>,
+        want: usize,
+    ) -> Result<(Vec<Name>, bool), StoreError> {
+        let names: Vec<String> = self
+            .pool
+            .script(
+                &PAGE,
+                vec![self.keys.layer_index(), self.keys.layer_expiries()],
+                vec![
+                    after.map_or_else(String::new, Name::to_string),
+                    want.to_string(),
+                    INDEX_SLACK_S.to_string(),
+                    SWEPT_PER_CALL.to_string(),
+                ],
+            )
+            .await?;
+        let more = names.len() == want;
+        let names = names
+            .into_iter()
+            .map(|n| {
+                Name::try_from(n.clone()).map_err(|_| {
+                    StoreError::Internal(format!("a layer index entry is no name: {n:?}"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((names, more))
     }
 
     /// How many places `layer` holds: 0 once it expired or lost its last place.

@@ -26,7 +26,7 @@ use super::wire::{bad, int, tag, view, GET};
 use crate::seckill::logic::{Listed, Phase};
 use crate::seckill::{Voucher, Vouchers};
 use crate::store::error::StoreError;
-use crate::types::Name;
+use crate::types::{Name, Walk};
 
 static REGISTER: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("seckill_register.lua")));
@@ -145,32 +145,26 @@ impl RedisStore {
         limit: usize,
         examine: usize,
     ) -> Result<Vouchers, StoreError> {
-        let mut page = Vouchers::default();
-        let (mut cursor, mut examined) = (after, 0);
+        let mut walk = Walk::new(after, limit, examine);
         loop {
-            let want = (examine - examined).min(ENTRIES_PER_CALL);
-            let (entries, more) = self.index_entries(cursor.as_ref(), phase, want).await?;
+            let (after, want) = walk.next_read(ENTRIES_PER_CALL);
+            let (entries, more) = self.index_entries(after, phase, want).await?;
             let reads = entries.iter().map(|at| self.voucher_at_rev(&at.voucher));
-            let read = futures::future::try_join_all(reads).await?;
-            for (at, read) in entries.into_iter().zip(read) {
-                examined += 1;
-                cursor = Some(at.clone());
-                let Some((v, rev)) = read else { continue };
+            let mut kept = Vec::with_capacity(entries.len());
+            for (at, read) in entries
+                .iter()
+                .zip(futures::future::try_join_all(reads).await?)
+            {
+                let Some((v, rev)) = read else {
+                    kept.push(None);
+                    continue;
+                };
                 if v.begin_ms != at.begin_ms {
                     self.place_voucher(&at.voucher, v.begin_ms, rev).await?;
                 }
-                if phase.is_none_or(|p| p.holds(v.status())) {
-                    page.items.push((at, v));
-                    if page.items.len() == limit {
-                        return Ok(page);
-                    }
-                }
+                kept.push(Some(v).filter(|v| phase.is_none_or(|p| p.holds(v.status()))));
             }
-            if !more {
-                return Ok(page);
-            }
-            if examined >= examine {
-                page.stopped_at = cursor;
+            if let Some(page) = walk.take(entries, kept, more) {
                 return Ok(page);
             }
         }
