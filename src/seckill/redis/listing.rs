@@ -77,7 +77,10 @@ impl RedisStore {
     }
 
     /// The voucher with its rev, or `None` when it does not exist.
-    async fn voucher_at_rev(&self, voucher: &Name) -> Result<Option<(Voucher, i64)>, StoreError> {
+    pub(super) async fn voucher_at_rev(
+        &self,
+        voucher: &Name,
+    ) -> Result<Option<(Voucher, i64)>, StoreError> {
         let reply: Vec<Value> = self
             .pool
             .script(&GET, vec![self.keys.voucher(voucher)], ())

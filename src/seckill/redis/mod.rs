@@ -20,9 +20,7 @@ use crate::seckill::{
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use buy::{buy_group, Purchase, PURCHASES};
-use wire::{
-    bad, int, parse_entry, restocked, seqs, tag, view, GET, ORDERS, PUT, RESTOCK, USER_ORDERS,
-};
+use wire::{bad, int, parse_entry, restocked, seqs, tag, view, ORDERS, PUT, RESTOCK, USER_ORDERS};
 
 impl SeckillStore for RedisStore {
     async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
@@ -102,15 +100,7 @@ impl SeckillStore for RedisStore {
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
-        let reply: Vec<Value> = self
-            .pool
-            .script(&GET, vec![self.keys.voucher(voucher)], ())
-            .await?;
-        match tag(&reply).as_str() {
-            "not_found" => Ok(None),
-            "ok" => view(&reply).map(Some).ok_or_else(|| bad("get", &reply)),
-            _ => Err(bad("get", &reply)),
-        }
+        Ok(self.voucher_at_rev(voucher).await?.map(|(v, _)| v))
     }
 
     async fn seckill_buy(
