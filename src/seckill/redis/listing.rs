@@ -14,13 +14,15 @@
 //!   begin, `seckill_index_move.lua` moves it only to a later rev's begin. Meanwhile a voucher
 //!   whose begin a put is changing is listed once, at its old place.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
 
 use fred::prelude::*;
 use fred::types::scripts::Script;
 
 use crate::store::keys::Keys;
-use crate::store::redis::RedisStore;
+use crate::store::redis::{map_err, RedisStore};
+use crate::store::slots::{Kept, Slot};
 
 use super::wire::{bad, int, tag, view, GET};
 use crate::seckill::logic::{Listed, Phase};
@@ -34,6 +36,16 @@ static MOVE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("seckill_index_move.lua")));
 static PAGE: LazyLock<Script> =
     LazyLock::new(|| Script::from_lua(include_str!("seckill_index_page.lua")));
+static BACKFILL: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(include_str!("seckill_index_backfill.lua")));
+
+/// Whether this process saw the index completed from the registry ([`RedisStore::backfill`]).
+#[derive(Debug, Default)]
+struct Backfilled(AtomicBool);
+
+impl Kept for Backfilled {}
+
+static BACKFILLED: Slot<Backfilled> = Slot::new();
 
 /// Index entries read per `seckill_index_page.lua` call, their vouchers then read at once: 250
 /// entries with scores cost the script well under a millisecond.
@@ -139,6 +151,51 @@ impl RedisStore {
         Ok((entries, more))
     }
 
+    /// One bounded step of completing the index from the registry, until it is complete
+    /// (then never again in this process): the vouchers written before the index existed are
+    /// placed [`ENTRIES_PER_CALL`] registry members per listing.
+    async fn backfill(&self) -> Result<(), StoreError> {
+        let done = &self.kept(&BACKFILLED).0;
+        if done.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let at = self.keys.voucher_backfill();
+        let keys = vec![
+            self.keys.voucher_registry(),
+            self.keys.voucher_revs(),
+            at.clone(),
+        ];
+        let step: Vec<String> = self
+            .pool
+            .script(&BACKFILL, keys, vec![ENTRIES_PER_CALL.to_string()])
+            .await?;
+        let Some((next, ids)) = step.split_first() else {
+            return Err(StoreError::Internal("an empty backfill reply".to_owned()));
+        };
+        if next == "done" {
+            done.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+        let ids: Vec<Name> = ids
+            .iter()
+            .filter_map(|id| Name::try_from(id.clone()).ok())
+            .collect();
+        let reads = futures::future::try_join_all(ids.iter().map(|v| self.voucher_at_rev(v)));
+        for (voucher, read) in ids.iter().zip(reads.await?) {
+            if let Some((v, rev)) = read {
+                self.place_voucher(voucher, v.begin_ms, rev).await?;
+            }
+        }
+        let next = if next == "0" { "done" } else { next.as_str() };
+        let _: () = self
+            .pool
+            .at(&at)?
+            .set(&at, next, None, None, false)
+            .await
+            .map_err(map_err)?;
+        Ok(())
+    }
+
     /// The listing (`SeckillStore::seckill_list`): index entries [`ENTRIES_PER_CALL`] at a
     /// time, each one's voucher read on its own slot, all of a call's at once.
     pub(super) async fn list_vouchers(
@@ -148,6 +205,7 @@ impl RedisStore {
         limit: usize,
         examine: usize,
     ) -> Result<Vouchers, StoreError> {
+        self.backfill().await?;
         let mut walk = Walk::new(after, limit, examine);
         loop {
             let (after, want) = walk.next_read(ENTRIES_PER_CALL);
@@ -185,6 +243,11 @@ impl Keys {
     pub(crate) fn voucher_revs(&self) -> String {
         format!("{}skr:{{vouchers}}:revs", self.prefix)
     }
+
+    /// Where completing the index from the registry goes on (an `SSCAN` cursor), or `done`.
+    pub(crate) fn voucher_backfill(&self) -> String {
+        format!("{}skr:{{vouchers}}:backfill", self.prefix)
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +262,7 @@ mod key_tests {
             keys.voucher_registry(),
             keys.voucher_index(),
             keys.voucher_revs(),
+            keys.voucher_backfill(),
         ];
         assert_one_slot("vouchers", "gw:skr:{vouchers}", &all);
     }
