@@ -1008,3 +1008,84 @@ async fn a_listing_of_layers_never_shows_one_missing_nor_misses_one(backend: Bac
     futures::join!(writes, reads);
     assert_eq!(layers(&gw, 1000).await.len(), names.len());
 }
+
+/// The layer index's sweep (docs/geo.md "Listing layers"), on a private Redis through the
+/// scripts themselves: an entry leaves only an hour past its expiry, from both sorted sets, a
+/// listing's page and a write each sweeping a bounded number; a write's expiry there never
+/// moves back; both keys live an hour past the last layer entered.
+#[tokio::test]
+async fn the_layer_index_sweeps_only_what_is_gone_for_good() {
+    use fred::prelude::*;
+    let add = include_str!("../../src/geo/redis/geo_index_add.lua");
+    let page = include_str!("../../src/geo/redis/geo_index_page.lua");
+    let (redis, client, add) = crate::common::fred_on_private_redis(add).await;
+    let page: String = client.script_load(page).await.unwrap();
+    let keys = || {
+        vec![
+            "geor:{layers}".to_owned(),
+            "geor:{layers}:expiry".to_owned(),
+        ]
+    };
+    let now = chrono::Utc::now().timestamp();
+    let entered = |layer: &str, expiry: i64| {
+        let (client, add) = (client.clone(), add.clone());
+        let args = vec![
+            layer.to_owned(),
+            expiry.to_string(),
+            "3600".into(),
+            "2".into(),
+        ];
+        async move {
+            let _: i64 = client.evalsha(add, keys(), args).await.unwrap();
+        }
+    };
+    // Entries gone for good, as a store left them.
+    let left = |layer: &str, expiry: i64| {
+        redis.cli(&["zadd", "geor:{layers}", "0", layer]).unwrap();
+        let expiry = expiry.to_string();
+        redis
+            .cli(&["zadd", "geor:{layers}:expiry", &expiry, layer])
+            .unwrap();
+    };
+    left("a-gone", now - 7_200);
+    left("b-gone", now - 3_700);
+    left("c-gone", now - 3_601);
+    let listed = |key: &str| {
+        let names = redis.cli(&["zrange", key, "0", "-1"]).unwrap();
+        names
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // A write sweeps two of them.
+    entered("d-recent", now - 60).await;
+    for key in keys() {
+        assert_eq!(listed(&key), ["c-gone", "d-recent"], "{key}");
+    }
+    entered("e-live", now + 1_000).await;
+    // A later write's earlier expiry does not move the entry back.
+    entered("e-live", now - 7_200).await;
+    assert_eq!(listed("geor:{layers}:expiry"), ["d-recent", "e-live"]);
+    left("f-gone", now - 4_000);
+    let page_of = |after: &'static str| {
+        let (client, page) = (client.clone(), page.clone());
+        async move {
+            let names: Vec<String> = client
+                .evalsha(page, keys(), vec![after, "10", "3600", "100"])
+                .await
+                .unwrap();
+            names
+        }
+    };
+    assert_eq!(
+        page_of("").await,
+        ["d-recent", "e-live"],
+        "a page sweeps first"
+    );
+    assert_eq!(listed("geor:{layers}"), ["d-recent", "e-live"]);
+    assert_eq!(page_of("d-recent").await, ["e-live"]);
+    for key in keys() {
+        let ttl: i64 = redis.cli(&["ttl", &key]).unwrap().trim().parse().unwrap();
+        assert!((4_500..=4_600).contains(&ttl), "{key} lives {ttl} s");
+    }
+}

@@ -18,8 +18,11 @@ if #gone > 0 then
   redis.call('ZREM', KEYS[1], unpack(gone))
   redis.call('ZREM', KEYS[2], unpack(gone))
 end
+-- (None left when this very entry was past its expiry and swept: the empty keys are gone.)
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-local until_s = tonumber(last[2]) + tonumber(ARGV[3])
-redis.call('EXPIREAT', KEYS[1], until_s)
-redis.call('EXPIREAT', KEYS[2], until_s)
+if last[2] then
+  local until_s = tonumber(last[2]) + tonumber(ARGV[3])
+  redis.call('EXPIREAT', KEYS[1], until_s)
+  redis.call('EXPIREAT', KEYS[2], until_s)
+end
 return 1
