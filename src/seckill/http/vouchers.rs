@@ -51,7 +51,7 @@ struct VoucherBody {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub(super) struct VoucherView {
+struct VoucherView {
     voucher_id: String,
     /// Units left to sell.
     stock: u64,
