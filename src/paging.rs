@@ -4,6 +4,7 @@
 //! says only what its cursor is ([`Cursor`]).
 
 use crate::error::ApiError;
+use crate::types::Listing;
 
 /// A page's size when the request names none.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -69,6 +70,20 @@ impl<C: Cursor> Page<C> {
         items.truncate(self.limit);
         more.then(|| items.last().map(|item| cursor(item).to_string()))
             .flatten()
+    }
+
+    /// The page's items of a store's [`Listing`] (read with [`Self::fetch`]) and its `next`
+    /// cursor: where the store stopped examining, when it stopped before it found a page.
+    pub fn of<T>(&self, listing: Listing<C, T>) -> (Vec<(C, T)>, Option<String>)
+    where
+        C: Clone,
+    {
+        let mut items = listing.items;
+        let next = match listing.stopped_at {
+            Some(at) if items.len() <= self.limit => Some(at.to_string()),
+            _ => self.next(&mut items, false, |(at, _)| at.clone()),
+        };
+        (items, next)
     }
 }
 

@@ -185,6 +185,28 @@ async fn copy_key(redis: &Client, from: &str, to: &[String]) {
     }
 }
 
+/// Adds `n` members `<stem><i>` to the sorted set `key`, scored `first + i × step`, inside
+/// Redis (10,000 a call).
+async fn fill_sorted_set(redis: &Client, key: &str, stem: &str, n: i64, first: i64, step: i64) {
+    let script = "for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do \
+                  redis.call('ZADD', KEYS[1], tonumber(ARGV[4]) + i * tonumber(ARGV[5]), ARGV[1] .. i) \
+                  end return 1";
+    for from in (0..n).step_by(10_000) {
+        let to = (from + 10_000).min(n) - 1;
+        let args = [
+            stem.to_owned(),
+            from.to_string(),
+            to.to_string(),
+            first.to_string(),
+            step.to_string(),
+        ];
+        let _: i64 = redis
+            .eval(script, vec![key.to_owned()], args.to_vec())
+            .await
+            .expect("fill");
+    }
+}
+
 async fn slowlog(redis: &Client) -> Vec<SlowlogEntry> {
     let raw: fred::types::Value = redis.slowlog_get(Some(-1)).await.unwrap();
     match raw {
@@ -431,6 +453,50 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
         )
     }));
     load(&gw, reqs).await;
+
+    // Listings: 1,000 vouchers with 100-character ids begun over the last year, and 100,000
+    // more index entries whose vouchers were never written (each one a read that finds
+    // nothing); 100,000 layer entries of 128-character names, half of them long expired (each
+    // page call sweeps some out). Written into the indexes directly, in Redis.
+    let year_ms: i64 = 365 * 86_400_000;
+    let now_ms = Utc::now().timestamp_millis();
+    let long = "v".repeat(96);
+    load(
+        &gw,
+        (0..1000)
+            .map(|i| {
+                let at = |ms: i64| {
+                    chrono::DateTime::from_timestamp_millis(ms)
+                        .unwrap()
+                        .to_rfc3339()
+                };
+                let begin = now_ms - year_ms + i * (year_ms / 1000);
+                admin(put(
+                    format!("/v1/seckill/vouchers/{long}{i:04}"),
+                    json!({"stock": 5, "begin": at(begin), "end": at(begin + year_ms / 2)}),
+                ))
+            })
+            .collect(),
+    )
+    .await;
+    let index = format!("{prefix}skr:{{vouchers}}:begin");
+    fill_sorted_set(
+        &redis,
+        &index,
+        "ghost",
+        100_000,
+        now_ms - year_ms,
+        year_ms / 100_000,
+    )
+    .await;
+    let middle = now_ms - year_ms / 2;
+    let layer = "l".repeat(122);
+    let names = format!("{prefix}geor:{{layers}}");
+    let expiries = format!("{prefix}geor:{{layers}}:expiry");
+    fill_sorted_set(&redis, &names, &layer, 100_000, 0, 0).await;
+    fill_sorted_set(&redis, &expiries, &layer, 100_000, 1_000, 1).await;
+    let now_s = now_ms / 1000;
+    fill_sorted_set(&redis, &expiries, &layer, 50_000, now_s + 86_400, 0).await;
 
     // Dedup: a filter reserved at the tightest error rate with a tiny capacity, grown through
     // many layers by 1,000-item batches, so adds and checks probe the deepest layout.
@@ -685,6 +751,27 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
             admin(post(
                 "/v1/seckill/vouchers/v/dead-letters/replay",
                 json!({}),
+            ))
+        }),
+        case("seckillListVouchers", "limit 1000 of 101,000", |_| {
+            get("/v1/seckill/vouchers?limit=1000")
+        }),
+        case(
+            "seckillListVouchers",
+            "status=active, limit 1000, a cursor that moved",
+            move |_| {
+                get(format!(
+                    "/v1/seckill/vouchers?status=active&limit=1000&after={middle}~zz"
+                ))
+            },
+        ),
+        case("geoListLayers", "limit 1000 of 100,000, sweeping", |_| {
+            get("/v1/geo?limit=1000")
+        }),
+        case("geoListLayers", "limit 1000, from the middle", move |_| {
+            get(format!(
+                "/v1/geo?limit=1000&after={}",
+                "l".repeat(122) + "5"
             ))
         }),
         case("ratelimitCheck", "gcra, largest numbers", |_| {

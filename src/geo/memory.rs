@@ -2,20 +2,21 @@
 //! the positions those decode to, so a search reads only the candidates inside the shape's
 //! bounding rectangle and then applies Redis's own distance and box tests (`geo::logic`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 
 use rstar::primitives::GeomWithData;
 use rstar::{RTree, AABB};
 
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Place, Point, Search, Shape, Unit,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Layers, Place, Point, Search, Shape, Unit,
     UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::store::memory::{Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::Name;
+use crate::types::{Name, Walk};
 
 /// A stored point: its decoded position, with (member, 52-bit geohash) as data.
 type Entry = GeomWithData<[f64; 2], (String, u64)>;
@@ -25,7 +26,8 @@ static STATE: Slot<Locked<State>> = Slot::new();
 
 #[derive(Debug, Default)]
 struct State {
-    layers: HashMap<Name, Layer>,
+    /// By name: the listing reads them in order.
+    layers: BTreeMap<Name, Layer>,
 }
 
 #[derive(Debug, Default)]
@@ -77,6 +79,8 @@ impl GeoStore for MemoryStore {
         bound: LayerBound,
     ) -> Result<Result<u64, LayerFull>, StoreError> {
         let mut s = self.state(&STATE);
+        let now = self.clock().now_s();
+        s.drop_expired(layer, now);
         let l = s.layers.entry(layer.clone()).or_default();
         let fresh: HashSet<&str> = places
             .iter()
@@ -96,15 +100,39 @@ impl GeoStore for MemoryStore {
             .count() as u64))
     }
 
+    async fn geo_layers(
+        &self,
+        after: Option<Name>,
+        limit: usize,
+        examine: usize,
+    ) -> Result<Layers, StoreError> {
+        let s = self.state(&STATE);
+        let now = self.clock().now_s();
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut entries = s.layers.range((from, Bound::Unbounded));
+        let read: Vec<(&Name, &Layer)> = entries.by_ref().take(examine).collect();
+        let more = entries.next().is_some();
+        // Past its expiry and not yet purged: gone, as on Redis.
+        let kept = read
+            .iter()
+            .map(|(_, l)| {
+                (l.expire_at > now && !l.scores.is_empty()).then_some(l.scores.len() as u64)
+            })
+            .collect();
+        let names = read.into_iter().map(|(name, _)| name.clone()).collect();
+        let page = Walk::new(None, limit, examine).take(names, kept, more);
+        Ok(page.expect("one read of `examine` entries ends the walk"))
+    }
+
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {
         let s = self.state(&STATE);
-        Ok(s.layers
-            .get(layer)
+        Ok(s.live(layer, self.clock().now_s())
             .and_then(|l| l.scores.get(member.as_str()).copied()))
     }
 
     async fn geo_remove(&self, layer: &Name, member: &Name) -> Result<bool, StoreError> {
         let mut s = self.state(&STATE);
+        s.drop_expired(layer, self.clock().now_s());
         let Some(l) = s.layers.get_mut(layer) else {
             return Ok(false);
         };
@@ -127,7 +155,7 @@ impl GeoStore for MemoryStore {
         unit: Unit,
     ) -> Result<Option<f64>, StoreError> {
         let s = self.state(&STATE);
-        let Some(l) = s.layers.get(layer) else {
+        let Some(l) = s.live(layer, self.clock().now_s()) else {
             return Ok(None);
         };
         let (Some(a), Some(b)) = (l.scores.get(from.as_str()), l.scores.get(to.as_str())) else {
@@ -144,7 +172,7 @@ impl GeoStore for MemoryStore {
         search: &Search,
     ) -> Result<Result<Found, UnknownCentre>, StoreError> {
         let s = self.state(&STATE);
-        let l = s.layers.get(layer);
+        let l = s.live(layer, self.clock().now_s());
         let center = match &search.center {
             Center::Point(p) => *p,
             Center::Member(m) => match l.and_then(|l| l.scores.get(m.as_str())) {
@@ -169,6 +197,20 @@ impl GeoStore for MemoryStore {
             })
             .collect();
         Ok(Ok(Found { center, hits }))
+    }
+}
+
+impl State {
+    /// `layer`, unless it is past its expiry (and waits for the next purge): gone, as on Redis.
+    fn live(&self, layer: &Name, now: i64) -> Option<&Layer> {
+        self.layers.get(layer).filter(|l| l.expire_at > now)
+    }
+
+    /// Drops `layer` if it is past its expiry, so a write starts it anew, as on Redis.
+    fn drop_expired(&mut self, layer: &Name, now: i64) {
+        if self.layers.get(layer).is_some_and(|l| l.expire_at <= now) {
+            self.layers.remove(layer);
+        }
     }
 }
 

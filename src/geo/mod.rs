@@ -19,7 +19,7 @@ pub use http::{Domain, GeoState};
 pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
-use crate::types::{Name, Refused};
+use crate::types::{Listing, Name, Refused};
 
 /// Member names that would collide with the fixed routes `/v1/geo/{layer}/nearby|distance`.
 pub const RESERVED_MEMBERS: [&str; 2] = ["nearby", "distance"];
@@ -172,6 +172,14 @@ pub struct Found {
     pub hits: Vec<Hit>,
 }
 
+/// A page of the layer listing, as the store read it: each layer with its number of places.
+pub type Layers = Listing<Name, u64>;
+
+/// How long past its expiry a layer stays in the listing's index (skipped by listings, as a
+/// layer that no longer exists), before a listing sweeps it out: its expiry is kept by the
+/// layer's own node on a Cluster, the index's by another, and their clocks may differ.
+pub const INDEX_SLACK_S: i64 = 3_600;
+
 crate::store::store_trait! {
     /// What a geo backend must do. Every method is one store round trip.
     pub(crate) trait GeoStore {
@@ -180,6 +188,11 @@ crate::store::store_trait! {
         /// would take the layer past `bound.max_places`.
         async fn geo_put_many(&self, layer: &Name, places: &[Place], bound: LayerBound)
             -> Result<Result<u64, LayerFull>, StoreError> = "geo.geo_put_many";
+        /// Up to `limit` layers after `after` by name, each with its number of places,
+        /// examining at most `examine` entries of the index the writes keep: never a layer that
+        /// does not exist (expired, or emptied by deletes), never one missed.
+        async fn geo_layers(&self, after: Option<Name>, limit: usize, examine: usize)
+            -> Result<Layers, StoreError> = "geo.layers";
         /// The stored 52-bit geohash of `member`, if present.
         async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> = "geo.geo_get";
         /// Removes `member`; true when it was there.

@@ -4,6 +4,8 @@
 //! instead, counting (`geo_count.lua`) and paging (`geo_scan.lua`) over the cells covering the
 //! area, so no search holds Redis for long (docs/performance.md "Redis time per request").
 
+mod layers;
+
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
@@ -16,8 +18,8 @@ use crate::store::redis::{map_err, RedisStore};
 
 use crate::geo::logic;
 use crate::geo::{
-    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Order, Place, Point, Search, Shape, Unit,
-    UnknownCentre,
+    Center, Found, GeoStore, Hit, LayerBound, LayerFull, Layers, Order, Place, Point, Search,
+    Shape, Unit, UnknownCentre,
 };
 use crate::store::error::StoreError;
 use crate::types::Name;
@@ -107,8 +109,19 @@ impl GeoStore for RedisStore {
             args.push(p.at.lat.to_string());
             args.push(p.member.as_str().to_owned());
         }
+        // Listed first, in another slot ([`layers`]).
+        self.index_layer(layer, bound.expire_at).await?;
         let added: i64 = self.pool.script(&PUT, self.keys.geo(layer), args).await?;
         Ok(u64::try_from(added).map_err(|_| LayerFull))
+    }
+
+    async fn geo_layers(
+        &self,
+        after: Option<Name>,
+        limit: usize,
+        examine: usize,
+    ) -> Result<Layers, StoreError> {
+        self.list_layers(after, limit, examine).await
     }
 
     async fn geo_get(&self, layer: &Name, member: &Name) -> Result<Option<u64>, StoreError> {

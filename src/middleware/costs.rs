@@ -21,6 +21,8 @@ use chrono::NaiveDate;
 /// How one operation is charged. Every operation without a rule costs 1.
 #[derive(Debug, Clone, Copy)]
 pub enum Rule {
+    /// A fixed price, whatever the request (at most the caller's burst).
+    Fixed(u64),
     /// Grows with the body: `base + body bytes / divisor`.
     PerBody { base: u64, divisor: u64, cap: Cap },
     /// From the query string (reads: capped at the burst). At least 1.
@@ -109,6 +111,13 @@ impl<'a> Query<'a> {
         }
     }
 
+    /// A paged listing's `limit` (`crate::paging`): the default page when it is absent or
+    /// not a number, at most the largest page.
+    pub fn page_limit(&self) -> u64 {
+        let limit = self.number("limit", crate::paging::DEFAULT_LIMIT as u64);
+        limit.min(crate::paging::MAX_LIMIT as u64)
+    }
+
     /// A number parameter, or `default` when it is absent or not a number.
     pub fn number(&self, name: &str, default: u64) -> u64 {
         self.get(name)
@@ -183,6 +192,7 @@ impl Terms {
             Rule::PerBody { base, divisor, cap } => {
                 (base + content_length.unwrap_or(0) / divisor, cap)
             }
+            Rule::Fixed(units) => (units, Cap::Capped),
             Rule::Query(rule) => (rule(&Query(query)), Cap::Capped),
             Rule::Body(rule, cap) => (rule(body.unwrap_or_default()), cap),
         };

@@ -3,18 +3,19 @@
 //! purchase is as atomic as the Lua script and sales of different vouchers never contend.
 //! The clock is the gateway's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
-use crate::seckill::logic::Seq;
+use crate::seckill::logic::{Listed, Phase, Seq};
 use crate::seckill::{
     Bought, Changed, Heard, Idempotency, Listening, Once, Order, Put, Refusal, Restock,
-    SeckillStore, Spec, Voucher, IDEMPOTENCY_SECS,
+    SeckillStore, Spec, Voucher, Vouchers, IDEMPOTENCY_SECS,
 };
 use crate::store::error::StoreError;
 use crate::store::memory::{lock, Locked, MemoryStore, Purge};
 use crate::store::slots::Slot;
-use crate::types::{Name, UserId};
+use crate::types::{Name, UserId, Walk};
 
 /// This domain's state in a memory store.
 static STATE: Slot<Locked<State>> = Slot::new();
@@ -22,6 +23,9 @@ static STATE: Slot<Locked<State>> = Slot::new();
 #[derive(Debug, Default)]
 struct State {
     vouchers: HashMap<Name, Arc<Mutex<Sale>>>,
+    /// The listing's index: begin → the vouchers that begin then, changed with the voucher
+    /// under both locks, so it holds exactly the vouchers there are.
+    by_begin: BTreeMap<i64, BTreeSet<Name>>,
 }
 
 impl Purge for State {
@@ -120,19 +124,68 @@ impl MemoryStore {
 
 impl SeckillStore for MemoryStore {
     async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
-        let sale = self.sale(voucher, true).expect("created");
+        // The domain's lock first, as everywhere (then the voucher's): the index changes with
+        // the voucher.
+        let mut s = self.state(&STATE);
+        let sale = s.vouchers.entry(voucher.clone()).or_default().clone();
         let mut sale = lock(&sale);
         if spec.stock.saturating_add(sale.sold) > cap {
             return Ok(Put::OverCap { sold: sale.sold });
         }
-        let existed = sale.spec.replace(spec).is_some();
+        let old = sale.spec.replace(spec);
+        if let Some(old) = old {
+            unindex(&mut s.by_begin, old.begin_ms, voucher);
+        }
+        s.by_begin
+            .entry(spec.begin_ms)
+            .or_default()
+            .insert(voucher.clone());
         self.publish(voucher, &sale, spec);
         let view = sale.view(spec, self.clock().now_ms());
-        Ok(if existed {
+        Ok(if old.is_some() {
             Put::Replaced(view)
         } else {
             Put::Created(view)
         })
+    }
+
+    async fn seckill_list(
+        &self,
+        after: Option<Listed>,
+        phase: Option<Phase>,
+        limit: usize,
+        examine: usize,
+    ) -> Result<Vouchers, StoreError> {
+        let s = self.state(&STATE);
+        let now_ms = self.clock().now_ms();
+        let first = phase.and_then(|p| p.first_begin(now_ms));
+        let last = phase.and_then(|p| p.last_begin(now_ms));
+        let from = match (&after, first) {
+            (Some(a), Some(f)) if f > a.begin_ms => Bound::Included(f),
+            (Some(a), _) => Bound::Included(a.begin_ms),
+            (None, Some(f)) => Bound::Included(f),
+            (None, None) => Bound::Unbounded,
+        };
+        let to = last.map_or(Bound::Unbounded, Bound::Included);
+        let entries = s.by_begin.range((from, to)).flat_map(|(begin, ids)| {
+            ids.iter().map(|id| Listed {
+                begin_ms: *begin,
+                voucher: id.clone(),
+            })
+        });
+        let mut entries = entries.filter(|at| after.as_ref().is_none_or(|a| at > a));
+        let read: Vec<Listed> = entries.by_ref().take(examine).collect();
+        let more = entries.next().is_some();
+        let kept = read
+            .iter()
+            .map(|at| {
+                let sale = lock(s.vouchers.get(&at.voucher)?);
+                let v = sale.spec.map(|spec| sale.view(spec, now_ms))?;
+                phase.is_none_or(|p| p.holds(v.status())).then_some(v)
+            })
+            .collect();
+        let page = Walk::new(None, limit, examine).take(read, kept, more);
+        Ok(page.expect("one read of `examine` entries ends the walk"))
     }
 
     async fn seckill_restock(
@@ -311,6 +364,16 @@ impl MemoryStore {
             })
             .collect();
         (log, (sale.orders.len() - start) as u64)
+    }
+}
+
+/// Takes `voucher` out of the index at `begin`.
+fn unindex(by_begin: &mut BTreeMap<i64, BTreeSet<Name>>, begin: i64, voucher: &Name) {
+    if let Some(ids) = by_begin.get_mut(&begin) {
+        ids.remove(voucher);
+        if ids.is_empty() {
+            by_begin.remove(&begin);
+        }
     }
 }
 

@@ -17,7 +17,7 @@ pub use settings::{Flags, Settings};
 
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
-use logic::Seq;
+use logic::{Listed, Phase, Seq};
 
 pub use crate::store::channels::{Heard, Listening};
 
@@ -183,6 +183,9 @@ pub enum Restock {
     },
 }
 
+/// A page of the voucher listing, as the store read it.
+pub type Vouchers = crate::types::Listing<Listed, Voucher>;
+
 crate::store::store_trait! {
     /// What a flash-sale backend must do. Every method is one atomic store operation; `cap` is
     /// `Settings::max_orders` (`GATEWAY_SECKILL_MAX_ORDERS`).
@@ -199,6 +202,11 @@ crate::store::store_trait! {
         ) -> Result<Once<Restock>, StoreError> = "seckill.restock";
         /// The voucher, or `None` when unknown.
         async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> = "seckill.voucher";
+        /// Up to `limit` vouchers after `after` in listing order (`begin`, then id) whose status
+        /// `phase` holds (every one when `None`), examining at most `examine` entries of the
+        /// index the writes keep: never one that does not exist, never one missed.
+        async fn seckill_list(&self, after: Option<Listed>, phase: Option<Phase>, limit: usize, examine: usize)
+            -> Result<Vouchers, StoreError> = "seckill.list";
         /// Window, stock and per-user checks, then the sale, as one step. Under `idem`, the same
         /// step first looks for the key's earlier outcome and records this one (kept
         /// [`IDEMPOTENCY_SECS`]; not for an unknown voucher, where nothing happened), so "it

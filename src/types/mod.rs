@@ -218,6 +218,85 @@ impl fmt::Display for Name {
     }
 }
 
+/// A page a store read from an index for a listing: the items kept, each with its place `C`
+/// (the listing's cursor), and where the read stopped when it examined its budget of index
+/// entries before it found enough (the next page goes on from there; `None` when it found
+/// them, or reached the end).
+#[derive(Debug, Clone)]
+pub struct Listing<C, T> {
+    pub items: Vec<(C, T)>,
+    pub stopped_at: Option<C>,
+}
+
+impl<C, T> Default for Listing<C, T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            stopped_at: None,
+        }
+    }
+}
+
+/// A listing read from an index whose entries live apart from what they name (another slot),
+/// a read of entries at a time, each read's resources looked at all at once: where the next
+/// read starts, and the page once it is complete (`limit` items found, the index's end, or
+/// `examine` entries examined).
+#[derive(Debug)]
+pub struct Walk<C, T> {
+    page: Listing<C, T>,
+    cursor: Option<C>,
+    examined: usize,
+    limit: usize,
+    examine: usize,
+}
+
+impl<C: Clone, T> Walk<C, T> {
+    pub fn new(after: Option<C>, limit: usize, examine: usize) -> Self {
+        Self {
+            page: Listing::default(),
+            cursor: after,
+            examined: 0,
+            limit,
+            examine,
+        }
+    }
+
+    /// Where the next read starts, and how many entries it takes (at most `per_call`).
+    pub fn next_read(&self, per_call: usize) -> (Option<&C>, usize) {
+        (
+            self.cursor.as_ref(),
+            (self.examine - self.examined).min(per_call),
+        )
+    }
+
+    /// Takes one read's entries, with what the listing keeps of each (`None`: skipped) and
+    /// whether more follow them: the page, once it is complete.
+    pub fn take(
+        &mut self,
+        entries: Vec<C>,
+        kept: Vec<Option<T>>,
+        more: bool,
+    ) -> Option<Listing<C, T>> {
+        for (at, kept) in entries.into_iter().zip(kept) {
+            self.examined += 1;
+            self.cursor = Some(at.clone());
+            if let Some(item) = kept {
+                self.page.items.push((at, item));
+                if self.page.items.len() == self.limit {
+                    return Some(std::mem::take(&mut self.page));
+                }
+            }
+        }
+        if more && self.examined < self.examine {
+            return None;
+        }
+        if more {
+            self.page.stopped_at = self.cursor.take();
+        }
+        Some(std::mem::take(&mut self.page))
+    }
+}
+
 /// A unix time in ms as the API writes instants: RFC 3339 in UTC with milliseconds.
 pub fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
@@ -263,6 +342,27 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_ends_at_the_limit_the_end_or_its_budget() {
+        let kept = |n: &[u32]| n.iter().map(|i| (i % 2 == 0).then_some(*i)).collect();
+        // Full at the limit: no stop.
+        let mut walk = Walk::new(None, 2, 10);
+        let page = walk.take(vec![1, 2, 3, 4, 5], kept(&[1, 2, 3, 4, 5]), true);
+        let page = page.unwrap();
+        assert_eq!((page.items.len(), page.stopped_at), (2, None));
+        // Reads on while the budget lasts, then stops where it examined last.
+        let mut walk = Walk::new(Some(0), 5, 4);
+        assert_eq!(walk.next_read(3), (Some(&0), 3));
+        assert!(walk.take(vec![1, 2, 3], kept(&[1, 2, 3]), true).is_none());
+        assert_eq!(walk.next_read(3), (Some(&3), 1));
+        let page = walk.take(vec![5], kept(&[5]), true).unwrap();
+        assert_eq!((page.items, page.stopped_at), (vec![(2, 2)], Some(5)));
+        // The end of the index.
+        let mut walk = Walk::new(None, 5, 40);
+        let page = walk.take(vec![2, 3], kept(&[2, 3]), false).unwrap();
+        assert_eq!((page.items, page.stopped_at), (vec![(2, 2)], None));
+    }
 
     #[test]
     fn user_ids() {

@@ -21,6 +21,9 @@ crate::contract_tests!(
     reserved_and_unknown_names,
     bad_inputs_are_problems,
     layers_are_bounded,
+    layers_are_listed_by_name_with_their_places,
+    a_layer_gone_leaves_the_listing,
+    a_listing_of_layers_never_shows_one_missing_nor_misses_one,
 );
 
 const PALERMO: (f64, f64) = (13.361389, 38.115556);
@@ -835,4 +838,254 @@ async fn layers_are_bounded(backend: Backend) {
         (200, json!(1)),
         "{body}"
     );
+}
+
+/// Every layer of the listing, following the cursors with pages of `limit`, as `name:places`.
+async fn layers(gw: &Gateway, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after = String::new();
+    for _ in 0..10_000 {
+        let (status, page) = gw
+            .get(&format!("/v1/geo?limit={limit}&after={after}"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let listed = page["layers"].as_array().unwrap();
+        assert!(listed.len() <= limit, "{page}");
+        out.extend(
+            listed
+                .iter()
+                .map(|l| format!("{}:{}", l["layer"].as_str().unwrap(), l["places"])),
+        );
+        match page["next"].as_str() {
+            Some(n) => after = n.to_owned(),
+            None => return out,
+        }
+    }
+    panic!("the listing never ends");
+}
+
+async fn layers_are_listed_by_name_with_their_places(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let (status, empty) = gw.get("/v1/geo").await;
+    assert_eq!(
+        (status.as_u16(), empty),
+        (200, json!({"layers": [], "next": null}))
+    );
+    put(&gw, "b.2", "x", PALERMO).await;
+    put(&gw, "b.2", "y", CATANIA).await;
+    put(&gw, "A:1", "x", PALERMO).await;
+    let places: Vec<Value> = ["p", "q", "r"]
+        .iter()
+        .map(|m| json!({"member": m, "lon": PALERMO.0, "lat": PALERMO.1}))
+        .collect();
+    let (status, _) = gw.post("/v1/geo/c-3", json!({ "places": places })).await;
+    assert_eq!(status, 200);
+    for limit in [1, 2, 3, 100] {
+        assert_eq!(
+            layers(&gw, limit).await,
+            ["A:1:1", "b.2:2", "c-3:3"],
+            "pages of {limit}"
+        );
+    }
+    let (_, first) = gw.get("/v1/geo?limit=1").await;
+    assert_eq!(first["layers"], json!([{"layer": "A:1", "places": 1}]));
+    let (_, rest) = gw
+        .get(&format!(
+            "/v1/geo?after={}",
+            first["next"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        rest,
+        json!({"layers": [{"layer": "b.2", "places": 2}, {"layer": "c-3", "places": 3}], "next": null})
+    );
+    let (_, whole) = gw.get("/v1/geo?limit=3&after=").await;
+    assert!(
+        whole["next"].is_null(),
+        "a full last page has no next: {whole}"
+    );
+    for query in [
+        "limit=0",
+        "limit=1001",
+        "limit=x",
+        "after=a%20b",
+        "after=%7Bx%7D",
+        "other=1",
+    ] {
+        let (status, problem) = gw.get(&format!("/v1/geo?{query}")).await;
+        assert_eq!(
+            (status.as_u16(), problem["code"].as_str()),
+            (400, Some("invalid_argument")),
+            "{query}: {problem}"
+        );
+    }
+}
+
+/// A layer whose last place is deleted, or that expired, is no longer listed; a write brings it
+/// back. Expiry is the memory store's clock moved by hand, and on Redis the layer's key made to
+/// expire at once (a real Redis expires keys on its own clock, which no test moves: the wait is
+/// the few milliseconds it takes).
+async fn a_layer_gone_leaves_the_listing(backend: Backend) {
+    let mut s = settings(backend);
+    s.geo.retention_days = 1;
+    let prefix = s.key_prefix.clone();
+    let gw = Gateway::with_settings(s).await;
+    put(&gw, "emptied", "x", PALERMO).await;
+    put(&gw, "kept", "x", PALERMO).await;
+    put(&gw, "old", "x", PALERMO).await;
+    assert_eq!(layers(&gw, 10).await, ["emptied:1", "kept:1", "old:1"]);
+    let (status, _) = gw.delete("/v1/geo/emptied/x").await;
+    assert_eq!(status, 204);
+    assert_eq!(layers(&gw, 10).await, ["kept:1", "old:1"]);
+    let (_, page) = gw.get("/v1/geo?limit=1").await;
+    assert_eq!(
+        page["layers"],
+        json!([{"layer": "kept", "places": 1}]),
+        "{page}"
+    );
+
+    if backend == Backend::Memory {
+        gw.pass(std::time::Duration::from_secs(12 * 3600)).await;
+        put(&gw, "kept", "y", CATANIA).await;
+        gw.pass(std::time::Duration::from_secs(12 * 3600 + 1)).await;
+    } else {
+        let key = format!("{prefix}geo:{{old}}");
+        let server = crate::common::servers(backend)[0];
+        assert_eq!(
+            server.cli(&["-c", "pexpire", &key, "1"]).unwrap().trim(),
+            "1"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        put(&gw, "kept", "y", CATANIA).await;
+    }
+    assert_eq!(layers(&gw, 10).await, ["kept:2"]);
+    put(&gw, "emptied", "z", CATANIA).await;
+    put(&gw, "old", "z", CATANIA).await;
+    assert_eq!(layers(&gw, 10).await, ["emptied:1", "kept:2", "old:1"]);
+}
+
+/// Layers written while listings page through: a listing holds every layer that held places
+/// before it began, never one twice, never one never written.
+async fn a_listing_of_layers_never_shows_one_missing_nor_misses_one(backend: Backend) {
+    let mut s = settings(backend);
+    s.store_timeout = std::time::Duration::from_secs(10);
+    let gw = Gateway::with_settings(s).await;
+    let names: Vec<String> = (0..60).map(|i| format!("l{i:02}")).collect();
+    let writes = futures::future::join_all(names.iter().map(|l| {
+        let gw = &gw;
+        async move {
+            let (status, body) = put(gw, l, "x", PALERMO).await;
+            assert_eq!(status, 201, "{body}");
+        }
+    }));
+    let reads = async {
+        for _ in 0..12 {
+            let paths: Vec<String> = names.iter().map(|l| format!("/v1/geo/{l}/x")).collect();
+            let found = futures::future::join_all(paths.iter().map(|p| gw.get(p))).await;
+            let before: Vec<&String> = names
+                .iter()
+                .zip(found)
+                .filter(|(_, (status, _))| *status == 200)
+                .map(|(l, _)| l)
+                .collect();
+            let listed = layers(&gw, 7).await;
+            let seen: std::collections::HashSet<&str> = listed
+                .iter()
+                .map(|l| l.strip_suffix(":1").expect("one place each"))
+                .collect();
+            assert_eq!(seen.len(), listed.len(), "a layer listed twice: {listed:?}");
+            for l in before {
+                assert!(
+                    seen.contains(l.as_str()),
+                    "{l} held a place before the listing: {listed:?}"
+                );
+            }
+            for l in &seen {
+                assert!(names.iter().any(|n| n == l), "{l} was never written");
+            }
+        }
+    };
+    futures::join!(writes, reads);
+    assert_eq!(layers(&gw, 1000).await.len(), names.len());
+}
+
+/// The layer index's sweep (docs/geo.md "Listing layers"), on a private Redis through the
+/// scripts themselves: an entry leaves only an hour past its expiry, from both sorted sets, a
+/// listing's page and a write each sweeping a bounded number; a write's expiry there never
+/// moves back; both keys live an hour past the last layer entered.
+#[tokio::test]
+async fn the_layer_index_sweeps_only_what_is_gone_for_good() {
+    use fred::prelude::*;
+    let add = include_str!("../../src/geo/redis/geo_index_add.lua");
+    let page = include_str!("../../src/geo/redis/geo_index_page.lua");
+    let (redis, client, add) = crate::common::fred_on_private_redis(add).await;
+    let page: String = client.script_load(page).await.unwrap();
+    let keys = || {
+        vec![
+            "geor:{layers}".to_owned(),
+            "geor:{layers}:expiry".to_owned(),
+        ]
+    };
+    let now = chrono::Utc::now().timestamp();
+    let entered = |layer: &str, expiry: i64| {
+        let (client, add) = (client.clone(), add.clone());
+        let args = vec![
+            layer.to_owned(),
+            expiry.to_string(),
+            "3600".into(),
+            "2".into(),
+        ];
+        async move {
+            let _: i64 = client.evalsha(add, keys(), args).await.unwrap();
+        }
+    };
+    // Entries gone for good, as a store left them.
+    let left = |layer: &str, expiry: i64| {
+        redis.cli(&["zadd", "geor:{layers}", "0", layer]).unwrap();
+        let expiry = expiry.to_string();
+        redis
+            .cli(&["zadd", "geor:{layers}:expiry", &expiry, layer])
+            .unwrap();
+    };
+    left("a-gone", now - 7_200);
+    left("b-gone", now - 3_700);
+    left("c-gone", now - 3_601);
+    let listed = |key: &str| {
+        let names = redis.cli(&["zrange", key, "0", "-1"]).unwrap();
+        names
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // A write sweeps two of them.
+    entered("d-recent", now - 60).await;
+    for key in keys() {
+        assert_eq!(listed(&key), ["c-gone", "d-recent"], "{key}");
+    }
+    entered("e-live", now + 1_000).await;
+    // A later write's earlier expiry does not move the entry back.
+    entered("e-live", now - 7_200).await;
+    assert_eq!(listed("geor:{layers}:expiry"), ["d-recent", "e-live"]);
+    left("f-gone", now - 4_000);
+    let page_of = |after: &'static str| {
+        let (client, page) = (client.clone(), page.clone());
+        async move {
+            let names: Vec<String> = client
+                .evalsha(page, keys(), vec![after, "10", "3600", "100"])
+                .await
+                .unwrap();
+            names
+        }
+    };
+    assert_eq!(
+        page_of("").await,
+        ["d-recent", "e-live"],
+        "a page sweeps first"
+    );
+    assert_eq!(listed("geor:{layers}"), ["d-recent", "e-live"]);
+    assert_eq!(page_of("d-recent").await, ["e-live"]);
+    for key in keys() {
+        let ttl: i64 = redis.cli(&["ttl", &key]).unwrap().trim().parse().unwrap();
+        assert!((4_500..=4_600).contains(&ttl), "{key} lives {ttl} s");
+    }
 }

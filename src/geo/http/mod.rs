@@ -1,8 +1,9 @@
 //! Geo routes (docs/api.md "Nearby search").
 //!
 //! Here: the router, the routes' costs and what they share; `places.rs`: writing and reading
-//! places; `queries.rs`: nearby search and distance.
+//! places; `queries.rs`: nearby search and distance; `layers.rs`: the listing of layers.
 
+mod layers;
 mod places;
 mod queries;
 
@@ -57,6 +58,7 @@ impl crate::domain::Domain for Domain {
         let reserved = || put(reserved_member).delete(reserved_member);
         places::routes()
             .merge(queries::routes())
+            .merge(layers::routes())
             .route("/v1/geo/{layer}/nearby", reserved())
             .route("/v1/geo/{layer}/distance", reserved())
     }
@@ -85,13 +87,22 @@ pub const TERMS: &[RouteTerms] = &[
         },
         "2 + body bytes / 432 (a body costing more than the caller's burst is refused with 413)",
     ),
+    // One place with a 128-character name on a new 128-character layer stores ~1.3 KB, and
+    // the layer's entry in the listing's index (two sorted sets) ~520 B more: 2 units.
+    RouteTerms::new("PUT", "/v1/geo/{layer}/{member}", Rule::Fixed(2), "2"),
     RouteTerms::new(
         "GET",
         "/v1/geo/{layer}/nearby",
         Rule::Query(nearby_cost),
         "1 + count / 100",
     ),
+    // A listing counts the places of each layer it examines (one ZCARD each).
+    RouteTerms::new("GET", "/v1/geo", Rule::Query(list_cost), "1 + limit / 100"),
 ];
+
+fn list_cost(q: &Query<'_>) -> u64 {
+    1 + q.page_limit() / 100
+}
 
 fn nearby_cost(q: &Query<'_>) -> u64 {
     1 + q.number("count", 20) / 100

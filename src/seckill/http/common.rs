@@ -6,7 +6,7 @@ use utoipa::IntoParams;
 
 use crate::error::ApiError;
 use crate::paging::Cursor;
-use crate::seckill::logic::Seq;
+use crate::seckill::logic::{Listed, Seq};
 use crate::types::Name;
 
 /// An order id's sequence is the cursor of the order listings (and of the dead-letter
@@ -18,6 +18,13 @@ impl Cursor for Seq {
         seq.successor()
             .map(|_| seq)
             .ok_or_else(|| "out of range".to_owned())
+    }
+}
+
+/// A voucher's place in the listing of vouchers (`<begin ms>~<id>`) is that listing's cursor.
+impl Cursor for Listed {
+    fn parse_cursor(s: &str) -> Result<Self, String> {
+        s.parse()
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::middleware::costs::{Query, RouteTerms, Rule};
 use crate::seckill::OrderArchive;
 use crate::state::{AppState, Shared, Slice};
 use crate::store::Store;
@@ -27,6 +28,7 @@ impl crate::domain::Domain for Domain {
 
     const TAG: Option<(&'static str, &'static str)> =
         Some(("seckill", "Flash sales: atomic stock and orders"));
+    const TERMS: &'static [RouteTerms] = TERMS;
 
     fn router() -> OpenApiRouter<AppState> {
         OpenApiRouter::new()
@@ -39,6 +41,26 @@ impl crate::domain::Domain for Domain {
     fn slice(slices: crate::state::Slices) -> crate::state::Slices {
         slices.slice::<SeckillState>()
     }
+}
+
+/// What these routes cost the global limiter beyond 1 (docs/ratelimit.md "Route costs").
+pub const TERMS: &[RouteTerms] = &[
+    // A listing reads each voucher it examines (one small script each): a page under a
+    // `status` examines up to 4 per voucher it may hold.
+    RouteTerms::new(
+        "GET",
+        "/v1/seckill/vouchers",
+        Rule::Query(list_cost),
+        "1 + limit / 100; with a status, 1 + 4 × limit / 100",
+    ),
+];
+
+fn list_cost(q: &Query<'_>) -> u64 {
+    let per = match q.get("status") {
+        Some(_) => vouchers::EXAMINED_PER_VOUCHER as u64,
+        None => 1,
+    };
+    1 + per * q.page_limit() / 100
 }
 
 /// What the flash-sale routes are handed (`State<SeckillState>`), made once at start-up.

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -14,9 +14,11 @@ use super::common::not_found;
 use super::SeckillState;
 use crate::auth::Admin;
 use crate::clients::IdempotencyKey;
-use crate::error::responses::{JsonBody, Lookup, NotFound, Unauthorized};
+use crate::error::responses::{JsonBody, Lookup, NotFound, StoreErrors, Unauthorized};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{once_reply, ApiJson, ApiPath, NoQuery};
+use crate::extract::{once_reply, ApiJson, ApiPath, ApiQuery, NoQuery};
+use crate::paging::Page;
+use crate::seckill::logic::{Listed, Phase};
 use crate::seckill::{Idempotency, Put, Restock, SeckillStore, Spec, Voucher, MAX_PER_USER};
 use crate::state::AppState;
 use crate::types::rfc3339;
@@ -26,6 +28,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(put_voucher, get_voucher))
         .routes(routes!(restock))
+        .routes(routes!(list_vouchers))
 }
 
 /// A voucher's definition.
@@ -222,4 +225,67 @@ async fn get_voucher(
         .await?
         .ok_or_else(|| not_found(&voucher))?;
     Ok(Json(VoucherView::new(&voucher, &v)))
+}
+
+/// A page of the voucher listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    /// `upcoming` (status `pending`), `active` (on sale with stock left) or `ended` (`ended`,
+    /// or `sold_out`: nothing can be bought now); absent: every voucher.
+    #[param(inline, example = "active")]
+    status: Option<Phase>,
+    /// The `next` of the previous page; absent or empty means from the first voucher.
+    after: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, example = 100)]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct VoucherPage {
+    /// By `begin`, then by id, each as `GET /v1/seckill/vouchers/{voucher_id}` shows it.
+    vouchers: Vec<VoucherView>,
+    /// Opaque cursor for the next page (pass it as `after`), or null on the last page. Under a
+    /// `status` a page may hold fewer than `limit` vouchers, even none, and still go on.
+    next: Option<String>,
+}
+
+/// Index entries a page under a `status` examines at most, per voucher it may hold: the rest
+/// are skipped, and the page ends early with a `next` cursor.
+pub(super) const EXAMINED_PER_VOUCHER: usize = 4;
+
+/// The vouchers, by begin then id, paged; each with its stock and its status by the store's
+/// clock.
+///
+/// Read from an index the writes keep (never a scan of the store): a voucher that exists is
+/// listed, one that does not is not, also while others are being created. `status` keeps
+/// `upcoming` (`pending`), `active` (on sale with stock left) or `ended` (`ended` or
+/// `sold_out`) vouchers; such a page examines at most 4 × `limit` vouchers, so it may hold
+/// fewer than `limit`, even none, and still give a `next`.
+#[utoipa::path(
+    get, path = "/v1/seckill/vouchers", operation_id = "seckillListVouchers",
+    params(ListQuery),
+    responses((status = 200, body = VoucherPage), StoreErrors)
+)]
+async fn list_vouchers(
+    State(state): State<SeckillState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<VoucherPage>> {
+    let page = Page::<Listed>::parse(q.after.as_deref(), q.limit)?;
+    let examine = match q.status {
+        Some(_) => EXAMINED_PER_VOUCHER * page.fetch(),
+        None => page.fetch(),
+    };
+    let found = state
+        .store
+        .seckill_list(page.after.clone(), q.status, page.fetch(), examine)
+        .await?;
+    let (vouchers, next) = page.of(found);
+    let vouchers = vouchers
+        .iter()
+        .map(|(at, v)| VoucherView::new(&at.voucher, v))
+        .collect();
+    Ok(Json(VoucherPage { vouchers, next }))
 }

@@ -5,42 +5,28 @@
 //! the scripts, the keys and the decoding of replies, which both share.
 
 mod buy;
+mod listing;
 mod wire;
 
 use fred::prelude::*;
 
-use crate::store::redis::{map_err, RedisStore};
+use crate::store::redis::RedisStore;
 
-use crate::seckill::logic::Seq;
+use crate::seckill::logic::{Listed, Phase, Seq};
 use crate::seckill::{
     Bought, Idempotency, Listening, Once, Order, Put, Restock, SeckillStore, Spec, Voucher,
+    Vouchers,
 };
 use crate::store::error::StoreError;
 use crate::types::{Name, UserId};
 use buy::{buy_group, Purchase, PURCHASES};
-use wire::{
-    bad, int, parse_entry, restocked, seqs, tag, view, GET, ORDERS, PUT, RESTOCK, USER_ORDERS,
-};
-
-impl RedisStore {
-    /// Adds `voucher` to the registry through which the ledger finds every order stream
-    /// (idempotent; `src/ledger/redis.rs` reads it).
-    async fn register_voucher(&self, voucher: &Name) -> Result<(), StoreError> {
-        let _: i64 = self
-            .pool
-            .at(&self.keys.voucher_registry())?
-            .sadd(self.keys.voucher_registry(), voucher.as_str())
-            .await
-            .map_err(map_err)?;
-        Ok(())
-    }
-}
+use wire::{bad, int, parse_entry, restocked, seqs, tag, view, ORDERS, PUT, RESTOCK, USER_ORDERS};
 
 impl SeckillStore for RedisStore {
     async fn seckill_put(&self, voucher: &Name, spec: Spec, cap: u64) -> Result<Put, StoreError> {
-        // Registered first (it lives in another slot): the registry may name a voucher that
-        // was refused, never miss one that exists.
-        self.register_voucher(voucher).await?;
+        // Registered and listed first (in another slot): the registry and the listing's index
+        // may name a voucher that was refused, never miss one that exists ([`listing`]).
+        self.register_voucher(voucher, spec.begin_ms).await?;
         let reply: Vec<Value> = self
             .pool
             .script(
@@ -55,20 +41,33 @@ impl SeckillStore for RedisStore {
                 ],
             )
             .await?;
-        match tag(&reply).as_str() {
-            "over_cap" => Ok(Put::OverCap {
-                sold: int(reply.get(1))
-                    .and_then(|s| u64::try_from(s).ok())
-                    .unwrap_or(0),
-            }),
-            "created" => view(&reply)
-                .map(Put::Created)
-                .ok_or_else(|| bad("put", &reply)),
-            "replaced" => view(&reply)
-                .map(Put::Replaced)
-                .ok_or_else(|| bad("put", &reply)),
-            _ => Err(bad("put", &reply)),
-        }
+        let put = match tag(&reply).as_str() {
+            "over_cap" => {
+                return Ok(Put::OverCap {
+                    sold: int(reply.get(1))
+                        .and_then(|s| u64::try_from(s).ok())
+                        .unwrap_or(0),
+                })
+            }
+            "created" => view(&reply).map(Put::Created),
+            "replaced" => view(&reply).map(Put::Replaced),
+            _ => None,
+        };
+        let (Some(put), Some(rev)) = (put, int(reply.get(7))) else {
+            return Err(bad("put", &reply));
+        };
+        self.place_voucher(voucher, spec.begin_ms, rev).await?;
+        Ok(put)
+    }
+
+    async fn seckill_list(
+        &self,
+        after: Option<Listed>,
+        phase: Option<Phase>,
+        limit: usize,
+        examine: usize,
+    ) -> Result<Vouchers, StoreError> {
+        self.list_vouchers(after, phase, limit, examine).await
     }
 
     async fn seckill_restock(
@@ -101,15 +100,7 @@ impl SeckillStore for RedisStore {
     }
 
     async fn seckill_voucher(&self, voucher: &Name) -> Result<Option<Voucher>, StoreError> {
-        let reply: Vec<Value> = self
-            .pool
-            .script(&GET, vec![self.keys.voucher(voucher)], ())
-            .await?;
-        match tag(&reply).as_str() {
-            "not_found" => Ok(None),
-            "ok" => view(&reply).map(Some).ok_or_else(|| bad("get", &reply)),
-            _ => Err(bad("get", &reply)),
-        }
+        Ok(self.voucher_at_rev(voucher).await?.map(|(v, _)| v))
     }
 
     async fn seckill_buy(
