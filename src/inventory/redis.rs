@@ -220,6 +220,23 @@ mod tests {
                 None,
                 "registry",
             ),
+            (keys.voucher_index(), Kind::Voucher, None, None, "index"),
+            (keys.voucher_revs(), Kind::Voucher, None, None, "index_revs"),
+            (
+                keys.voucher_backfill(),
+                Kind::Voucher,
+                None,
+                None,
+                "index_backfill",
+            ),
+            (keys.layer_index(), Kind::Layer, None, None, "index"),
+            (
+                keys.layer_expiries(),
+                Kind::Layer,
+                None,
+                None,
+                "index_expiry",
+            ),
             (
                 keys.queue_idempotency(&scoped, "ab"),
                 Kind::Queue,
@@ -395,8 +412,13 @@ mod tests {
 
     /// What the `impl Keys` blocks spell and the test above reads back; a new key of a
     /// domain fails [`every_key_the_domains_spell_is_known`] until it is there.
-    const READ_BACK: [&str; 29] = [
+    const READ_BACK: [&str; 34] = [
         "voucher",
+        "voucher_index",
+        "voucher_revs",
+        "voucher_backfill",
+        "layer_index",
+        "layer_expiries",
         "voucher_buyers",
         "voucher_user_orders",
         "voucher_orders",
