@@ -84,15 +84,7 @@ async fn metric_series_stay_fixed_under_invented_input() {
 async fn open_streams_and_their_feeds_are_gauged() {
     let gw = Gateway::start(Backend::Memory).await;
     let scrape = || async {
-        let text = gw
-            .client
-            .get(gw.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = gw.text("/metrics").await;
         let value = |name: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())

@@ -398,6 +398,9 @@ fn is_transient(details: &str) -> bool {
         "MASTERDOWN",
         "READONLY",
         "BUSY",
+        // A blocked command (a durable write's `WAIT`) on a master that learnt, when it woke,
+        // that a replica took its place: the write's fate is unknown, as in an outage.
+        "UNBLOCKED",
     ]
     .iter()
     .any(|p| details.starts_with(p))
@@ -413,6 +416,11 @@ mod tests {
         assert!(matches!(classify(&unroutable), StoreError::Unavailable(_)));
         let loading = Error::new(ErrorKind::Unknown, "LOADING Redis is loading");
         assert!(matches!(classify(&loading), StoreError::Unavailable(_)));
+        let demoted = Error::new(
+            ErrorKind::Unknown,
+            "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+        );
+        assert!(matches!(classify(&demoted), StoreError::Unavailable(_)));
         let other = Error::new(ErrorKind::Unknown, "something else");
         assert!(matches!(classify(&other), StoreError::Internal(_)));
         let parse = Error::new(ErrorKind::Parse, "Failed to route command.");
