@@ -196,6 +196,10 @@ def plants():
     def no_answer(b):
         b.op("uv", dict(page="p"), None, error="timeout", took=30.0)
 
+    def not_recovered(b):
+        b.meta.update(t0=b.t - 100.0, minutes=2.0, quiet_s=40.0)
+        b.op("uv", dict(page="quiet"), None, error="conn", start=b.meta["t0"] + 110.0)
+
     return [
         ("oversold", "a voucher sold beyond its stock", oversold),
         ("over_user_limit", "a user with more orders than the per-user limit", over_limit),
@@ -213,6 +217,7 @@ def plants():
         ("503_no_retry_after", "a 503 without Retry-After", s503),
         ("hang", "an answer past the request timeout", hang),
         ("hang", "no answer at all (client gave up)", no_answer),
+        ("not_recovered", "a request failing after every fault healed", not_recovered),
     ]
 
 
