@@ -270,6 +270,15 @@ class Postgres:
         return json.loads(r.stdout.strip() or "[]")
 
 
+# Each instance runs under its own group id, by which the nftables rules of a partition pick its
+# packets (inside the run's private network namespace).
+GIDS = {"g0": 65533, "g1": 65534}
+
+
+def in_netns():
+    return os.environ.get("CHAOS_NETNS") == "1"
+
+
 class Gateway(Proc):
     def __init__(self, name, binary, logdir, redis_url, db_url):
         self.port = free_port()
@@ -281,7 +290,10 @@ class Gateway(Proc):
             env["DATABASE_URL"] = db_url
         else:
             env.pop("DATABASE_URL", None)
-        super().__init__(name, [binary], logdir, env)
+        argv = [binary]
+        if in_netns():
+            argv = ["setpriv", "--regid", str(GIDS[name]), "--clear-groups", "--", binary]
+        super().__init__(name, argv, logdir, env)
 
     def ready(self):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
@@ -571,6 +583,33 @@ class Faults:
                     g.start()
                 finally:
                     self._free(g.name)
+            elif kind == "partition":
+                gname, role = target.split("|")
+                node = cl.resolve("master", int(role.split(":")[1]))
+                if not in_netns():
+                    rec["note"] = "skipped: not in a private network namespace (needs root)"
+                    return
+                if node is None or not self._claim((gname, node.port)):
+                    rec["note"] = "skipped: no master now, or already partitioned"
+                    return
+                rec["node"] = node.port
+                with self.lock:
+                    self.n = getattr(self, "n", 0) + 1
+                    table = "chaos_%d" % self.n
+                rec["start"] = time.time()
+                try:
+                    nft = lambda *a: subprocess.run(["nft", *a], check=True,  # noqa: E731
+                                                    capture_output=True)
+                    nft("add", "table", "inet", table)
+                    nft("add", "chain", "inet", table, "out",
+                        "{ type filter hook output priority 0; }")
+                    # Dropped, not refused: the gateway's packets to that master vanish.
+                    nft("add", "rule", "inet", table, "out", "meta", "skgid", str(GIDS[gname]),
+                        "tcp", "dport", str(node.port), "drop")
+                    time.sleep(duration)
+                finally:
+                    subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True)
+                    self._free((gname, node.port))
             elif kind == "pg_stop":
                 if pg is None or not self._claim("pg"):
                     rec["note"] = "skipped"

@@ -31,6 +31,9 @@ def parse(argv):
                    help="the Cluster's cluster-node-timeout (default 2000)")
     p.add_argument("--no-ledger", action="store_true",
                    help="run without PostgreSQL (no order ledger, no pg_stop faults)")
+    p.add_argument("--no-partitions", action="store_true",
+                   help="no network partitions (which need root: the run then happens in a "
+                   "private network namespace, with nftables rules)")
     p.add_argument("--keep", help="directory for the history and the servers' logs (default: "
                    "a new one under the temporary directory, kept)")
     p.add_argument("--dry-run", action="store_true", help="print the seed's schedule, run nothing")
@@ -54,7 +57,7 @@ def main(argv=None):
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
     sched, quiet = schedule.make(args.seed, args.minutes, args.node_timeout_ms,
-                                 ledger=not args.no_ledger)
+                                 ledger=not args.no_ledger, partitions=not args.no_partitions)
     if args.dry_run:
         print("\n".join(schedule.describe(sched, args.seed, args.minutes, quiet)))
         return 0

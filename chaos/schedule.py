@@ -14,19 +14,21 @@ KINDS = [
     ("failover", 2),        # CLUSTER FAILOVER on a shard's replica (forced, graceful)
     ("gateway_kill", 2),    # SIGKILL a gateway instance mid-request, restart after `duration`
     ("pg_stop", 1),         # stop PostgreSQL (fast shutdown), start it after `duration`
+    ("partition", 2),       # drop a gateway's packets to a shard's master (nftables), heal
 ]
-NOT_DONE = ["partition (nftables in a private network namespace)"]
+NOT_DONE = []
 
 
 def make(seed, minutes, node_timeout_ms=2000, ledger=True, warmup_s=10.0, quiet_s=None,
-         mean_gap_s=4.0):
+         mean_gap_s=4.0, partitions=True):
     """[(start_s, kind, target, duration_s)], start relative to the run's start, all within
     [warmup, total − quiet]; faults may overlap."""
     rng = random.Random(seed)
     total = minutes * 60.0
     quiet = quiet_s if quiet_s is not None else max(20.0, min(60.0, total * 0.2))
     nt = node_timeout_ms / 1000.0
-    kinds = [(k, w) for k, w in KINDS if ledger or k != "pg_stop"]
+    kinds = [(k, w) for k, w in KINDS if (ledger or k != "pg_stop") and (
+        partitions or k != "partition")]
     out = []
     t = warmup_s
     while True:
@@ -40,6 +42,9 @@ def make(seed, minutes, node_timeout_ms=2000, ledger=True, warmup_s=10.0, quiet_
                 duration = rng.uniform(0.2 * nt, 2.5 * nt)
         elif kind == "failover":
             target, duration = "shard:%d" % rng.randrange(3), 0.0
+        elif kind == "partition":
+            target = "g%d|master:%d" % (rng.randrange(2), rng.randrange(3))
+            duration = rng.uniform(0.3 * nt, 3.0 * nt)
         elif kind == "gateway_kill":
             target, duration = "g%d" % rng.randrange(2), rng.uniform(0.2, 3.0)
         else:
@@ -60,5 +65,6 @@ def describe(schedule, seed, minutes, quiet):
     for _, kind, _, _ in schedule:
         counts[kind] = counts.get(kind, 0) + 1
     lines.append("by kind: " + ", ".join("%s %d" % kv for kv in sorted(counts.items())))
-    lines.append("not done: " + "; ".join(NOT_DONE))
+    if NOT_DONE:
+        lines.append("not done: " + "; ".join(NOT_DONE))
     return lines
