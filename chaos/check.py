@@ -1,0 +1,408 @@
+"""The checker: reads a recorded history (JSON lines, see `history` below) and reports every
+violation of the gateway's promises, each with the operations that show it.
+
+Standard library only. `python3 chaos/check.py HISTORY` checks a history and exits 1 on any
+violation; `run.py` calls `check()` at the end of a run and `selfcheck.py` plants violations.
+
+A history is one JSON object per line:
+
+- `{"type": "meta", ...}` first: the run's settings (`vouchers`: id → stock and
+  per_user_limit, `request_timeout_ms`, `ledger`: whether PostgreSQL rows were read, `seed`);
+- `{"type": "op", "id", "client", "gw", "op", "logical", "attempt", "args", "start", "end",
+  "status", "retry_after", "error", "body"}`: one HTTP request and its answer (`status` null
+  and `error` set when none came: `conn` for a refused or cut connection, `timeout` when the
+  client gave up waiting). Attempts of one logical operation (a retry of an unknown outcome
+  with the same `Idempotency-Key`) share `logical`;
+- `{"type": "fence", "id", "client", "lock", "owner", "token", "time", "accepted",
+  "max_before"}`: a lock holder's write to the fenced register (the workload's, checker-side:
+  it accepts a token at least the highest it accepted, and refuses a lower one);
+- `{"type": "fault", "kind", "target", "start", "end"}`: a fault as injected;
+- `{"type": "final", "what": "orders"|"dead"|"pg", ...}`: what the run read back at the end
+  (every voucher's orders, every queue's dead list, the ledger's PostgreSQL rows).
+"""
+
+import collections
+import json
+import sys
+
+# Answers each operation may give besides a 503 with Retry-After (documented refusals included).
+ALLOWED = {
+    "voucher_put": {200, 201},
+    "purchase": {201, 409},
+    "lock_acquire": {200, 409},
+    "lock_renew": {200, 409},
+    "lock_release": {204, 409},
+    "enqueue": {200, 201},
+    "claim": {200},
+    "ack": {204, 409},
+    "queue_stats": {200},
+    "ratelimit": {200},
+    "uv": {200},
+    "checkin": {200},
+    "orders": {200},
+    "dead": {200},
+}
+# Extra time a route may take beyond the request timeout (docs/configuration.md).
+EXTRA_MS = {"claim": 20_000, "lock_acquire": 10_000}
+# Slack on the request timeout before an answer counts as hung (scheduling on a busy machine).
+HANG_SLACK_S = 2.0
+UNKNOWN = "unknown"
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def unknown_outcome(op):
+    """An attempt whose effect the client cannot know: no answer, or a 503."""
+    return op.get("status") is None or op.get("status") == 503
+
+
+class Checker:
+    def __init__(self, records):
+        self.meta = next((r for r in records if r.get("type") == "meta"), {})
+        self.ops = [r for r in records if r.get("type") == "op"]
+        self.fences = [r for r in records if r.get("type") == "fence"]
+        self.faults = [r for r in records if r.get("type") == "fault"]
+        self.finals = [r for r in records if r.get("type") == "final"]
+        self.violations = []
+        self.notes = []  # measurements that are not violations
+
+    def bad(self, kind, msg, ops=()):
+        self.violations.append(dict(kind=kind, msg=msg, ops=[o for o in ops]))
+
+    # -----------------------------------------------------------------------------------------
+    # Answers
+
+    def answers(self):
+        timeout_s = self.meta.get("request_timeout_ms", 10_000) / 1000.0
+        for op in self.ops:
+            st, kind = op.get("status"), op["op"]
+            if op.get("error") == "timeout":
+                self.bad("hang", "%s got no answer within the client's wait (%.1f s)" % (
+                    kind, op["end"] - op["start"]), [op])
+                continue
+            if st is None:
+                continue  # a refused or cut connection: a gateway down, an unknown outcome
+            took = op["end"] - op["start"]
+            limit = timeout_s + EXTRA_MS.get(kind, 0) / 1000.0 + HANG_SLACK_S
+            if took > limit:
+                self.bad("hang", "%s answered %s after %.1f s (request timeout %.1f s)" % (
+                    kind, st, took, limit - HANG_SLACK_S), [op])
+            if st >= 500 and st != 503:
+                self.bad("status_5xx", "%s answered %s" % (kind, st), [op])
+            elif st == 503:
+                if not op.get("retry_after"):
+                    self.bad("503_no_retry_after", "%s answered 503 without Retry-After" % kind,
+                             [op])
+            elif kind in ALLOWED and st not in ALLOWED[kind]:
+                self.bad("undocumented_status", "%s answered %s" % (kind, st), [op])
+
+    # -----------------------------------------------------------------------------------------
+    # Flash sale
+
+    def seckill(self):
+        vouchers = self.meta.get("vouchers", {})
+        final = {}
+        for f in self.finals:
+            if f["what"] == "orders":
+                final[f["voucher"]] = f
+        pg = next((f for f in self.finals if f["what"] == "pg"), None)
+        purchases = [o for o in self.ops if o["op"] == "purchase"]
+        ok = {}  # order_id → the 201s that returned it
+        for o in purchases:
+            if o.get("status") == 201 and isinstance(o.get("body"), dict):
+                ok.setdefault(o["body"].get("order_id"), []).append(o)
+
+        for vid, v in sorted(vouchers.items()):
+            mine = {oid: ops for oid, ops in ok.items() if ops[0]["args"]["voucher"] == vid}
+            listed = final.get(vid, {}).get("orders")
+            sold = set(mine) | {x["order_id"] for x in listed or []}
+            if len(sold) > v["stock"]:
+                self.bad("oversold", "voucher %s: %d orders (answered 201 or listed) for a stock "
+                         "of %d" % (vid, len(sold), v["stock"]),
+                         [ops[0] for ops in mine.values()][:20])
+            users = collections.defaultdict(set)
+            for oid, ops in mine.items():
+                users[ops[0]["args"]["user"]].add(oid)
+            for x in listed or []:
+                users[x["user_id"]].add(x["order_id"])
+            for u, oids in sorted(users.items()):
+                if len(oids) > v["per_user_limit"]:
+                    self.bad("over_user_limit", "voucher %s: user %s holds %d orders (limit %d): "
+                             "%s" % (vid, u, len(oids), v["per_user_limit"], sorted(oids)),
+                             [ops[0] for oid, ops in mine.items() if oid in oids])
+            if listed is None:
+                self.notes.append("voucher %s: no final orders list read" % vid)
+                continue
+            have = {x["order_id"] for x in listed}
+            for oid, ops in sorted(mine.items()):
+                if oid not in have:
+                    self.bad("lost_order", "voucher %s: order %s answered 201 is not in the "
+                             "orders list" % (vid, oid), ops[:3])
+            if pg is not None:
+                rows = collections.Counter(r["order_id"] for r in pg["rows"]
+                                           if r["voucher_id"] == vid)
+                for oid, ops in sorted(mine.items()):
+                    if rows.get(oid, 0) != 1:
+                        self.bad("ledger", "voucher %s: order %s answered 201 is in PostgreSQL %d "
+                                 "times" % (vid, oid, rows.get(oid, 0)), ops[:3])
+                for oid in sorted(set(rows) - have):
+                    self.bad("ledger", "voucher %s: PostgreSQL holds order %s, which the orders "
+                             "list does not" % (vid, oid))
+
+        # Retried unknown outcomes: one logical purchase (one Idempotency-Key) ends with exactly
+        # one order when it ends with 201, with none when it ends with a standing refusal.
+        by_logical = collections.defaultdict(list)
+        for o in purchases:
+            by_logical[o["logical"]].append(o)
+        listed_all = {}
+        for vid, f in final.items():
+            for x in f.get("orders") or []:
+                listed_all[x["order_id"]] = (vid, x["user_id"])
+        # Orders no 201 announced, per (voucher, user): they can only come from logical
+        # purchases that never got a definite answer.
+        orphans = collections.defaultdict(set)
+        for oid, (vid, u) in listed_all.items():
+            if oid not in ok:
+                orphans[(vid, u)].add(oid)
+        gave_up = collections.defaultdict(list)
+        refused_after_unknown = collections.defaultdict(list)
+        for lid, atts in by_logical.items():
+            atts.sort(key=lambda o: o["attempt"])
+            ids = {a["body"].get("order_id") for a in atts
+                   if a.get("status") == 201 and isinstance(a.get("body"), dict)}
+            retried = any(unknown_outcome(a) for a in atts[:-1])
+            if len(ids) > 1:
+                self.bad("doubled_order", "purchase %s (one Idempotency-Key) made %d orders: %s" % (
+                    lid, len(ids), sorted(ids)), atts)
+            key = (atts[0]["args"]["voucher"], atts[0]["args"]["user"])
+            if unknown_outcome(atts[-1]):
+                gave_up[key].append(atts)
+            elif retried and atts[-1].get("status") != 201:
+                refused_after_unknown[key].append(atts)
+        for key, extra in sorted(orphans.items(), key=str):
+            if len(extra) > len(gave_up.get(key, [])):
+                shown = [a for atts in refused_after_unknown.get(key, []) for a in atts]
+                self.bad("unannounced_order", "voucher %s, user %s: %d orders no 201 announced "
+                         "(%s), but only %d purchases ended without a definite answer%s" % (
+                             key[0], key[1], len(extra), sorted(extra),
+                             len(gave_up.get(key, [])),
+                             "; retried purchases answered a refusal instead" if shown else ""),
+                         shown)
+        self.notes.append("purchases: %d logical, %d retried after an unknown outcome, %d given "
+                          "up unknown" % (len(by_logical), sum(
+                              1 for atts in by_logical.values()
+                              if any(unknown_outcome(a) for a in atts[:-1])),
+                                          sum(len(v) for v in gave_up.values())))
+
+    # -----------------------------------------------------------------------------------------
+    # Locks and the fenced register
+
+    def locks(self):
+        top = {}
+        for f in sorted(self.fences, key=lambda f: (f["time"], f["id"])):
+            m = top.get(f["lock"])
+            if f["accepted"] and m is not None and f["token"] < m[0]:
+                self.bad("fence", "lock %s: the register accepted token %d after accepting %d" % (
+                    f["lock"], f["token"], m[0]), [m[1], f])
+            if f["accepted"] and (m is None or f["token"] > m[0]):
+                top[f["lock"]] = (f["token"], f)
+        refused = sum(1 for f in self.fences if not f["accepted"])
+        # Tokens from the gateway: an acquisition that began after another ended gets a higher
+        # token, unless it is the same owner's re-acquisition (which keeps its token).
+        acq = [o for o in self.ops if o["op"] == "lock_acquire" and o.get("status") == 200
+               and isinstance(o.get("body"), dict)]
+        by_lock = collections.defaultdict(list)
+        for o in acq:
+            by_lock[o["args"]["lock"]].append(o)
+        overlaps = 0
+        for name, lst in by_lock.items():
+            lst.sort(key=lambda o: o["start"])
+            best = None  # the acquisition with the highest token among those ended so far
+            ended = sorted(lst, key=lambda o: o["end"])
+            i = 0
+            for o in lst:
+                while i < len(ended) and ended[i]["end"] < o["start"]:
+                    e = ended[i]
+                    if best is None or e["body"]["token"] > best["body"]["token"]:
+                        best = e
+                    i += 1
+                if best is not None and o["body"]["token"] <= best["body"]["token"] and not (
+                        o["body"]["owner"] == best["body"]["owner"]
+                        and o["body"]["token"] == best["body"]["token"]):
+                    self.bad("token_order", "lock %s: token %d acquired after token %d had "
+                             "been handed out" % (name, o["body"]["token"],
+                                                  best["body"]["token"]), [best, o])
+            # Holders overlapping in time: another owner's acquisition answered while a lease
+            # surely still ran (before its acquisition began + ttl, or its renewal began + ttl,
+            # and before its release began). Allowed under a lost lease: the fence is what
+            # protects the resource; counted.
+            for a in lst:
+                tok, owner = a["body"]["token"], a["body"]["owner"]
+                until = a["start"] + a["args"]["ttl_ms"] / 1000.0
+                for o in self.ops:
+                    if o["args"].get("lock") != name or o["args"].get("token") != tok:
+                        continue
+                    if o["op"] == "lock_renew" and o.get("status") == 200:
+                        until = max(until, o["start"] + o["args"]["ttl_ms"] / 1000.0)
+                for o in self.ops:
+                    if (o["op"] == "lock_release" and o["args"].get("lock") == name
+                            and o["args"].get("token") == tok):
+                        until = min(until, o["start"])
+                for b in lst:
+                    if b["body"]["owner"] != owner and a["end"] < b["start"] and b["end"] < until:
+                        overlaps += 1
+        self.notes.append("locks: %d acquisitions, %d register writes (%d refused by the fence), "
+                          "%d acquisitions by another owner while a lease surely ran (allowed: "
+                          "a lease lost in a failover; the fence holds)" % (len(acq), len(self.fences), refused,
+                                                          overlaps))
+
+    # -----------------------------------------------------------------------------------------
+    # Queues
+
+    def queues(self):
+        enq = {}
+        for o in self.ops:
+            if o["op"] == "enqueue" and o.get("status") == 201:
+                enq.setdefault((o["args"]["queue"], o["args"]["id"]), o)
+        acks = collections.defaultdict(list)
+        for o in self.ops:
+            if o["op"] == "ack" and o.get("status") == 204:
+                acks[(o["args"]["queue"], o["args"]["id"])].append(o)
+        maybe_acked = {(o["args"]["queue"], o["args"]["id"]) for o in self.ops
+                       if o["op"] == "ack" and unknown_outcome(o)}
+        dead = set()
+        dead_read = set()
+        for f in self.finals:
+            if f["what"] == "dead":
+                dead_read.add(f["queue"])
+                dead |= {(f["queue"], j) for j in f["jobs"]}
+        for key, lst in sorted(acks.items()):
+            receipts = {a["args"]["receipt"] for a in lst}
+            if len(lst) > 1:
+                self.bad("acked_twice", "job %s/%s acked %d times (receipts %s)" % (
+                    key[0], key[1], len(lst), sorted(receipts)), lst)
+        unconfirmed = 0
+        for key, o in sorted(enq.items()):
+            if key in maybe_acked and key not in acks and key not in dead:
+                unconfirmed += 1
+                continue
+            if key not in acks and key not in dead and key[0] in dead_read:
+                self.bad("lost_job", "job %s/%s enqueued (201) is neither acked nor dead" % key,
+                         [o])
+        # Claims: no job handed to a second claim within the first's visibility window.
+        handed = collections.defaultdict(list)
+        for o in self.ops:
+            if o["op"] == "claim" and o.get("status") == 200 and isinstance(o.get("body"), dict):
+                for j in o["body"].get("jobs", []):
+                    handed[(o["args"]["queue"], j["id"])].append((o, j))
+        acked_at = {k: min(a["start"] for a in v) for k, v in acks.items()}
+        doubles = 0
+        for key, lst in sorted(handed.items()):
+            lst.sort(key=lambda x: x[0]["start"])
+            for (a, ja), (b, jb) in zip(lst, lst[1:]):
+                window_end = a["start"] + a["args"]["visibility_ms"] / 1000.0
+                if b["end"] < window_end - 0.05:
+                    doubles += 1
+                    self.bad("double_claim", "job %s/%s handed to two claims %.2f s apart, within "
+                             "the first's %d ms visibility (receipts %s, %s)" % (
+                                 key[0], key[1], b["end"] - a["start"], a["args"]["visibility_ms"],
+                                 ja.get("receipt"), jb.get("receipt")), [a, b])
+        self.notes.append("queues: %d jobs enqueued (201), %d acked, %d dead, %d handed out "
+                          "more than once, %d whose ack had an unknown outcome and no 204 "
+                          "(a retried ack answers 409 receipt_expired: done, or lapsed?)" % (
+                              len(enq), len(acks), len(dead & set(enq)), sum(
+                                  1 for v in handed.values() if len(v) > 1), unconfirmed))
+
+    # -----------------------------------------------------------------------------------------
+    # Rate limits (a measurement: a failover that loses a write may admit a little more)
+
+    def ratelimits(self):
+        by_key = collections.defaultdict(list)
+        for o in self.ops:
+            if o["op"] == "ratelimit" and o.get("status") == 200 and isinstance(
+                    o.get("body"), dict):
+                by_key[o["args"]["key"]].append(o)
+        worst = 0
+        for key, lst in by_key.items():
+            a = lst[0]["args"]
+            allowed = [o for o in lst if o["body"].get("allowed")]
+            if not allowed:
+                continue
+            span = max(o["end"] for o in allowed) - min(o["start"] for o in allowed)
+            bound = a["max_burst"] + 1 + a["count_per_period"] * span / a["period"]
+            worst = max(worst, len(allowed) - bound)
+        self.notes.append("rate limits: %d keys; most admitted beyond the GCRA bound: %.0f" % (
+            len(by_key), max(worst, 0)))
+
+    def recovered(self):
+        """The gateways recover without a restart: in the second half of the quiet period (every
+        fault healed), every request is answered with success or a documented refusal."""
+        m = self.meta
+        if "t0" not in m or "quiet_s" not in m:
+            return
+        end = m["t0"] + m["minutes"] * 60.0
+        since = end - m["quiet_s"] / 2.0
+        late = [o for o in self.ops if since <= o["start"] <= end and (
+            unknown_outcome(o) or (o.get("status") or 0) >= 500)]
+        if late:
+            self.bad("not_recovered", "%d requests failed in the second half of the quiet period "
+                     "(every fault healed %.0f s before)" % (len(late), m["quiet_s"] / 2.0),
+                     late[:6])
+
+    def run(self):
+        self.answers()
+        self.recovered()
+        self.seckill()
+        self.locks()
+        self.queues()
+        self.ratelimits()
+        return self.violations
+
+
+def check(records):
+    c = Checker(records)
+    c.run()
+    return c
+
+
+def describe(op):
+    if op.get("type") == "fence":
+        return "fence #%d %s lock=%s owner=%s token=%d t=%.3f accepted=%s" % (
+            op["id"], op["client"], op["lock"], op["owner"], op["token"], op["time"],
+            op["accepted"])
+    ans = op.get("status") if op.get("status") is not None else op.get("error")
+    body = json.dumps(op.get("body"))
+    if len(body) > 160:
+        body = body[:157] + "..."
+    return "op #%d %s via %s %s %s [%.3f–%.3f] → %s %s" % (
+        op["id"], op["client"], op.get("gw"), op["op"], json.dumps(op["args"]), op["start"],
+        op["end"], ans, body)
+
+
+def report(c, out=sys.stdout, limit=50):
+    by_kind = collections.Counter(v["kind"] for v in c.violations)
+    print("violations: %d%s" % (len(c.violations), (" (" + ", ".join(
+        "%s %d" % kv for kv in sorted(by_kind.items())) + ")") if by_kind else ""), file=out)
+    for v in c.violations[:limit]:
+        print("  [%s] %s" % (v["kind"], v["msg"]), file=out)
+        for op in v["ops"][:6]:
+            print("      " + describe(op), file=out)
+    if len(c.violations) > limit:
+        print("  ... %d more" % (len(c.violations) - limit), file=out)
+    for n in c.notes:
+        print("  note: " + n, file=out)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: check.py HISTORY.jsonl")
+    c = check(load(sys.argv[1]))
+    report(c)
+    sys.exit(1 if c.violations else 0)
+
+
+if __name__ == "__main__":
+    main()
