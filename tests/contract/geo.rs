@@ -1022,8 +1022,15 @@ async fn a_listing_of_layers_never_shows_one_missing_nor_misses_one(backend: Bac
 #[tokio::test]
 async fn the_layer_index_sweeps_only_what_is_gone_for_good() {
     use fred::prelude::*;
-    let add = include_str!("../../src/geo/redis/geo_index_add.lua");
-    let page = include_str!("../../src/geo/redis/geo_index_page.lua");
+    // As the gateway loads them: each after the scripts' shared head.
+    let add = concat!(
+        include_str!("../../src/geo/redis/geo_index_common.lua"),
+        include_str!("../../src/geo/redis/geo_index_add.lua")
+    );
+    let page = concat!(
+        include_str!("../../src/geo/redis/geo_index_common.lua"),
+        include_str!("../../src/geo/redis/geo_index_page.lua")
+    );
     let (redis, client, add) = crate::common::fred_on_private_redis(add).await;
     let page: String = client.script_load(page).await.unwrap();
     let keys = || {

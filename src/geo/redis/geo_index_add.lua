@@ -11,13 +11,7 @@
 -- ARGV[3]  seconds an entry outlives its expiry   ARGV[4] most entries to sweep
 redis.call('ZADD', KEYS[1], 'NX', 0, ARGV[1])
 redis.call('ZADD', KEYS[2], 'GT', ARGV[2], ARGV[1])
-local t = redis.call('TIME')
-local gone = redis.call('ZRANGE', KEYS[2], '-inf', '(' .. (tonumber(t[1]) - tonumber(ARGV[3])),
-  'BYSCORE', 'LIMIT', 0, tonumber(ARGV[4]))
-if #gone > 0 then
-  redis.call('ZREM', KEYS[1], unpack(gone))
-  redis.call('ZREM', KEYS[2], unpack(gone))
-end
+sweep(ARGV[3], ARGV[4])
 -- (None left when this very entry was past its expiry and swept: the empty keys are gone.)
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 if last[2] then

@@ -6,12 +6,6 @@
 -- ARGV[1]  the cursor ('' from the first)   ARGV[2] most names to return
 -- ARGV[3]  seconds an entry outlives its expiry   ARGV[4] most entries to sweep
 -- Returns  the names, in order (a layer that no longer exists among them is the caller's to skip)
-local t = redis.call('TIME')
-local gone = redis.call('ZRANGE', KEYS[2], '-inf', '(' .. (tonumber(t[1]) - tonumber(ARGV[3])),
-  'BYSCORE', 'LIMIT', 0, tonumber(ARGV[4]))
-if #gone > 0 then
-  redis.call('ZREM', KEYS[1], unpack(gone))
-  redis.call('ZREM', KEYS[2], unpack(gone))
-end
+sweep(ARGV[3], ARGV[4])
 local from = ARGV[1] == '' and '-' or '(' .. ARGV[1]
 return redis.call('ZRANGE', KEYS[1], from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[2]))

@@ -22,13 +22,11 @@ use fred::types::scripts::Script;
 use crate::geo::{Layers, INDEX_SLACK_S};
 use crate::store::error::StoreError;
 use crate::store::keys::Keys;
-use crate::store::redis::{map_err, RedisStore};
+use crate::store::redis::{map_err, script_after, RedisStore};
 use crate::types::{Name, Walk};
 
-static ADD: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("geo_index_add.lua")));
-static PAGE: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(include_str!("geo_index_page.lua")));
+static ADD: LazyLock<Script> = script_after!("geo_index_common.lua", "geo_index_add.lua");
+static PAGE: LazyLock<Script> = script_after!("geo_index_common.lua", "geo_index_page.lua");
 
 /// Names read per `geo_index_page.lua` call, their layers then counted at once.
 const NAMES_PER_CALL: usize = 250;
