@@ -267,12 +267,28 @@ class Checker:
         for o in self.ops:
             if o["op"] == "enqueue" and o.get("status") == 201:
                 enq.setdefault((o["args"]["queue"], o["args"]["id"]), o)
-        acks = collections.defaultdict(list)
+        # A job's 204s by logical ack: the attempts of one keyed ack may all be answered 204
+        # (the retry replays the first), which is one ack.
+        acked_by = collections.defaultdict(dict)
+        attempts = collections.defaultdict(list)
         for o in self.ops:
-            if o["op"] == "ack" and o.get("status") == 204:
-                acks[(o["args"]["queue"], o["args"]["id"])].append(o)
-        maybe_acked = {(o["args"]["queue"], o["args"]["id"]) for o in self.ops
-                       if o["op"] == "ack" and unknown_outcome(o)}
+            if o["op"] != "ack":
+                continue
+            job = (o["args"]["queue"], o["args"]["id"])
+            logical = o.get("logical") or "op-%s" % o.get("id")
+            attempts[(job, logical)].append(o)
+            if o.get("status") == 204:
+                acked_by[job].setdefault(logical, o)
+        acks = {job: list(by.values()) for job, by in acked_by.items()}
+        # Jobs whose ack may have taken effect unseen: an ack without a key with an unknown
+        # outcome (its retry is answered 409 either way), or a keyed one that never got a
+        # definite answer (a keyed retry tells: 204 replayed, or 409 lapsed).
+        maybe_acked = set()
+        for (job, _), lst in attempts.items():
+            keyed = any(a["args"].get("key") for a in lst)
+            if any(unknown_outcome(a) for a in lst) and (
+                    not keyed or all(unknown_outcome(a) for a in lst)):
+                maybe_acked.add(job)
         dead = set()
         dead_read = set()
         for f in self.finals:
@@ -311,8 +327,8 @@ class Checker:
                                  key[0], key[1], b["end"] - a["start"], a["args"]["visibility_ms"],
                                  ja.get("receipt"), jb.get("receipt")), [a, b])
         self.notes.append("queues: %d jobs enqueued (201), %d acked, %d dead, %d handed out "
-                          "more than once, %d whose ack had an unknown outcome and no 204 "
-                          "(a retried ack answers 409 receipt_expired: done, or lapsed?)" % (
+                          "more than once, %d whose ack had no definite answer and no 204 "
+                          "(counted apart: done, or lapsed?)" % (
                               len(enq), len(acks), len(dead & set(enq)), sum(
                                   1 for v in handed.values() if len(v) > 1), unconfirmed))
 
@@ -320,22 +336,76 @@ class Checker:
     # Rate limits (a measurement: a failover that loses a write may admit a little more)
 
     def ratelimits(self):
-        by_key = collections.defaultdict(list)
+        """GCRA admits at most burst + 1 + rate × t over any span t, whatever state it starts
+        from (a key with no state is the most lenient). A fault that may promote a replica
+        short of a key's last writes (a master killed, paused or failed over) can give the key
+        back at most that fresh state once: burst + 1 more. Between such faults the bound
+        holds exactly (a `limiter_overshoot`); across the run the excess is measured."""
+        by_key = collections.defaultdict(dict)
         for o in self.ops:
             if o["op"] == "ratelimit" and o.get("status") == 200 and isinstance(
-                    o.get("body"), dict):
-                by_key[o["args"]["key"]].append(o)
-        worst = 0
-        for key, lst in by_key.items():
-            a = lst[0]["args"]
-            allowed = [o for o in lst if o["body"].get("allowed")]
-            if not allowed:
-                continue
-            span = max(o["end"] for o in allowed) - min(o["start"] for o in allowed)
-            bound = a["max_burst"] + 1 + a["count_per_period"] * span / a["period"]
-            worst = max(worst, len(allowed) - bound)
-        self.notes.append("rate limits: %d keys; most admitted beyond the GCRA bound: %.0f" % (
-            len(by_key), max(worst, 0)))
+                    o.get("body"), dict) and o["body"].get("allowed"):
+                # One admission per logical check: a retry's replay is the same admission.
+                by_key[o["args"]["key"]].setdefault(o.get("logical") or o.get("id"), o)
+        # When a master's state may have been lost: a fault on a master, with the node
+        # timeout and 5 s of slack after it (the promotion, and clients moving over).
+        slack = self.meta.get("node_timeout_ms", 2000) / 1000.0 + 5.0
+        windows = sorted((f["start"], (f.get("end") or f["start"]) + slack)
+                         for f in self.faults
+                         if f["kind"] in ("redis_kill", "redis_pause", "failover")
+                         and not str(f.get("target", "")).startswith("replica")
+                         and not (f.get("note") or "").startswith("skipped"))
+
+        def excess(ops, a):
+            """Most admissions beyond the bound over any span of `ops` (sorted by start):
+            count − (burst + 1) − rate × (last end − first start), maximised in one pass."""
+            rate = a["count_per_period"] / float(a["period"])
+            best, low, last = None, None, None
+            for j, o in enumerate(ops):
+                here = j - rate * o["start"]
+                low = here if low is None else min(low, here)
+                # The latest end so far: never shorter than the span of any i..j (a longer
+                # span only loosens the bound, so no false report).
+                last = o["end"] if last is None else max(last, o["end"])
+                e = (j - rate * last) - low + 1 - (a["max_burst"] + 1)
+                best = e if best is None else max(best, e)
+            return best if best is not None else 0
+
+        worst, worst_calm = 0.0, 0.0
+        for key, by in sorted(by_key.items()):
+            ops = sorted(by.values(), key=lambda o: o["start"])
+            a = ops[0]["args"]
+            worst = max(worst, excess(ops, a))
+            # Calm stretches: the admissions between two loss windows, none overlapping one.
+            segment, w = [], 0
+            for o in ops + [None]:
+                while o is not None and w < len(windows) and windows[w][1] < o["start"]:
+                    w += 1
+                    if segment:
+                        worst_calm = max(worst_calm, self.overshoot(key, segment, a, excess))
+                    segment = []
+                if o is None:
+                    break
+                if w < len(windows) and windows[w][0] <= o["end"]:
+                    continue  # in a loss window
+                segment.append(o)
+            if segment:
+                worst_calm = max(worst_calm, self.overshoot(key, segment, a, excess))
+        burst = max((o["args"]["max_burst"] for by in by_key.values() for o in by.values()),
+                    default=0)
+        self.notes.append(
+            "rate limits: %d keys, %d faults that may lose a master's writes; most admitted "
+            "beyond the GCRA bound over any span: %.1f (each such fault may add burst + 1 = %d), "
+            "between such faults: %.1f (must be ≤ 0)" % (
+                len(by_key), len(windows), max(worst, 0), burst + 1, max(worst_calm, 0)))
+
+    def overshoot(self, key, ops, a, excess):
+        e = excess(ops, a)
+        if e > 0:
+            self.bad("limiter_overshoot", "rate-limit key %s admitted %.1f beyond the GCRA bound "
+                     "(burst %d, %d per %d s) between faults that may lose writes" % (
+                         key, e, a["max_burst"], a["count_per_period"], a["period"]), ops[:6])
+        return e
 
     def recovered(self):
         """The gateways recover without a restart: in the second half of the quiet period (every

@@ -473,17 +473,20 @@ class Client:
         for j in jobs:
             if self.rng.random() < skip:
                 continue  # let its visibility lapse: delivered again
+            # Under a key, a retry of an ack whose answer was lost is told whether the first
+            # took effect (204 replayed) or not (409: the claim lapsed).
+            key = "%s-ack-%d" % (self.name, self.n)
             self.retried("ack", "POST", "/v1/queues/%s/jobs/%s/ack" % (q, j["id"]),
                          {"receipt": j["receipt"]}, dict(queue=q, id=j["id"],
-                                                         receipt=j["receipt"]))
+                                                         receipt=j["receipt"], key=key), key=key)
         return len(jobs)
 
     def ratelimit(self):
         k = "rl%d" % self.rng.randrange(4)
         key = "%s-rl-%d" % (self.name, self.n)
         self.retried("ratelimit", "POST", "/v1/ratelimit/check",
-                     {"key": k, "max_burst": 5, "count_per_period": 20, "period": 1},
-                     dict(key=k, max_burst=5, count_per_period=20, period=1), key=key)
+                     {"key": k, "max_burst": 3, "count_per_period": 2, "period": 1},
+                     dict(key=k, max_burst=3, count_per_period=2, period=1), key=key)
 
     def uv(self):
         page = "page%d" % self.rng.randrange(3)
@@ -687,8 +690,9 @@ def run(args, sched, quiet):
         ctx = dict(gateways=gws, hist=hist, cluster=cluster, pg=pg, users=40,
                    queues=["q0", "q1"], stop=t0 + total - quiet, hard_stop=t0 + total)
         ctx["register"] = Register(hist)
-        # Vouchers: K of them, each hot for a slice of the fault window.
-        k = 10
+        # Vouchers: K of them, each hot for a slice of the fault window: 10 in a 3-minute run,
+        # more in a longer one, so each still sells out under faults rather than early on.
+        k = max(10, int(args.minutes * 10 / 3))
         vouchers = {}
         admin = Client("admin", ctx, args.seed)
         now = time.time()

@@ -8,6 +8,7 @@ checker over a recorded history).
 import argparse
 import os
 import random
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,4 +67,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # A run stopped with SIGTERM (or Ctrl-C) still stops every server it started: the
+    # driver's `finally` runs on SystemExit, not on a default SIGTERM.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())

@@ -111,6 +111,14 @@ def synthetic():
                                                                            receipt="2.2")]))
     b.op("ack", dict(queue="q0", id="j2", receipt="2.1"), 409, dict(code="receipt_expired"))
     b.op("ack", dict(queue="q0", id="j2", receipt="2.2"), 204)
+    # a keyed ack whose answer was lost, retried: the replay answers 204 again (one ack)
+    b.op("enqueue", dict(queue="q0", id="j4"), 201, dict(id="j4"))
+    b.op("claim", dict(queue="q0", visibility_ms=1000), 200, dict(jobs=[dict(id="j4",
+                                                                           receipt="4.1")]))
+    b.op("ack", dict(queue="q0", id="j4", receipt="4.1", key="a4"), None, logical="a4",
+         error="conn")
+    b.op("ack", dict(queue="q0", id="j4", receipt="4.1", key="a4"), 204, logical="a4",
+         attempt=1)
     b.op("ratelimit", dict(key="r0", max_burst=1, count_per_period=1, period=1), 200,
          dict(allowed=True))
     b.op("uv", dict(page="p"), 200, {})
@@ -172,6 +180,21 @@ def plants():
         b.final("dead", queue="plant-q", jobs=[])
         b.op("enqueue", dict(queue="plant-q", id="pj1"), 201, dict(id="pj1"))
 
+    def lost_keyed_ack(b):
+        # a keyed ack's retry answered 409: the first did not take effect, so the job must
+        # still be acked or dead by the end
+        b.final("dead", queue="plant-q4", jobs=[])
+        b.op("enqueue", dict(queue="plant-q4", id="pj4"), 201, dict(id="pj4"))
+        b.op("ack", dict(queue="plant-q4", id="pj4", receipt="1.1", key="pa4"), 503,
+             dict(code="backend_unavailable"), logical="pa4", retry_after="1")
+        b.op("ack", dict(queue="plant-q4", id="pj4", receipt="1.1", key="pa4"), 409,
+             dict(code="receipt_expired"), logical="pa4", attempt=1)
+
+    def overshoot(b):
+        for i in range(6):
+            b.op("ratelimit", dict(key="plant-r", max_burst=1, count_per_period=1, period=10),
+                 200, dict(allowed=True))
+
     def acked_twice(b):
         b.final("dead", queue="plant-q2", jobs=[])
         b.op("enqueue", dict(queue="plant-q2", id="pj2"), 201, dict(id="pj2"))
@@ -211,7 +234,10 @@ def plants():
         ("fence", "the fenced register accepting a lower token", fence),
         ("token_order", "a later acquisition handed a lower token", token),
         ("lost_job", "a job enqueued 201 neither acked nor dead", lost_job),
+        ("lost_job", "a keyed ack refused on retry, its job never acked", lost_keyed_ack),
         ("acked_twice", "a job acked twice", acked_twice),
+        ("limiter_overshoot", "a rate-limit key admitting past its bound, no fault near",
+         overshoot),
         ("double_claim", "a job handed to two claims within its visibility", double_claim),
         ("status_5xx", "a 500", s500),
         ("503_no_retry_after", "a 503 without Retry-After", s503),

@@ -628,6 +628,176 @@ async fn a_wait_does_not_stall_other_requests() {
     );
 }
 
+/// A master demoted while a purchase's `WAIT` blocks on it answers that `WAIT` with `UNBLOCKED`
+/// (as a Cluster master does that wakes to find its replica promoted): the write's fate is
+/// unknown, so the purchase is `503` with `Retry-After`, never a `500`, and its retry with the
+/// same key, once the master is one again, answers the one order it made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_master_demoted_during_a_wait_answers_unavailable() {
+    let (master, replica) = master_with_replica();
+    let (gw, _) = gateway_waiting(master.url(), 1, Duration::from_secs(20)).await;
+    open_voucher(&gw, "d").await;
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let path = "/v1/seckill/vouchers/d/orders";
+    let demote = async {
+        eventually_holds(
+            Duration::from_secs(10),
+            "the purchase waits for the replica",
+            || {
+                master
+                    .cli(&["info", "clients"])
+                    .is_some_and(|i| i.contains("blocked_clients:1"))
+            },
+        )
+        .await;
+        // Redis unblocks every blocked client when it turns replica (the replica it is
+        // told to follow is paused, so it keeps its data meanwhile).
+        let port = replica.port.to_string();
+        assert_eq!(
+            master
+                .cli(&["replicaof", "127.0.0.1", &port])
+                .as_deref()
+                .map(str::trim),
+            Some("OK")
+        );
+    };
+    let buyer = purchase_body(1);
+    let ((status, body, retry_after), ()) =
+        tokio::join!(post(&gw, path, Some("u1"), &buyer), demote);
+    let promoted = master.cli(&["replicaof", "no", "one"]);
+    assert_eq!(promoted.as_deref().map(str::trim), Some("OK"));
+    signal("-CONT", &replica_pid);
+    assert_eq!((status, retry_after), (503, true), "{body}");
+    assert_eq!(body["code"], "backend_unavailable", "{body}");
+    let retried = until_every(Duration::from_secs(10), RETRY, || async {
+        let (status, body, _) = post(&gw, path, Some("u1"), &purchase_body(1)).await;
+        if status == 201 {
+            return Some(body);
+        }
+        assert_eq!(status, 503, "{body}");
+        None
+    })
+    .await;
+    assert!(retried.is_some(), "the retry never succeeded");
+    let (_, orders) = gw.get(path).await;
+    assert_eq!(
+        orders["orders"].as_array().map(Vec::len),
+        Some(1),
+        "{orders}"
+    );
+}
+
+/// The order ledger takes only what a failover cannot lose: an order its replica has not
+/// confirmed (the purchase answered 503) stays out of PostgreSQL, pending, until the replica
+/// holds it. Taken at once, an order a failover then lost stayed in the ledger while the
+/// buyer's retry sold another, which the ledger refused as the user's second (a
+/// fault-injection run found both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_ledger_takes_only_what_the_replicas_hold() {
+    use sqlx::postgres::PgPoolOptions;
+    let (master, replica) = master_with_replica();
+    let pg = common::postgres::Postgres::start();
+    let mut s = common::settings(Backend::Memory);
+    s.store = StoreChoice::Redis(master.url());
+    s.write_replicas = WriteReplicas {
+        replicas: 1,
+        timeout: WAIT,
+    };
+    s.ledger.database_url = Some(pg.url("postgres"));
+    s.ledger.claim_idle = Duration::from_millis(300);
+    let gw = Gateway::with_settings(s).await;
+    let db = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&pg.url("postgres"))
+        .await
+        .unwrap();
+    let rows = || async {
+        sqlx::query_scalar::<_, String>("SELECT order_id FROM seckill_orders ORDER BY order_id")
+            .fetch_all(&db)
+            .await
+            .unwrap_or_default()
+    };
+    open_voucher(&gw, "l").await;
+    let path = "/v1/seckill/vouchers/l/orders";
+    let (status, first, _) = post(&gw, path, None, &purchase_body(1)).await;
+    assert_eq!(status, 201, "{first}");
+    eventually(
+        Duration::from_secs(60),
+        "the first order in the ledger",
+        || async { (rows().await.len() == 1).then_some(()) },
+    )
+    .await;
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let (status, body, _) = post(&gw, path, Some("l2"), &purchase_body(2)).await;
+    assert_eq!(status, 503, "{body}");
+    // Taken (pending in the group) and not written: the replica holds none of it.
+    let ledger = eventually(Duration::from_secs(60), "the order taken", || async {
+        let ledger = gw.get("/readyz").await.1["ledger"].clone();
+        (ledger["pending"] == 1).then_some(ledger)
+    })
+    .await;
+    assert_eq!(ledger["lag"], 1, "{ledger}");
+    assert_eq!(rows().await, [first["order_id"].as_str().unwrap()]);
+    signal("-CONT", &replica_pid);
+    let second = until_every(Duration::from_secs(10), RETRY, || async {
+        let (status, body, _) = post(&gw, path, Some("l2"), &purchase_body(2)).await;
+        if status == 201 {
+            return Some(body);
+        }
+        assert_eq!(status, 503, "{body}");
+        None
+    })
+    .await
+    .expect("the retry never succeeded");
+    let mut want = vec![
+        first["order_id"].as_str().unwrap().to_owned(),
+        second["order_id"].as_str().unwrap().to_owned(),
+    ];
+    want.sort();
+    eventually(
+        Duration::from_secs(60),
+        "both orders in the ledger",
+        || async { (rows().await == want).then_some(()) },
+    )
+    .await;
+}
+
+/// An ack's refusal is answered once the replica holds the state it read, as its success is: a
+/// refusal read off a master a failover then discards would tell a retrying worker "not acked"
+/// where the surviving history says acked. While the replica is paused a refused ack is `503`
+/// (retry), and `409` once the replica is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_ack_refusal_waits_for_its_replica() {
+    let (master, replica) = master_with_replica();
+    let (gw, _) = gateway(master.url(), 1).await;
+    common::enqueue(&gw, "r", json!({"id": "j", "payload": 1})).await;
+    let jobs = common::claim(&gw, "r", json!({})).await;
+    let path = "/v1/queues/r/jobs/j/ack";
+    let receipt = jobs[0]["receipt"].as_str().unwrap().to_owned();
+    let (attempts, seq) = receipt.split_once('.').unwrap();
+    let stale = json!({"receipt": format!("{}.{seq}", attempts.parse::<u64>().unwrap() + 1)});
+    let replica_pid = replica.pid();
+    signal("-STOP", &replica_pid);
+    let (status, body, retry_after) = post(&gw, path, Some("a1"), &stale).await;
+    signal("-CONT", &replica_pid);
+    assert_eq!((status, retry_after), (503, true), "{body}");
+    let refused = until_every(Duration::from_secs(10), RETRY, || async {
+        let (status, body, _) = post(&gw, path, Some("a1"), &stale).await;
+        if status == 409 {
+            return Some(body);
+        }
+        assert_eq!(status, 503, "{body}");
+        None
+    })
+    .await
+    .expect("never refused once the replica was back");
+    assert_eq!(refused["code"], "receipt_expired", "{refused}");
+    let (status, body, _) = post(&gw, path, None, &json!({ "receipt": receipt })).await;
+    assert_eq!(status, 204, "{body}");
+}
+
 /// A renewal that moved a lease waits for the replica as an acquisition does (the lease a
 /// holder relies on must survive a failover); one refused wrote nothing and is answered as
 /// refused, even when it shares a script run with the renewal that waits.

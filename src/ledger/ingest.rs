@@ -164,17 +164,20 @@ impl<S: LedgerStore, K: Sink> Ingester<S, K> {
         }
         let mut done = 0;
         for voucher in self.store.ledger_vouchers().await? {
-            let taken = self
-                .store
-                .ledger_take(
-                    &voucher,
-                    Take {
-                        consumer: &self.consumer,
-                        claim_idle_ms: self.claim_idle_ms,
-                        count: BATCH,
-                    },
-                )
-                .await?;
+            let take = Take {
+                consumer: &self.consumer,
+                claim_idle_ms: self.claim_idle_ms,
+                count: BATCH,
+            };
+            let taken = match self.store.ledger_take(&voucher, take).await {
+                // Its master's replicas have not confirmed the orders (they may yet be lost):
+                // they stay pending, taken over once idle; the other vouchers go on.
+                Err(StoreError::Unreplicated) => {
+                    tracing::debug!(%voucher, "orders not yet on the replicas, left pending");
+                    continue;
+                }
+                taken => taken?,
+            };
             done += taken.len();
             self.ingest(&voucher, taken).await?;
         }

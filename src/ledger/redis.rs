@@ -43,9 +43,9 @@ impl LedgerStore for RedisStore {
     }
 
     async fn ledger_take(&self, voucher: &Name, take: Take<'_>) -> Result<Vec<Taken>, StoreError> {
-        let reply: Vec<Value> = self
+        let (reply, written): (Vec<Value>, _) = self
             .pool
-            .script(
+            .script_written(
                 &TAKE,
                 self.keys.voucher_group(voucher),
                 vec![
@@ -56,6 +56,15 @@ impl LedgerStore for RedisStore {
                 ],
             )
             .await?;
+        // Only what a failover cannot lose goes to the ledger: under GATEWAY_WRITE_REPLICAS,
+        // an order whose replicas have not confirmed it (its purchase answered 503) may vanish
+        // with its master while the ledger would keep it, and its buyer's retry then sells
+        // another. The take's own write (the group's pending list) comes after every order it
+        // hands out, so the replicas confirming it confirm them; until they do, the orders
+        // stay pending and are taken again (docs/operations.md "Order ledger").
+        if !reply.is_empty() {
+            written.replicated().await?;
+        }
         reply.iter().map(|e| taken(voucher, e)).collect()
     }
 

@@ -76,8 +76,16 @@ enum Place {
 #[derive(Debug)]
 struct Reply {
     fingerprint: String,
-    outcome: Enqueued,
+    outcome: Replied,
     expires_at: i64,
+}
+
+/// The first outcome an idempotency key recorded: an enqueue's, or an ack that took effect
+/// (refused acks record nothing, as in `queue_ack.lua`).
+#[derive(Debug, Clone)]
+enum Replied {
+    Enqueue(Enqueued),
+    Ack,
 }
 
 #[derive(Debug, Default)]
@@ -143,7 +151,10 @@ impl QueueStore for MemoryStore {
             }
             if let Some(idem) = idem {
                 if let Some(first) = q.replies.get(&idem.key).filter(|r| r.expires_at > now) {
-                    return Ok(idem.replay(&first.fingerprint, first.outcome.clone()));
+                    return Ok(match &first.outcome {
+                        Replied::Enqueue(e) => idem.replay(&first.fingerprint, e.clone()),
+                        Replied::Ack => Once::KeyReused,
+                    });
                 }
             }
             let outcome = if let Some(existing) = q.jobs.get(&job.id) {
@@ -182,7 +193,7 @@ impl QueueStore for MemoryStore {
                     idem.key.clone(),
                     Reply {
                         fingerprint: idem.fingerprint.clone(),
-                        outcome: outcome.clone(),
+                        outcome: Replied::Enqueue(outcome.clone()),
                         expires_at: now + IDEMPOTENCY_SECS as i64 * 1000,
                     },
                 );
@@ -272,18 +283,32 @@ impl QueueStore for MemoryStore {
         })
     }
 
-    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
+    async fn queue_ack(
+        &self,
+        queue: &Name,
+        id: &Name,
+        receipt: &str,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Acked>, StoreError> {
         let mut s = self.state(&STATE);
         let now = now_ms(self);
         let Some(q) = s.queues.get_mut(queue).filter(|q| q.expires_at > now) else {
-            return Ok(Acked::Unknown);
+            return Ok(Once::Now(Acked::Unknown));
         };
+        if let Some(idem) = idem {
+            if let Some(first) = q.replies.get(&idem.key).filter(|r| r.expires_at > now) {
+                return Ok(match first.outcome {
+                    Replied::Ack => idem.replay(&first.fingerprint, Acked::Done),
+                    Replied::Enqueue(_) => Once::KeyReused,
+                });
+            }
+        }
         let Some(job) = q.jobs.get(id) else {
-            return Ok(if logic::issued(receipt, q.receipt_seq) {
+            return Ok(Once::Now(if logic::issued(receipt, q.receipt_seq) {
                 Acked::Expired
             } else {
                 Acked::Unknown
-            });
+            }));
         };
         match job.place {
             Place::Flight(deadline)
@@ -291,10 +316,20 @@ impl QueueStore for MemoryStore {
             {
                 q.flight.remove(&(deadline, id.clone()));
                 q.jobs.remove(id);
+                if let Some(idem) = idem {
+                    q.replies.insert(
+                        idem.key.clone(),
+                        Reply {
+                            fingerprint: idem.fingerprint.clone(),
+                            outcome: Replied::Ack,
+                            expires_at: now + IDEMPOTENCY_SECS as i64 * 1000,
+                        },
+                    );
+                }
                 q.touch(now);
-                Ok(Acked::Done)
+                Ok(Once::Now(Acked::Done))
             }
-            _ => Ok(Acked::Expired),
+            _ => Ok(Once::Now(Acked::Expired)),
         }
     }
 
@@ -445,8 +480,9 @@ mod tests {
             queue: &Name,
             id: &Name,
             receipt: &str,
-        ) -> Result<Acked, StoreError> {
-            self.store.queue_ack(queue, id, receipt).await
+            idem: Option<&Idempotency>,
+        ) -> Result<Once<Acked>, StoreError> {
+            self.store.queue_ack(queue, id, receipt, idem).await
         }
         async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> {
             self.store.queue_cancel(queue, id).await

@@ -203,7 +203,10 @@ crate::store::store_trait! {
         /// the dead list instead.
         async fn queue_claim(&self, queue: &Name, max: u32, visibility_ms: u64)
             -> Result<Claim, StoreError> = "queues.claim";
-        async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> = "queues.ack";
+        /// Removes job `id` if `receipt` is its current claim's. Under `idem`, the same step
+        /// looks for the key's earlier ack, which took effect, and records this one if it does.
+        async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str, idem: Option<&Idempotency>)
+            -> Result<Once<Acked>, StoreError> = "queues.ack";
         async fn queue_cancel(&self, queue: &Name, id: &Name) -> Result<Cancelled, StoreError> = "queues.cancel";
         async fn queue_stats(&self, queue: &Name) -> Result<Stats, StoreError> = "queues.stats";
         /// Up to `limit` dead jobs after `after`, oldest death first, stopping early past

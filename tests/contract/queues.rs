@@ -214,6 +214,56 @@ async fn unacked_job_comes_back(backend: Backend) {
     assert_eq!(stats(&gw, "q").await, [0, 0, 0, 0]);
 }
 
+/// An ack whose answer was lost, retried under its `Idempotency-Key`, is answered `204` again
+/// (replayed) when the first took effect, where without the key the job's absence answers
+/// `409`; the key with another ack is `422`; a refused ack records nothing; two at once under
+/// one key are one ack.
+async fn a_retried_ack_under_its_key_is_answered_again(backend: Backend) {
+    let gw = Gateway::start(backend).await;
+    let keyed = |job: &Value, key: &str| {
+        let path = format!("/v1/queues/k/jobs/{}/ack", job["id"].as_str().unwrap());
+        let req = gw
+            .client
+            .post(gw.url(&path))
+            .header("idempotency-key", key)
+            .json(&json!({ "receipt": job["receipt"] }));
+        async move {
+            let r = req.send().await.unwrap();
+            let replayed = r.headers().get("idempotency-replayed").is_some();
+            let status = r.status().as_u16();
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            (status, replayed, body)
+        }
+    };
+    for id in ["a", "b"] {
+        enqueue(&gw, "k", json!({"id": id, "payload": 1})).await;
+    }
+    let jobs = claim(&gw, "k", json!({"max": 2})).await;
+    assert_eq!(jobs.len(), 2);
+    let (a, b) = (&jobs[0], &jobs[1]);
+    assert_eq!(keyed(a, "ack-a").await.0, 204);
+    let (status, replayed, body) = keyed(a, "ack-a").await;
+    assert_eq!((status, replayed), (204, true), "{body}");
+    let (status, p) = ack(&gw, "k", a).await;
+    assert_eq!((status, p["code"].as_str()), (409, Some("receipt_expired")));
+    let (status, _, p) = keyed(b, "ack-a").await;
+    assert_eq!((status, p["code"].as_str()), (422, Some("unprocessable")));
+    // Refused under a key (a stale receipt), then the job's current receipt under the same
+    // key: the refusal recorded nothing.
+    let mut stale = b.clone();
+    stale["receipt"] = json!("1.999999");
+    let (status, _, p) = keyed(&stale, "ack-b").await;
+    assert_eq!(
+        (status, p["code"].as_str()),
+        (409, Some("receipt_expired")),
+        "{p}"
+    );
+    let ((s1, r1, _), (s2, r2, _)) = tokio::join!(keyed(b, "ack-b"), keyed(b, "ack-b"));
+    assert_eq!((s1, s2), (204, 204));
+    assert!(r1 != r2, "one of the two is the replay: {r1} {r2}");
+    assert_eq!(stats(&gw, "k").await, [0, 0, 0, 0]);
+}
+
 /// A worker that crashes between claim and ack loses nothing: every job comes back.
 async fn crash_between_claim_and_ack_loses_nothing(backend: Backend) {
     let gw = Gateway::start(backend).await;
@@ -575,6 +625,7 @@ crate::contract_tests!(
     enqueue_claim_ack_cancel,
     concurrent_claimers_get_each_job_once,
     unacked_job_comes_back,
+    a_retried_ack_under_its_key_is_answered_again,
     crash_between_claim_and_ack_loses_nothing,
     nothing_is_claimed_before_it_is_due,
     long_poll_wakes_on_enqueue,
@@ -1530,25 +1581,37 @@ async fn one_queue_script_run_answers_each_request_in_order() {
     assert_eq!(zcard("q:{t}:flight"), "3");
 
     // Ack: a wrong receipt fails alone before a right one; an ack repeated in the run is
-    // 'expired' like a second ack alone; a receipt the queue never issued is 'unknown'.
+    // 'expired' like a second ack alone, but under the key of one that took effect earlier in
+    // the run it is its 'replay'; a receipt the queue never issued is 'unknown'.
     let (a, e) = (&claimed[1], &claimed[2]);
     let args: Vec<String> = [
         "604800000",
+        "86400",
         &a.0,
         "1.99",
+        "",
         &a.0,
         &a.1,
+        "",
         &a.0,
         &a.1,
+        "",
         &e.0,
         &e.1,
+        "fp-e",
+        &e.0,
+        &e.1,
+        "fp-e",
         "ghost",
         "1.5",
+        "",
     ]
     .map(String::from)
     .to_vec();
-    let acks: Vec<String> = client.evalsha(&ack_sha, queue.clone(), args).await.unwrap();
-    assert_eq!(acks, ["expired", "ok", "expired", "ok", "unknown"]);
+    let mut keys = queue.clone();
+    keys.extend(["q:{t}:idem:e".to_owned(), "q:{t}:idem:e".to_owned()]);
+    let acks: Vec<String> = client.evalsha(&ack_sha, keys, args).await.unwrap();
+    assert_eq!(acks, ["expired", "ok", "expired", "ok", "replay", "unknown"]);
     assert_eq!(zcard("q:{t}:flight"), "1");
     assert_eq!(redis.cli(&["HLEN", "q:{t}:pay"]).unwrap().trim(), "2");
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -12,16 +13,16 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::super::{claim_waiting, logic, Acked, QueueStore};
+use super::super::{claim_waiting, logic, Acked, Idempotency, Once, QueueStore};
 use super::json;
 use super::QueuesState;
-use crate::clients::{Namespace, ScopedName};
+use crate::clients::{IdempotencyKey, Namespace, ScopedName};
 use crate::error::responses::BackendJson;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{ApiJson, ApiPath, NoQuery, OptionalJson};
+use crate::extract::{once_reply, ApiJson, ApiPath, NoQuery, OptionalJson};
 use crate::state::AppState;
 use crate::types::rfc3339;
-use crate::types::{name_rule, Name};
+use crate::types::{name_rule, sha256_hex, Name};
 
 /// Claim and ack.
 pub(super) fn routes() -> OpenApiRouter<AppState> {
@@ -139,6 +140,12 @@ struct AckBody {
 /// `not_found` when the queue holds no such job and never issued the receipt: the job never
 /// existed.
 ///
+/// An ack whose answer was lost (a timeout, a cut connection, a `503`) cannot tell, retried,
+/// its own earlier success from a lapsed claim: both find the job gone. Send an
+/// `Idempotency-Key`: a retry under it is answered `204` again (with `Idempotency-Replayed:
+/// true`) when the first ack took effect. Only an ack that took effect is recorded; a refused
+/// one is refused again by the same rule.
+///
 /// `receipt` is the one your claim answered for the job: in Swagger UI, enqueue the example
 /// job (`mail-42`), claim it, and paste the claim's receipt over the example's, which no claim
 /// was given (sent as is, 404 `not_found` or 409 `receipt_expired`).
@@ -147,39 +154,49 @@ struct AckBody {
     params(
         ("queue" = String, Path, description = name_rule!(), example = "mail"),
         ("id" = String, Path, description = name_rule!(), example = "mail-42"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1-128 visible ASCII characters; makes a retry safe for 24 h"),
     ),
     request_body = AckBody,
     responses(
-        (status = 204, description = "Acked"),
+        (status = 204, description = "Acked (or, under an `Idempotency-Key`, acked before: \
+            `Idempotency-Replayed: true`)"),
         (status = 404, body = Problem, content_type = "application/problem+json",
             description = "`not_found`: no such job, and the queue never issued this receipt"),
         (status = 409, body = Problem, content_type = "application/problem+json",
             description = "`receipt_expired`: the claim lapsed or is not the job's current one"),
         BackendJson,
+        (status = 422, body = Problem, content_type = "application/problem+json",
+            description = "`unprocessable`: the Idempotency-Key was used for another request"),
     )
 )]
 async fn ack(
     State(state): State<QueuesState>,
     namespace: Namespace,
+    IdempotencyKey(key): IdempotencyKey,
     ApiPath((queue, id)): ApiPath<(Name, Name)>,
     _: NoQuery,
     ApiJson(body): ApiJson<AckBody>,
-) -> ApiResult<StatusCode> {
+) -> Result<Response, ApiError> {
     let receipt = logic::receipt(&body.receipt)?;
-    match state
+    let idem = key.map(|key| Idempotency {
+        key,
+        fingerprint: sha256_hex(format!("ack|{id}|{receipt}").as_bytes()),
+    });
+    let once = state
         .store
-        .queue_ack(&namespace.scope(&queue), &id, receipt)
-        .await?
-    {
-        Acked::Done => Ok(StatusCode::NO_CONTENT),
-        Acked::Expired => Err(ApiError::Conflict {
+        .queue_ack(&namespace.scope(&queue), &id, receipt, idem.as_ref())
+        .await?;
+    match once {
+        Once::Now(Acked::Expired) => Err(ApiError::Conflict {
             code: "receipt_expired",
             detail: format!("the claim of job {id} in queue {queue} with this receipt has lapsed"),
             extra: None,
         }),
-        Acked::Unknown => Err(ApiError::NotFound(format!(
+        Once::Now(Acked::Unknown) => Err(ApiError::NotFound(format!(
             "queue {queue} has no job {id} and issued no such receipt: enqueue the job, claim \
              it, and ack with the receipt the claim returned"
         ))),
+        // Done now or before: the only outcome a key replays.
+        once => once_reply(once, |_| StatusCode::NO_CONTENT.into_response()),
     }
 }

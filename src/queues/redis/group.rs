@@ -47,7 +47,7 @@ pub(super) struct Groups {
     /// By queue and its job cap.
     pub(super) enqueues: GroupCommit<(Name, u64), Enqueue, Result<Once<Enqueued>, StoreError>>,
     pub(super) claims: GroupCommit<Name, Ask, Result<Claim, StoreError>>,
-    pub(super) acks: GroupCommit<Name, Ack, Result<Acked, StoreError>>,
+    pub(super) acks: GroupCommit<Name, Ack, Result<Once<Acked>, StoreError>>,
 }
 
 impl Kept for Groups {}
@@ -78,6 +78,8 @@ pub(super) struct Ask {
 pub(super) struct Ack {
     pub(super) id: Name,
     pub(super) receipt: String,
+    /// Its idempotency record's key and its fingerprint, under an `Idempotency-Key`.
+    pub(super) idem: Option<(String, String)>,
 }
 
 /// A queue's group of enqueues in `queue_enqueue.lua` calls of at most [`MAX_PER_CALL`] jobs
@@ -138,13 +140,20 @@ pub(super) async fn claim_group(
 }
 
 /// A queue's group of acks in `queue_ack.lua` calls of at most [`MAX_PER_CALL`] acks and
-/// [`MAX_ACK_BYTES`], in order.
+/// [`MAX_ACK_BYTES`] (an idempotency record weighing [`IDEM_RECORD_WEIGHT`]), in order.
 pub(super) async fn ack_group(
     store: RedisStore,
     queue: Name,
     acks: Vec<Ack>,
-) -> Vec<Result<Acked, StoreError>> {
-    let weight = |a: &Ack| a.id.as_str().len() + a.receipt.len() + 8;
+) -> Vec<Result<Once<Acked>, StoreError>> {
+    let weight = |a: &Ack| {
+        a.id.as_str().len()
+            + a.receipt.len()
+            + a.idem
+                .as_ref()
+                .map_or(0, |(k, f)| k.len() + f.len() + IDEM_RECORD_WEIGHT)
+            + 8
+    };
     group::in_calls(acks, MAX_PER_CALL, MAX_ACK_BYTES, weight, |part| {
         store.ack_call(&queue, part)
     })
@@ -309,34 +318,46 @@ impl RedisStore {
         &self,
         queue: &Name,
         part: Vec<Ack>,
-    ) -> Result<Vec<Result<Acked, StoreError>>, StoreError> {
-        let mut args = Vec::with_capacity(1 + 2 * part.len());
-        args.push(TOUCH_MS.to_string());
+    ) -> Result<Vec<Result<Once<Acked>, StoreError>>, StoreError> {
+        let mut keys = Vec::with_capacity(6 + part.len());
+        keys.extend(self.keys.queue(queue));
+        let mut args = Vec::with_capacity(2 + 3 * part.len());
+        args.extend([TOUCH_MS.to_string(), IDEMPOTENCY_SECS.to_string()]);
         let n = part.len();
         for a in part {
-            args.push(a.id.to_string());
-            args.push(a.receipt);
+            let fingerprint = match a.idem {
+                Some((key, fingerprint)) => {
+                    keys.push(key);
+                    fingerprint
+                }
+                None => String::new(),
+            };
+            args.extend([a.id.to_string(), a.receipt, fingerprint]);
         }
-        let (reply, written): (Vec<String>, _) = self
-            .pool
-            .script_written(&ACK, self.keys.queue(queue).to_vec(), args)
-            .await?;
+        let (reply, written): (Vec<String>, _) = self.pool.script_written(&ACK, keys, args).await?;
         if reply.len() != n {
             return Err(bad("ack", &reply));
         }
         let acked = reply
             .iter()
             .map(|r| match r.as_str() {
-                "ok" => Ok(Acked::Done),
-                "expired" => Ok(Acked::Expired),
-                "unknown" => Ok(Acked::Unknown),
+                "ok" => Ok(Once::Now(Acked::Done)),
+                "expired" => Ok(Once::Now(Acked::Expired)),
+                "unknown" => Ok(Once::Now(Acked::Unknown)),
+                "replay" => Ok(Once::Replayed(Acked::Done)),
+                "key_reused" => Ok(Once::KeyReused),
                 _ => Err(bad("ack", &reply)),
             })
             .collect::<Result<Vec<_>, _>>()?
             .into_iter()
             .map(Ok)
             .collect();
-        // An ack lost in a failover would run the job again.
-        Ok(written.settle(acked, |a| *a == Acked::Done).await)
+        // Every answer waits for the replicas, refusals too: an ack lost in a failover would run
+        // the job again, and a refusal read off a master whose recent writes a failover then
+        // discards (a retried ack's first attempt among them) would tell the worker "not
+        // acked" where the surviving history says acked — as a fault-injection run saw, with a
+        // restarted replica that had never synced promoted over the master that took the ack.
+        // A refusal is answered once the replicas hold the state it read.
+        Ok(written.settle(acked, |_| true).await)
     }
 }

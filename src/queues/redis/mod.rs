@@ -73,10 +73,22 @@ impl QueueStore for RedisStore {
             .unwrap_or_else(|| Err(shutting_down()))
     }
 
-    async fn queue_ack(&self, queue: &Name, id: &Name, receipt: &str) -> Result<Acked, StoreError> {
+    async fn queue_ack(
+        &self,
+        queue: &Name,
+        id: &Name,
+        receipt: &str,
+        idem: Option<&Idempotency>,
+    ) -> Result<Once<Acked>, StoreError> {
         let ack = Ack {
             id: id.clone(),
             receipt: receipt.to_owned(),
+            idem: idem.map(|i| {
+                (
+                    self.keys.queue_idempotency(queue, &i.key),
+                    i.fingerprint.clone(),
+                )
+            }),
         };
         self.kept(&GROUPS)
             .acks
