@@ -10,6 +10,11 @@ PURCHASES units, PAUSE_MS apart.
 - CPU: the gateway's CPU (`/proc`) over the purchases ÷ the stock events delivered, against its
   CPU per `GET /v1/seckill/vouchers/{id}` (wrk, POLL_SECONDS, the same gateway and voucher, in
   the same run): what a stream costs per change against what a poll costs per look;
+- the floor: the same streams and purchases on bench/floor.rs's events route (an in-process
+  `broadcast` per voucher, coalesced to one event per 100 ms as the gateway's, one wake-up and one write per stream per change: the least a design
+  that writes each client's events to its own socket can pay), its CPU per event beside the
+  gateway's, and against the gateway's CPU per `GET`: how much of the goal any such design
+  could reach on this machine;
 - the store: `SPUBLISH` and `SSUBSCRIBE` calls (INFO commandstats) over the purchases, with
   STREAMS streams and with one, so that the store's work per change is seen not to grow with
   the clients.
@@ -21,6 +26,7 @@ import subprocess
 import time
 
 import harness
+import seeds
 
 STREAMS = 10_000
 PURCHASES = 200
@@ -112,10 +118,27 @@ def measure(procs, logdir, gateway, base_env):
             raise RuntimeError("wrk failed: " + r.stdout + r.stderr)
         n = max(parsed["requests"], 1)
         found["poll"] = dict(rps=parsed["rps"], cpu_us=cpu * 1e6 / n, user_us=user * 1e6 / n)
+        found["floor"] = floor_round(procs, client, gateway, redis, rport)
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
         found["error"] = str(e)
     found["load_end"] = harness.loadavg()
     return found
+
+
+def floor_round(procs, client, gateway, redis, rport):
+    """The floor's events route under the same streams and purchases."""
+    sha = redis.cli("SCRIPT", "LOAD", open(os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "lua", "seckill.lua")).read())
+    redis.cli("HSET", "floor:sk:{live-floor}", *seeds.raw_voucher(PURCHASES))
+    port = harness.free_port()
+    floor_bin = os.path.join(os.path.dirname(gateway), "examples", "floor")
+    pid = procs.start("events-floor", [floor_bin], env=dict(
+        os.environ, FLOOR_LISTEN="127.0.0.1:%d" % port, REDIS_URL="redis://127.0.0.1:%d" % rport,
+        FLOOR_SECKILL_SHA=sha)).pid
+    harness.PIDS["events-floor"] = pid
+    floor = harness.Http(port)
+    harness.wait_until(lambda: floor.call("GET", "/healthz")[0] == 200, 30, "events-floor")
+    return one_round(client, port, redis, pid, "live-floor", STREAMS)
 
 
 def report(found):
@@ -153,6 +176,15 @@ def report(found):
         many["publishes"] / PURCHASES, many["subscribes"]))
     user_event_us = many.get("user_s", 0) * 1e6 / max(many["events"], 1)
     user_ratio = user_event_us / poll["user_us"] if poll.get("user_us") else float("inf")
+    floor = found.get("floor")
+    if floor:
+        floor_us = floor["cpu_s"] * 1e6 / max(floor["events"], 1)
+        floor_user_us = floor["user_s"] * 1e6 / max(floor["events"], 1)
+        lines.append("| %s, the floor | %d | %.1f / %.1f / %.1f | %d | %.1f KiB | %.2f | %.2f× "
+                     "| — | — |" % (
+                         "{:,}".format(STREAMS), floor["events"], floor["p50"], floor["p99"],
+                         floor["max"], floor["missed"], floor["rss_per_stream_kib"], floor_us,
+                         floor_us / poll["cpu_us"] if poll["cpu_us"] else float("inf")))
     lines += ["", "The polling it replaces: `GET /v1/seckill/vouchers/{id}` %.0f req/s, gateway "
               "CPU %.1f µs per request." % (poll["rps"], poll["cpu_us"]), "",
               "In user space (the gateway's own code, without the kernel's work in its system "
@@ -160,6 +192,15 @@ def report(found):
               "event's CPU is the kernel's: one write per stream per change, and on this "
               "loopback the receiving side of TCP too, which a `GET`'s answer pays once per "
               "request as well." % (user_event_us, poll.get("user_us", 0), user_ratio), ""]
+    if floor:
+        lines += ["The floor (`bench/floor.rs`: axum, one `broadcast` per voucher sent at most "
+                  "every 100 ms, nothing else) "
+                  "spends %.2f µs per event (%.2f in user space): the gateway is %.2f× the "
+                  "floor per event, and the floor alone is %.2f× the gateway's `GET` — the part "
+                  "of the goal's %.1f× no design that writes each client's events to its own "
+                  "socket can go under here." % (
+                      floor_us, floor_user_us, per_event_us / floor_us if floor_us else 0,
+                      floor_us / poll["cpu_us"] if poll["cpu_us"] else 0, CPU_GOAL), ""]
     goals = [
         ("live events: p99 from a 201 to every stream's event %.1f ms (goal ≤ %.0f ms)" % (
             many["p99"], P99_GOAL_MS), many["p99"] <= P99_GOAL_MS),
@@ -168,6 +209,10 @@ def report(found):
         ("live events: gateway CPU per delivered event %.2f× a GET's (goal ≤ %.1f×; in user "
          "space %.2f×)" % (ratio, CPU_GOAL, user_ratio), ratio <= CPU_GOAL),
     ]
+    if floor and floor["events"] and floor["cpu_s"]:
+        goals.append(("live events: gateway CPU per event %.2f× the floor's (an axum stream "
+                      "per client fed by a broadcast; goal ≤ 1.3×, as the request rows)" % (
+                          per_event_us / floor_us), per_event_us / floor_us <= 1.3))
     failures = []
     if many["missed"]:
         failures.append("live events: %d purchase/stream pairs never seen" % many["missed"])

@@ -4,14 +4,30 @@
 //! gateway on the same private Redis, on the same paths, so one wrk scenario drives both and
 //! the table can say how far the gateway is above the floor.
 //!
+//! Live events have a floor too: `GET /v1/seckill/vouchers/{voucher}/events` streams `stock`
+//! events from an in-process `broadcast` per voucher, which a ticker sends every 100 ms when
+//! the floor's purchases sold more (the gateway's coalescing, at most one event per voucher per
+//! 100 ms; a stream that lags skips to the latest, as the gateway's does). It is the least any
+//! design that writes each client's events to its own socket pays per event — one wake-up and
+//! one write per stream per change, no store subscription, no limiter — so bench/events.py
+//! can say how far the gateway is above it. Coalescing matters to the price: an event that
+//! finds its connection idle pays the whole loopback round (the receiver's wake-up, its ACK),
+//! where events 20 ms apart share them.
+//!
 //! `FLOOR_LISTEN` (address), `REDIS_URL`, `FLOOR_POOL_SIZE` (default: the gateway's default
 //! pool size, 2), `FLOOR_GCRA_SHA`, `FLOOR_SECKILL_SHA`, `FLOOR_ENQUEUE_SHA` (SHAs of
 //! bench/lua/gcra.lua, seckill.lua and enqueue.lua, loaded by the harness, which also gives
 //! `floor:sk:{<voucher>}` its stock).
 
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use tokio::sync::broadcast;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -30,6 +46,81 @@ struct Floor {
     enqueue_sha: String,
     // Job ids: a counter is the least a generated id can cost; the floor prices the store call.
     next_job: Arc<AtomicU64>,
+    /// Per voucher: its latest `stock` event, framed, and how many were sold.
+    live: Arc<Mutex<HashMap<String, Live>>>,
+}
+
+#[derive(Clone)]
+struct Live {
+    frames: broadcast::Sender<Bytes>,
+    latest: Arc<Mutex<Bytes>>,
+    sold: Arc<AtomicU64>,
+}
+
+impl Floor {
+    fn live(&self, voucher: &str) -> Live {
+        let mut live = self.live.lock().unwrap();
+        live.entry(voucher.to_owned())
+            .or_insert_with(|| {
+                let live = Live {
+                    frames: broadcast::Sender::new(16),
+                    latest: Arc::new(Mutex::new(frame(0))),
+                    sold: Arc::new(AtomicU64::new(0)),
+                };
+                tokio::spawn(tick(live.clone()));
+                live
+            })
+            .clone()
+    }
+}
+
+/// Every 100 ms, the voucher's state if it sold more since the last.
+async fn tick(live: Live) {
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(100));
+    let mut sent = 0;
+    loop {
+        every.tick().await;
+        let sold = live.sold.load(Ordering::Relaxed);
+        if sold != sent {
+            sent = sold;
+            let frame = frame(sold);
+            *live.latest.lock().unwrap() = frame.clone();
+            let _ = live.frames.send(frame);
+        }
+    }
+}
+
+fn frame(sold: u64) -> Bytes {
+    Bytes::from(format!(
+        "id: {sold}\nevent: stock\ndata: {{\"sold\":{sold},\"status\":\"active\"}}\n\n"
+    ))
+}
+
+/// A voucher's events: its latest frame at once, then each new one (one that lags skips to
+/// the latest).
+async fn events(State(f): State<Floor>, Path(voucher): Path<String>) -> Response {
+    let live = f.live(&voucher);
+    let rx = live.frames.subscribe();
+    let first = live.latest.lock().unwrap().clone();
+    let stream = futures::stream::unfold(
+        (rx, Some(first), live.latest),
+        |(mut rx, first, latest)| async move {
+            let frame = match first {
+                Some(frame) => frame,
+                None => match rx.recv().await {
+                    Ok(frame) => frame,
+                    Err(broadcast::error::RecvError::Lagged(_)) => latest.lock().unwrap().clone(),
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+            };
+            Some((Ok::<_, Infallible>(frame), (rx, None, latest)))
+        },
+    );
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap()
 }
 
 #[derive(Deserialize)]
@@ -142,10 +233,17 @@ async fn purchase(
         .await
         .map_err(unavailable)?;
     match reply.as_string() {
-        Some(order_id) if !matches!(reply, fred::types::Value::Integer(_)) => Ok((
-            StatusCode::CREATED,
-            Json(json!({"voucher_id": voucher, "user_id": b.user_id, "order_id": order_id})),
-        )),
+        Some(order_id) if !matches!(reply, fred::types::Value::Integer(_)) => {
+            // Only a voucher someone watched has a feed (the purchase rows pay no more).
+            let live = f.live.lock().unwrap().get(&voucher).cloned();
+            if let Some(live) = live {
+                live.sold.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((
+                StatusCode::CREATED,
+                Json(json!({"voucher_id": voucher, "user_id": b.user_id, "order_id": order_id})),
+            ))
+        }
         _ => Err(StatusCode::CONFLICT),
     }
 }
@@ -211,6 +309,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         seckill_sha: std::env::var("FLOOR_SECKILL_SHA").unwrap_or_default(),
         enqueue_sha: std::env::var("FLOOR_ENQUEUE_SHA").unwrap_or_default(),
         next_job: Arc::new(AtomicU64::new(0)),
+        live: Arc::default(),
     };
     let app = Router::new()
         .route("/healthz", get(healthz))
@@ -218,6 +317,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/v1/checkins/{user}", post(checkin))
         .route("/v1/ratelimit/check", post(ratelimit))
         .route("/v1/seckill/vouchers/{voucher}/orders", post(purchase))
+        .route("/v1/seckill/vouchers/{voucher}/events", get(events))
         .route("/v1/locks/{name}", post(lock))
         .route("/v1/queues/{queue}/jobs", post(enqueue))
         .with_state(floor);
