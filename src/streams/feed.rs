@@ -114,9 +114,16 @@ struct Snapshot<T> {
 /// What a feed hands its clients, by the resource it watches.
 type Senders<S> = HashMap<<S as Source>::Key, watch::Sender<Snapshot<<S as Source>::State>>>;
 
-/// What each thread's relay of a feed hands that thread's clients.
-type Relays<S> =
-    HashMap<(<S as Source>::Key, ThreadId), watch::Sender<Snapshot<<S as Source>::State>>>;
+/// What each thread's relay of a feed hands that thread's clients, and a view of the feed it
+/// relays (a feed that ended, the store lost, is started again by its next client: a relay of
+/// the old one is not reused).
+type Relays<S> = HashMap<
+    (<S as Source>::Key, ThreadId),
+    (
+        watch::Sender<Snapshot<<S as Source>::State>>,
+        watch::Receiver<Snapshot<<S as Source>::State>>,
+    ),
+>;
 
 /// The feeds of one kind of resource running in this process.
 pub struct Feeds<S: Source> {
@@ -264,11 +271,13 @@ impl<S: Source> Feeds<S> {
     ) -> watch::Receiver<Snapshot<S::State>> {
         let here = (key.clone(), std::thread::current().id());
         let mut relays = lock(&self.relays);
-        if let Some(down) = relays.get(&here) {
-            return down.subscribe();
+        if let Some((down, of)) = relays.get(&here) {
+            if of.same_channel(&up) {
+                return down.subscribe();
+            }
         }
         let (down, rx) = watch::channel(up.borrow().clone());
-        relays.insert(here.clone(), down.clone());
+        relays.insert(here.clone(), (down.clone(), up.clone()));
         tokio::spawn(relay(Arc::downgrade(self), here, up, down));
         rx
     }
@@ -285,7 +294,7 @@ impl<S: Source> Feeds<S> {
         if !anyway && down.receiver_count() > 0 {
             return false;
         }
-        if relays.get(here).is_some_and(|d| d.same_channel(down)) {
+        if relays.get(here).is_some_and(|(d, _)| d.same_channel(down)) {
             relays.remove(here);
         }
         true
