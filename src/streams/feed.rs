@@ -4,20 +4,11 @@
 //! never a backlog, and holds no other. A domain says what its resource is ([`Source`]): how to
 //! listen and read, what a message says, how often a change may go out, which changes go out at
 //! once, and when the state changes by time alone. The feed ends with its last client.
-//!
-//! Each worker thread runs its own single-threaded runtime (src/workers.rs), and a task woken
-//! from another thread costs that thread's runtime a system call (its driver's wake-up) per
-//! task. So the clients of a feed do not watch it directly: each thread has one relay per
-//! feed, woken once per change, which hands the change on to that thread's clients with
-//! wake-ups that stay on the thread (measured with `strace -c` over 2,000 streams on two
-//! workers: 106,514 `write`s to the other thread's wake-up descriptor in a round of purchases
-//! before, 516 after; the CPU per event moved within the bench's noise, the sockets' own
-//! writes being most of it).
+//! A client watches its thread's relay of the feed, not the feed itself ([`super::relay`]).
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, Weak};
-use std::thread::ThreadId;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -25,6 +16,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, Stream};
 use tokio::sync::watch;
 
+use super::relay::Relays;
 use super::{Ended, Frames};
 use crate::clock::Clock;
 use crate::store::channels::{Heard, Listening};
@@ -114,23 +106,12 @@ struct Snapshot<T> {
 /// What a feed hands its clients, by the resource it watches.
 type Senders<S> = HashMap<<S as Source>::Key, watch::Sender<Snapshot<<S as Source>::State>>>;
 
-/// What each thread's relay of a feed hands that thread's clients, and a view of the feed it
-/// relays (a feed that ended, the store lost, is started again by its next client: a relay of
-/// the old one is not reused).
-type Relays<S> = HashMap<
-    (<S as Source>::Key, ThreadId),
-    (
-        watch::Sender<Snapshot<<S as Source>::State>>,
-        watch::Receiver<Snapshot<<S as Source>::State>>,
-    ),
->;
-
 /// The feeds of one kind of resource running in this process.
 pub struct Feeds<S: Source> {
     source: Arc<S>,
     clock: Clock,
     open: Mutex<Senders<S>>,
-    relays: Mutex<Relays<S>>,
+    relays: Arc<Relays<S::Key, Snapshot<S::State>>>,
 }
 
 impl<S: Source> std::fmt::Debug for Feeds<S> {
@@ -167,7 +148,7 @@ impl<S: Source> Feeds<S> {
             source: Arc::new(source),
             clock,
             open: Mutex::default(),
-            relays: Mutex::default(),
+            relays: Arc::default(),
         }
     }
 
@@ -177,7 +158,7 @@ impl<S: Source> Feeds<S> {
         let Some(up) = self.watch(key).await? else {
             return Ok(None);
         };
-        let rx = self.relayed(key, up);
+        let rx = self.relays.view(key, up);
         let first = rx.borrow().clone();
         let opening = framed(
             &*self.source,
@@ -260,44 +241,6 @@ impl<S: Source> Feeds<S> {
         };
         tokio::spawn(feed.run(listening));
         Ok(Some(rx))
-    }
-
-    /// This thread's view of `key`'s feed (`up`, unless this thread has a relay of it): its
-    /// relay's, started here if it has none.
-    fn relayed(
-        self: &Arc<Self>,
-        key: &S::Key,
-        up: watch::Receiver<Snapshot<S::State>>,
-    ) -> watch::Receiver<Snapshot<S::State>> {
-        let here = (key.clone(), std::thread::current().id());
-        let mut relays = lock(&self.relays);
-        if let Some((down, of)) = relays.get(&here) {
-            if of.same_channel(&up) {
-                return down.subscribe();
-            }
-        }
-        let (down, rx) = watch::channel(up.borrow().clone());
-        relays.insert(here.clone(), (down.clone(), up.clone()));
-        tokio::spawn(relay(Arc::downgrade(self), here, up, down));
-        rx
-    }
-
-    /// Drops the relay `here` if it is `down`: only when nobody watches it, unless `anyway`.
-    /// Whether it did.
-    fn unrelay(
-        &self,
-        here: &(S::Key, ThreadId),
-        down: &watch::Sender<Snapshot<S::State>>,
-        anyway: bool,
-    ) -> bool {
-        let mut relays = lock(&self.relays);
-        if !anyway && down.receiver_count() > 0 {
-            return false;
-        }
-        if relays.get(here).is_some_and(|(d, _)| d.same_channel(down)) {
-            relays.remove(here);
-        }
-        true
     }
 
     /// Drops `key`'s feed if it is `tx`: only when nobody watches it, unless `anyway`. Whether
@@ -457,36 +400,6 @@ impl<S: Source> Feed<S> {
             s.seq += 1;
             s.lost = true;
         });
-    }
-}
-
-/// One thread's relay of a feed: hands each change of `up` to `down`, whose clients are this
-/// thread's; ends with its last client (dropping its place in the feed) or with the feed.
-async fn relay<S: Source>(
-    feeds: Weak<Feeds<S>>,
-    here: (S::Key, ThreadId),
-    mut up: watch::Receiver<Snapshot<S::State>>,
-    down: watch::Sender<Snapshot<S::State>>,
-) {
-    loop {
-        tokio::select! {
-            changed = up.changed() => {
-                if changed.is_err() {
-                    // The feed ended: its last state (the store lost, say) was handed on.
-                    if let Some(feeds) = feeds.upgrade() {
-                        feeds.unrelay(&here, &down, true);
-                    }
-                    return;
-                }
-                let now = up.borrow_and_update().clone();
-                down.send_replace(now);
-            }
-            () = down.closed() => {
-                if feeds.upgrade().is_none_or(|f| f.unrelay(&here, &down, false)) {
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -21,6 +21,7 @@ use crate::config::EventStreams;
 use crate::error::ApiError;
 
 pub mod feed;
+mod relay;
 mod wire;
 
 pub use feed::{Feeds, Opened, Source};
