@@ -21,6 +21,7 @@ A history is one JSON object per line:
   (every voucher's orders, every queue's dead list, the ledger's PostgreSQL rows).
 """
 
+import bisect
 import collections
 import json
 import sys
@@ -34,7 +35,9 @@ ALLOWED = {
     "lock_release": {204, 409},
     "enqueue": {200, 201},
     "claim": {200},
-    "ack": {204, 409},
+    # 404: the job and its receipt unknown to the queue — after a failover that lost an
+    # unconfirmed enqueue (never answered 201) and the claim that handed it out.
+    "ack": {204, 404, 409},
     "queue_stats": {200},
     "ratelimit": {200},
     "uv": {200},
@@ -218,6 +221,10 @@ class Checker:
         for o in acq:
             by_lock[o["args"]["lock"]].append(o)
         overlaps = 0
+        by_token = collections.defaultdict(list)
+        for o in self.ops:
+            if o["op"] in ("lock_renew", "lock_release") and "token" in o["args"]:
+                by_token[(o["args"].get("lock"), o["args"]["token"])].append(o)
         for name, lst in by_lock.items():
             lst.sort(key=lambda o: o["start"])
             best = None  # the acquisition with the highest token among those ended so far
@@ -239,20 +246,22 @@ class Checker:
             # surely still ran (before its acquisition began + ttl, or its renewal began + ttl,
             # and before its release began). Allowed under a lost lease: the fence is what
             # protects the resource; counted.
+            # (Renewals and releases looked up by token, acquisitions by start: a long run has
+            # thousands of each, too many to compare each with all.)
+            starts = [b["start"] for b in lst]
             for a in lst:
                 tok, owner = a["body"]["token"], a["body"]["owner"]
                 until = a["start"] + a["args"]["ttl_ms"] / 1000.0
-                for o in self.ops:
-                    if o["args"].get("lock") != name or o["args"].get("token") != tok:
-                        continue
+                for o in by_token.get((name, tok), ()):
                     if o["op"] == "lock_renew" and o.get("status") == 200:
                         until = max(until, o["start"] + o["args"]["ttl_ms"] / 1000.0)
-                for o in self.ops:
-                    if (o["op"] == "lock_release" and o["args"].get("lock") == name
-                            and o["args"].get("token") == tok):
+                for o in by_token.get((name, tok), ()):
+                    if o["op"] == "lock_release":
                         until = min(until, o["start"])
-                for b in lst:
-                    if b["body"]["owner"] != owner and a["end"] < b["start"] and b["end"] < until:
+                for b in lst[bisect.bisect_right(starts, a["end"]):]:
+                    if b["start"] >= until:
+                        break
+                    if b["body"]["owner"] != owner and b["end"] < until:
                         overlaps += 1
         self.notes.append("locks: %d acquisitions, %d register writes (%d refused by the fence), "
                           "%d acquisitions by another owner while a lease surely ran (allowed: "
