@@ -1611,7 +1611,10 @@ async fn one_queue_script_run_answers_each_request_in_order() {
     let mut keys = queue.clone();
     keys.extend(["q:{t}:idem:e".to_owned(), "q:{t}:idem:e".to_owned()]);
     let acks: Vec<String> = client.evalsha(&ack_sha, keys, args).await.unwrap();
-    assert_eq!(acks, ["expired", "ok", "expired", "ok", "replay", "unknown"]);
+    assert_eq!(
+        acks,
+        ["expired", "ok", "expired", "ok", "replay", "unknown"]
+    );
     assert_eq!(zcard("q:{t}:flight"), "1");
     assert_eq!(redis.cli(&["HLEN", "q:{t}:pay"]).unwrap().trim(), "2");
 }
