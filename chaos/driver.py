@@ -279,12 +279,28 @@ def in_netns():
     return os.environ.get("CHAOS_NETNS") == "1"
 
 
+# A limit policy on UV adds (docs/policies.md): one bucket for every caller, through both
+# instances, so the checker holds it to the GCRA bound as it does the rate-limit keys. Policies
+# apply only with the global limiter on: it runs in shadow mode (decides, refuses nothing).
+POLICY = dict(name="uv-all", operation="uvRecord", op="uv", burst=1, count=1, period=1)
+
+
+def policies_file(logdir):
+    path = os.path.join(logdir, "policies.toml")
+    with open(path, "w") as f:
+        f.write('[[policy]]\nname = "%(name)s"\noperations = ["%(operation)s"]\n'
+                'by = "operation"\nburst = %(burst)d\ncount = %(count)d\n'
+                'period = %(period)d\n' % POLICY)
+    return path
+
+
 class Gateway(Proc):
     def __init__(self, name, binary, logdir, redis_url, db_url):
         self.port = free_port()
         env = dict(os.environ, REDIS_URL=redis_url, GATEWAY_LISTEN="127.0.0.1:%d" % self.port,
                    GATEWAY_WRITE_REPLICAS="1", GATEWAY_ADMIN_TOKEN=ADMIN,
-                   GATEWAY_GLOBAL_LIMIT="off", GATEWAY_REQUEST_TIMEOUT_MS=str(REQUEST_TIMEOUT_MS),
+                   GATEWAY_GLOBAL_LIMIT="shadow", GATEWAY_POLICIES_FILE=policies_file(logdir),
+                   GATEWAY_REQUEST_TIMEOUT_MS=str(REQUEST_TIMEOUT_MS),
                    RUST_LOG=os.environ.get("RUST_LOG", "info"), GATEWAY_ACCESS_LOG="off")
         if db_url:
             env["DATABASE_URL"] = db_url
@@ -722,6 +738,7 @@ def run(args, sched, quiet):
                       request_timeout_ms=REQUEST_TIMEOUT_MS, ledger=pg is not None,
                       node_timeout_ms=args.node_timeout_ms, t0=t0, quiet_s=quiet,
                       schedule=sched, gateways={g.name: g.port for g in gws},
+                      policies=[POLICY],
                       nodes=[n.port for n in cluster.nodes]))
         clients = [Client("c%d" % i, ctx, args.seed * 1000 + i) for i in range(args.clients)]
         threads = [threading.Thread(target=c.loop, daemon=True) for c in clients]

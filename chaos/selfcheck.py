@@ -190,6 +190,11 @@ def plants():
         b.op("ack", dict(queue="plant-q4", id="pj4", receipt="1.1", key="pa4"), 409,
              dict(code="receipt_expired"), logical="pa4", attempt=1)
 
+    def policy_overshoot(b):
+        b.meta["policies"] = [dict(name="plant-p", op="uv", burst=1, count=1, period=10)]
+        for i in range(4):
+            b.op("uv", dict(page="plant"), 200, {})
+
     def overshoot(b):
         for i in range(6):
             b.op("ratelimit", dict(key="plant-r", max_burst=1, count_per_period=1, period=10),
@@ -238,6 +243,8 @@ def plants():
         ("acked_twice", "a job acked twice", acked_twice),
         ("limiter_overshoot", "a rate-limit key admitting past its bound, no fault near",
          overshoot),
+        ("limiter_overshoot", "a limit policy admitting past its bound, no fault near",
+         policy_overshoot),
         ("double_claim", "a job handed to two claims within its visibility", double_claim),
         ("status_5xx", "a 500", s500),
         ("503_no_retry_after", "a 503 without Retry-After", s503),

@@ -5,7 +5,8 @@
 //! thread's clients with wake-ups that stay on the thread (measured with `strace -c` over 2,000
 //! streams on two workers: 106,514 `write`s to the other thread's wake-up descriptor in a round
 //! of purchases before, 516 after; the CPU per event moved within the bench's noise, the
-//! sockets' own writes being most of it, docs/performance.md "Live events").
+//! sockets' own writes being most of it; see
+//! docs/performance.md "Live events (10,000 streams on one voucher)").
 
 use std::collections::HashMap;
 use std::hash::Hash;
