@@ -39,6 +39,11 @@ const IDEM_RECORD_WEIGHT: usize = 4 * 1024;
 /// claim's largest (docs/queues.md), so a call's work is bounded as one claim's is.
 const MAX_CLAIMED_PER_CALL: usize = 100;
 const MAX_ACK_BYTES: usize = 16 * 1024;
+/// What an ack's idempotency record adds to its weight against [`MAX_ACK_BYTES`]: its lookup
+/// and its write about double an ack's work, and an ack weighs some 250 bytes of that budget
+/// (64 of them fill it), so a run takes some 40 keyed acks. The enqueues' weight
+/// ([`IDEM_RECORD_WEIGHT`]) is measured against their 128 KiB and would let only three in.
+const ACK_IDEM_WEIGHT: usize = 256;
 
 /// Requests waiting to go in one call, per queue: those a worker takes up in one turn cost one
 /// round trip, one script run and one replica wait, each answered as if it ran alone.
@@ -140,7 +145,7 @@ pub(super) async fn claim_group(
 }
 
 /// A queue's group of acks in `queue_ack.lua` calls of at most [`MAX_PER_CALL`] acks and
-/// [`MAX_ACK_BYTES`] (an idempotency record weighing [`IDEM_RECORD_WEIGHT`]), in order.
+/// [`MAX_ACK_BYTES`] (an idempotency record weighing [`ACK_IDEM_WEIGHT`]), in order.
 pub(super) async fn ack_group(
     store: RedisStore,
     queue: Name,
@@ -151,7 +156,7 @@ pub(super) async fn ack_group(
             + a.receipt.len()
             + a.idem
                 .as_ref()
-                .map_or(0, |(k, f)| k.len() + f.len() + IDEM_RECORD_WEIGHT)
+                .map_or(0, |(k, f)| k.len() + f.len() + ACK_IDEM_WEIGHT)
             + 8
     };
     group::in_calls(acks, MAX_PER_CALL, MAX_ACK_BYTES, weight, |part| {
