@@ -931,7 +931,7 @@ async fn no_request_holds_redis_for_more_than_5_ms() {
     );
 
     let factor = machine_factor(&server, &redis).await;
-    let budget = (BUDGET_US as f64 * factor) as u64;
+    let budget = scaled(BUDGET_US, factor);
     println!("this machine: {factor:.2}x the reference GEOADD, budget {budget} µs");
     let mut table: BTreeMap<&str, (u64, String, String, usize)> = BTreeMap::new();
     let mut over = Vec::new();
@@ -1147,34 +1147,36 @@ async fn machine_factor(server: &RedisProcess, redis: &fred::prelude::Client) ->
     for from in (0..GEO_PLACES).step_by(1000) {
         geoadd(batch(from, 1)).await;
     }
-    let usec = || {
-        server
-            .cli(&["info", "commandstats"])
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_geoadd:"))
-            .and_then(|r| r.split(',').find_map(|kv| kv.strip_prefix("usec=")))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
     let mut best = u64::MAX;
     for round in 0..3 {
         let moves = batch(round * 1000, 7);
-        let before = usec();
+        let before = command_time(server, "geoadd").1;
         geoadd(moves).await;
-        best = best.min(usec().saturating_sub(before));
+        best = best.min(command_time(server, "geoadd").1.saturating_sub(before));
     }
     let _: u64 = redis.unlink(key).await.unwrap();
     (best as f64 / REFERENCE_GEOADD_US as f64).max(1.0)
 }
 
+/// `budget_us` on a machine `factor` times slower than the reference ([`machine_factor`]).
+fn scaled(budget_us: u64, factor: f64) -> u64 {
+    (budget_us as f64 * factor) as u64
+}
+
 /// Redis's own time in all `EVALSHA` runs so far, µs, and how many (`INFO commandstats`: a
 /// slowlog at threshold 0 would also log, and time, every command a script makes).
 fn evalsha_time(redis: &RedisProcess) -> (u64, u64) {
+    command_time(redis, "evalsha")
+}
+
+/// How many runs of `command` (lower case) so far and Redis's own time in them, µs
+/// (`INFO commandstats`).
+fn command_time(redis: &RedisProcess, command: &str) -> (u64, u64) {
     let stats = redis.cli(&["info", "commandstats"]).unwrap();
+    let prefix = format!("cmdstat_{command}:");
     let line = stats
         .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .unwrap_or("calls=0,usec=0");
     let field = |name: &str| {
         line.split(',')
@@ -1390,7 +1392,7 @@ async fn a_grouped_queue_run_holds_redis_under_a_millisecond() {
     let _turn = TIMED.lock().await;
     let (server, gw, redis, _) = slowlogged_gateway().await;
     let factor = machine_factor(&server, &redis).await;
-    let grouped_budget = (GROUPED_BUDGET_US as f64 * factor) as u64;
+    let grouped_budget = scaled(GROUPED_BUDGET_US, factor);
     const BURST: usize = 64;
     let big = "z".repeat(64 * 1024 - 16);
 
@@ -1507,7 +1509,7 @@ async fn a_grouped_queue_run_holds_redis_under_a_millisecond() {
         // A claim run hands out at most what one claim alone may (1 MiB of payloads), and the
         // first claim of a run has all of it: bounded as one claim is, by the 5 ms rule.
         let budget = if label.starts_with("claim") {
-            (BUDGET_US as f64 * factor) as u64
+            scaled(BUDGET_US, factor)
         } else {
             grouped_budget
         };
